@@ -1,0 +1,133 @@
+"""One error tree for the whole product.
+
+Outcomes (a workload that does not fit, a policy that denies) are values, never exceptions. Exceptions are for
+broken input and broken surroundings, and every one carries fields so that callers match on type and fields,
+never on message text. Third-party errors (pygit2, kubernetes, YAML) are translated into this tree in exactly
+one place each, chained with ``from``.
+
+    GitopsqError                      base; ``exit_code`` tells the CLI what to return
+    ├── InputError (exit 1)           the user's input is invalid: fix the input
+    │   ├── ManifestError             a file or object in the repository is invalid (path, line, object, reason)
+    │   ├── ConfigError               gitopsq.yaml is invalid
+    │   ├── PolicyError               a policy file cannot be loaded or compiled
+    │   └── ScenarioError             a simulation scenario or trace is invalid
+    ├── UsageError (exit 2)           the command line itself is wrong
+    └── RuntimeFailure (exit 3)       the world around us failed: retry may help
+        ├── SourceError               git: unreachable remote, unknown ref, authentication failure
+        ├── ClusterError              Kubernetes API: unreachable, forbidden, conflict that did not resolve
+        └── AuditError                the audit trail cannot be written or read
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+EXIT_OK = 0
+EXIT_REJECTED = 1
+EXIT_USAGE = 2
+EXIT_RUNTIME = 3
+
+
+class GitopsqError(Exception):
+    """Base of every error gitopsq raises on purpose."""
+
+    exit_code: int = EXIT_RUNTIME
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+class InputError(GitopsqError):
+    """The input is invalid; the user must change it."""
+
+    exit_code = EXIT_REJECTED
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where something stands in a repository: file path (repository-relative) and 1-based line."""
+
+    path: str
+    line: int | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        if self.line is None:
+            return self.path
+        if self.column is None:
+            return f"{self.path}:{self.line}"
+        return f"{self.path}:{self.line}:{self.column}"
+
+
+class ManifestError(InputError):
+    """A file or object in a queue-definition repository is invalid."""
+
+    def __init__(self, reason: str, *, location: Location | None = None, obj: str | None = None) -> None:
+        super().__init__(reason)
+        self.location = location
+        self.obj = obj
+
+    def __str__(self) -> str:
+        parts = [str(self.location)] if self.location else []
+        if self.obj:
+            parts.append(self.obj)
+        parts.append(self.reason)
+        return ": ".join(parts)
+
+
+class ConfigError(ManifestError):
+    """gitopsq.yaml is invalid."""
+
+
+class PolicyError(ManifestError):
+    """A policy file cannot be loaded or an expression cannot be compiled."""
+
+
+class ScenarioError(ManifestError):
+    """A simulation scenario or workload trace is invalid."""
+
+
+class UsageError(GitopsqError):
+    """The command line is wrong."""
+
+    exit_code = EXIT_USAGE
+
+
+class RuntimeFailure(GitopsqError):
+    """Something outside gitopsq failed; the input may be fine."""
+
+    exit_code = EXIT_RUNTIME
+
+
+class SourceError(RuntimeFailure):
+    """Git failed: unreachable remote, unknown revision, authentication failure."""
+
+    def __init__(self, reason: str, *, url: str | None = None, ref: str | None = None) -> None:
+        super().__init__(reason)
+        self.url = url
+        self.ref = ref
+
+
+class UnknownRevisionError(SourceError):
+    """The branch, tag or commit does not exist in the repository."""
+
+
+class AuthenticationError(SourceError):
+    """The remote refused our credentials."""
+
+
+class ClusterError(RuntimeFailure):
+    """The Kubernetes API failed or refused a request."""
+
+    def __init__(self, reason: str, *, status: int | None = None, obj: str | None = None) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.obj = obj
+
+
+class AuditError(RuntimeFailure):
+    """The audit trail cannot be written or read."""
