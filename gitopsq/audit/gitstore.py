@@ -1,0 +1,223 @@
+"""The audit branch: commits built with pygit2 on a bare cache repository, moved with the git CLI.
+
+Branch layout (docs/audit.md)::
+
+    HEAD.json                                         {"schemaVersion", "seq", "hash", "file", "writer", "time"}
+    records/YYYY/MM/DD/<first seq>-<last seq>.jsonl   one chained entry per line, 12-digit zero-padded seqs
+
+Each commit adds exactly one records file and rewrites HEAD.json; its message states the chain head. The
+target (the source repository or a separate one) is always reached through ``git fetch`` / ``git push`` from a
+private bare cache under the WAL directory, so a local path and a remote URL behave the same, and the
+receiving side refuses non-fast-forward updates: a lost race shows up as a rejected push, never a fork.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pygit2
+
+from gitopsq.audit.canonical import ChainHead, canonical_json, link_all
+from gitopsq.audit.signing import SshSigner
+from gitopsq.errors import AuditError
+
+DEFAULT_BRANCH = "gitopsq/audit"
+HEAD_FILE = "HEAD.json"
+RECORDS_DIR = "records"
+
+
+class RemoteUnreachableError(AuditError):
+    """The audit repository cannot be reached; records stay in the WAL."""
+
+
+class PushRejectedError(AuditError):
+    """The remote refused the update (someone else moved the branch, or a hook said no)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BranchTip:
+    """What the branch holds at a commit: the commit id (None for a missing branch) and the chain head."""
+
+    commit: str | None
+    head: ChainHead
+
+
+def resolve_target(target: str) -> str:
+    """A URL stays as it is; a local path becomes absolute so git does not read it relative to the cache."""
+    if "://" in target or (":" in target and not target.startswith("/") and "@" in target.split(":")[0]):
+        return target
+    return str(Path(target).resolve())
+
+
+def git(args: list[str], *, cwd: Path, input_bytes: bytes | None = None, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": os.environ.get(
+        "GIT_SSH_COMMAND", "ssh -o BatchMode=yes -o ConnectTimeout=10")}
+    try:
+        return subprocess.run(["git", *args], cwd=cwd, input=input_bytes, capture_output=True, env=env,
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as err:
+        raise RemoteUnreachableError(f"git {args[0]} timed out after {timeout:.0f}s") from err
+
+
+def read_head(repo: pygit2.Repository, commit_id: str | None) -> ChainHead:
+    """The chain head a commit's HEAD.json states (an empty chain when there is no commit or no file)."""
+    if commit_id is None:
+        return ChainHead()
+    tree = repo[commit_id].peel(pygit2.Commit).tree
+    if HEAD_FILE not in tree:
+        return ChainHead()
+    data = json.loads(repo[tree[HEAD_FILE].id].data)
+    return ChainHead(int(data["seq"]), str(data["hash"]))
+
+
+def read_head_json(repo: pygit2.Repository, commit: pygit2.Commit) -> dict[str, Any] | None:
+    if HEAD_FILE not in commit.tree:
+        return None
+    value = json.loads(repo[commit.tree[HEAD_FILE].id].data)
+    return value if isinstance(value, dict) else None
+
+
+def first_parent_history(repo: pygit2.Repository, commit_id: str) -> Iterator[pygit2.Commit]:
+    """The branch's own commits, newest first, following first parents only."""
+    commit: pygit2.Commit | None = repo[commit_id].peel(pygit2.Commit)
+    while commit is not None:
+        yield commit
+        commit = commit.parents[0] if commit.parent_ids else None
+
+
+class AuditBranch:
+    """Appends chained batches to the audit branch of ``target``. Not thread-safe: one owner thread."""
+
+    def __init__(self, cache_dir: Path, target: str, branch: str = DEFAULT_BRANCH, *,
+                 identity: tuple[str, str] = ("gitopsq", "gitopsq@localhost"),
+                 signer: SshSigner | None = None) -> None:
+        self.target = resolve_target(target)
+        self.branch = branch
+        self.identity = identity
+        self.signer = signer
+        self.cache_dir = cache_dir
+        self.repo = (pygit2.Repository(str(cache_dir)) if (cache_dir / "HEAD").exists()
+                     else pygit2.init_repository(str(cache_dir), bare=True))
+        self.tracking = f"refs/audit-remote/{branch}"
+        self.tip = BranchTip(None, ChainHead())
+
+    def fetch(self) -> BranchTip:
+        """Bring the remote branch into the cache; a missing branch is an empty chain."""
+        listed = git(["ls-remote", "--exit-code", self.target, f"refs/heads/{self.branch}"], cwd=self.cache_dir)
+        if listed.returncode == 2:
+            self.tip = BranchTip(None, ChainHead())
+            return self.tip
+        if listed.returncode != 0:
+            raise RemoteUnreachableError(f"cannot reach audit repository: {_last_line(listed.stderr)}")
+        fetched = git(["fetch", "--no-tags", "--quiet", self.target,
+                       f"+refs/heads/{self.branch}:{self.tracking}"], cwd=self.cache_dir)
+        if fetched.returncode != 0:
+            raise RemoteUnreachableError(f"cannot fetch audit branch: {_last_line(fetched.stderr)}")
+        commit_id = str(self.repo.references[self.tracking].target)
+        self.tip = BranchTip(commit_id, read_head(self.repo, commit_id))
+        return self.tip
+
+    def build(self, records: list[dict[str, Any]], *, writer: dict[str, Any], now: datetime) -> tuple[str, ChainHead]:
+        """A commit on the current tip that appends ``records`` (chained after the tip's head); no ref moves."""
+        entries, head = link_all(records, self.tip.head)
+        first = entries[0]["seq"]
+        day = now.astimezone(UTC)
+        directory = f"{RECORDS_DIR}/{day:%Y/%m/%d}"
+        filename = f"{first:012d}-{head.seq:012d}.jsonl"
+        blob = self.repo.create_blob("".join(canonical_json(e) + "\n" for e in entries).encode("utf-8"))
+        head_doc = {"schemaVersion": 1, "seq": head.seq, "hash": head.hash, "file": f"{directory}/{filename}",
+                    "writer": writer, "time": day.isoformat().replace("+00:00", "Z")}
+        head_blob = self.repo.create_blob((json.dumps(head_doc, indent=2, sort_keys=True) + "\n").encode())
+        parent_tree = self.repo[self.tip.commit].peel(pygit2.Commit).tree if self.tip.commit else None
+        tree = self._insert(parent_tree, directory.split("/"), filename, blob)
+        tree = self._with_entry(tree, HEAD_FILE, head_blob)
+        message = (f"audit: records {first}-{head.seq}\n\nChain-Head: {head.seq} sha256:{head.hash}\n"
+                   f"Records: {len(entries)}\n")
+        name, email = self.identity
+        signature = pygit2.Signature(name, email, int(day.timestamp()), 0)
+        parents = [self.tip.commit] if self.tip.commit else []
+        if self.signer is None:
+            oid = self.repo.create_commit(None, signature, signature, message, tree, parents)
+        else:
+            payload = self.repo.create_commit_string(signature, signature, message, tree, parents)
+            oid = self.repo.create_commit_with_signature(payload, self.signer.sign(payload.encode("utf-8")))
+        return str(oid), head
+
+    def _with_entry(self, tree_id: pygit2.Oid, name: str, blob: pygit2.Oid) -> pygit2.Oid:
+        builder = self.repo.TreeBuilder(self.repo[tree_id].peel(pygit2.Tree))
+        builder.insert(name, blob, pygit2.enums.FileMode.BLOB)
+        return builder.write()
+
+    def _insert(self, tree: pygit2.Tree | None, parts: list[str], filename: str, blob: pygit2.Oid) -> pygit2.Oid:
+        builder = self.repo.TreeBuilder(tree) if tree is not None else self.repo.TreeBuilder()
+        if not parts:
+            builder.insert(filename, blob, pygit2.enums.FileMode.BLOB)
+            return builder.write()
+        child = None
+        if tree is not None and parts[0] in tree:
+            child = self.repo[tree[parts[0]].id].peel(pygit2.Tree)
+        builder.insert(parts[0], self._insert(child, parts[1:], filename, blob), pygit2.enums.FileMode.TREE)
+        return builder.write()
+
+    def push(self, commit_id: str) -> None:
+        """Move the remote branch to ``commit_id``; raises PushRejectedError or RemoteUnreachableError."""
+        result = git(["push", "--porcelain", "--quiet", self.target, f"{commit_id}:refs/heads/{self.branch}"],
+                     cwd=self.cache_dir)
+        out = result.stdout.decode("utf-8", "replace")
+        if result.returncode == 0:
+            self.repo.references.create(self.tracking, pygit2.Oid(hex=commit_id), force=True)
+            self.tip = BranchTip(commit_id, read_head(self.repo, commit_id))
+            return
+        if "[rejected]" in out or "[remote rejected]" in out:
+            raise PushRejectedError(f"audit branch push rejected: {_rejection(out)}")
+        raise RemoteUnreachableError(f"cannot push audit branch: {_last_line(result.stderr)}")
+
+    def writer_watermark(self, writer_id: str, *, max_commits: int = 100_000) -> int:
+        """The highest WAL sequence number of ``writer_id`` already on the branch (0 when none)."""
+        if self.tip.commit is None:
+            return 0
+        for count, commit in enumerate(first_parent_history(self.repo, self.tip.commit)):
+            if count >= max_commits:
+                break
+            doc = read_head_json(self.repo, commit)
+            writer = doc.get("writer") if doc else None
+            if isinstance(writer, dict) and writer.get("id") == writer_id:
+                return int(writer.get("walSeq", 0))
+        return 0
+
+    def recent_ids(self, *, limit: int) -> set[str]:
+        """Ids of about the last ``limit`` records on the branch (for dropping re-emitted records)."""
+        ids: set[str] = set()
+        if self.tip.commit is None:
+            return ids
+        for commit in first_parent_history(self.repo, self.tip.commit):
+            doc = read_head_json(self.repo, commit)
+            if doc is None or len(ids) >= limit:
+                break
+            path = str(doc.get("file", ""))
+            try:
+                data = self.repo[commit.tree[path].id].data
+            except KeyError:
+                continue
+            for line in data.splitlines():
+                ids.add(str(json.loads(line).get("id")))
+        return ids
+
+
+def _last_line(stderr: bytes) -> str:
+    lines = [line for line in stderr.decode("utf-8", "replace").splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "no detail from git"
+
+
+def _rejection(out: str) -> str:
+    for line in out.splitlines():
+        if line.startswith("!"):
+            return line.split("\t")[-1].strip()
+    return out.strip() or "rejected"

@@ -1,0 +1,354 @@
+"""``AuditTrail``: the one object the rest of gitopsq talks to.
+
+    trail = AuditTrail.open("/srv/queues.git", "/var/lib/gitopsq/audit-wal")
+    trail.record(records.sync_attempt(...))      # returns once the record is fsync'd in the WAL
+    ticket = trail.submit(records.admission(...)) # admission path: cheap, not yet durable
+    trail.wait_durable(ticket)                    # …durable before the Workload status is written
+    trail.close()                                 # commits and pushes what it can; the rest waits in the WAL
+
+Two background threads do the slow work:
+1. the WAL thread takes every submitted record, appends the group to the WAL and fsyncs once (group commit),
+   then wakes the waiters;
+2. the commit thread turns durable records into one commit on the audit branch every ``batch_seconds`` or
+   ``batch_records``, pushes it, retries a rejected push on the new tip (renumbering our records after the
+   other writer's), backs off while the remote is unreachable, and compacts the WAL after a push.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from gitopsq import logs
+from gitopsq.audit.canonical import ChainHead
+from gitopsq.audit.gitstore import DEFAULT_BRANCH, AuditBranch, PushRejectedError, RemoteUnreachableError
+from gitopsq.audit.records import Record, validate_record
+from gitopsq.audit.redact import redact
+from gitopsq.audit.signing import SshSigner
+from gitopsq.audit.wal import TornLine, WalEntry, WriteAheadLog
+from gitopsq.errors import AuditError
+
+_log = logs.get("audit")
+
+
+@dataclass(frozen=True, slots=True)
+class TrailSettings:
+    branch: str = DEFAULT_BRANCH
+    batch_seconds: float = 5.0         # commit at least this often while records wait
+    batch_records: int = 500           # …or as soon as this many wait
+    max_batch: int = 50_000            # never more records than this in one commit
+    push_retries: int = 20             # rejected pushes (lost races) before the batch waits for the next round
+    backoff_initial: float = 1.0       # first wait after the remote was unreachable
+    backoff_max: float = 60.0
+    dedup_window: int = 100_000        # a re-emitted id is dropped if among this many recent records
+    identity: tuple[str, str] = ("gitopsq", "gitopsq@localhost")
+    signing_key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TrailStatus:
+    submitted: int          # WAL seq of the last accepted record
+    durable: int            # WAL seq up to which records are fsync'd
+    pushed: int             # WAL seq up to which records are on the audit branch
+    head: ChainHead         # chain head of the branch as last seen
+    last_error: str | None
+    torn: TornLine | None   # the torn WAL line dropped when the trail opened, if any
+
+
+class AuditTrail:
+    """Durable, batched, hash-chained audit writer. Thread-safe for callers."""
+
+    def __init__(self, wal: WriteAheadLog, branch: AuditBranch, settings: TrailSettings,
+                 replayed: list[WalEntry], torn: TornLine | None, clock: Callable[[], datetime]) -> None:
+        self._wal, self._branch, self._settings, self._clock, self._torn = wal, branch, settings, clock, torn
+        self._cond = threading.Condition()
+        self._incoming: list[dict[str, Any]] = []
+        self._pending: list[WalEntry] = list(replayed)   # durable, not yet on the branch
+        self._ids: dict[str, None] = {}  # insertion-ordered set, bounded by settings.dedup_window
+        for entry in replayed:
+            self._remember(str(entry.record.get("id")))
+        self._submitted = self._durable = wal.next_seq - 1
+        self._pushed = 0
+        self._synced = False          # fetched the branch at least once since opening
+        self._flush_requested = False
+        self._compact_upto = 0
+        self._closing = self._stopped = False
+        self._last_error: str | None = None
+        self._failures = 0            # commit rounds that failed: a flush() waiter stops waiting on one
+        self._oldest_wait: float | None = time.monotonic() if replayed else None
+        self._wal_thread = threading.Thread(target=self._wal_loop, name="audit-wal", daemon=True)
+        self._commit_thread = threading.Thread(target=self._commit_loop, name="audit-commit", daemon=True)
+        self._wal_thread.start()
+        self._commit_thread.start()
+
+    @classmethod
+    def open(cls, target: str, wal_dir: str | Path, *, settings: TrailSettings | None = None,
+             clock: Callable[[], datetime] | None = None) -> AuditTrail:
+        """Lock the WAL directory, replay it, and start writing to ``target``'s audit branch."""
+        settings = settings or TrailSettings()
+        wal = WriteAheadLog(wal_dir)
+        try:
+            replay = wal.replay()
+            if replay.torn is not None:
+                _log.warning("audit_wal_torn_line_dropped", path=replay.torn.path, line=replay.torn.line,
+                             bytes=replay.torn.size)
+            signer = SshSigner(settings.signing_key) if settings.signing_key else None
+            branch = AuditBranch(Path(wal_dir) / "cache.git", target, settings.branch,
+                                 identity=settings.identity, signer=signer)
+        except BaseException:
+            wal.close()
+            raise
+        return cls(wal, branch, settings, replay.entries, replay.torn, clock or (lambda: datetime.now(UTC)))
+
+    # -- the caller's side ------------------------------------------------------------------------------------
+
+    def submit(self, record: Record | Mapping[str, Any]) -> int:
+        """Queue a record; returns a ticket for ``wait_durable``. Not durable yet. A known id is dropped."""
+        data = record.data if isinstance(record, Record) else _checked(record)
+        record_id = str(data["id"])
+        with self._cond:
+            if self._closing:
+                raise AuditError("audit trail is closed")
+            if record_id in self._ids:
+                return self._submitted
+            self._remember(record_id)
+            self._incoming.append(data)  # type: ignore[arg-type]
+            self._submitted += 1
+            self._cond.notify_all()
+            return self._submitted
+
+    def wait_durable(self, ticket: int | None = None, timeout: float | None = None) -> None:
+        """Block until the record behind ``ticket`` (default: everything submitted) is fsync'd in the WAL."""
+        with self._cond:
+            goal = self._submitted if ticket is None else ticket
+            if not self._cond.wait_for(lambda: self._durable >= goal or self._stopped, timeout):
+                raise AuditError(f"audit record not durable after {timeout}s")
+            if self._durable < goal:
+                raise AuditError(f"audit trail stopped before the record was durable: {self._last_error}")
+
+    def record(self, record: Record | Mapping[str, Any]) -> None:
+        """Append a record and return once it is fsync'd in the WAL (the branch commit follows later)."""
+        self.wait_durable(self.submit(record))
+
+    def flush(self, timeout: float = 60.0) -> bool:
+        """Commit and push everything submitted so far; False if it is not on the branch within ``timeout``."""
+        self.wait_durable(timeout=timeout)
+        with self._cond:
+            goal, failures = self._durable, self._failures
+            self._flush_requested = True
+            self._cond.notify_all()
+            self._cond.wait_for(lambda: self._pushed >= goal or self._stopped or self._failures > failures,
+                                timeout)
+            return self._pushed >= goal
+
+    def status(self) -> TrailStatus:
+        with self._cond:
+            return TrailStatus(self._submitted, self._durable, self._pushed, self._branch.tip.head,
+                               self._last_error, self._torn)
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Make everything durable, try one last push, stop the threads and release the WAL lock."""
+        with self._cond:
+            if self._stopped:
+                return
+            self._closing = True
+            self._cond.notify_all()
+        try:
+            self.flush(timeout)
+        finally:
+            with self._cond:
+                self._stopped = True
+                self._cond.notify_all()
+            self._wal_thread.join(timeout)
+            self._commit_thread.join(timeout)
+            if self._pushed and not self._wal_thread.is_alive():
+                self._wal.rotate()
+                self._wal.compact(self._pushed)
+            self._wal.close()
+
+    def __enter__(self) -> AuditTrail:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the WAL thread ---------------------------------------------------------------------------------------
+
+    def _wal_loop(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._incoming or self._compact_upto or self._stopped)
+                if self._stopped and not self._incoming:
+                    return
+                batch, self._incoming = self._incoming, []
+                compact_upto, self._compact_upto = self._compact_upto, 0
+            if batch:
+                try:
+                    last = self._wal.append(batch)
+                except OSError as err:
+                    with self._cond:
+                        self._last_error = f"write-ahead log append failed: {err}"
+                        self._stopped = True
+                        self._cond.notify_all()
+                    _log.error("audit_wal_append_failed", error=str(err))
+                    return
+                first = last - len(batch) + 1
+                entries = [WalEntry(first + i, r) for i, r in enumerate(batch)]
+                with self._cond:
+                    self._durable = entries[-1].wal_seq
+                    if not self._pending:
+                        self._oldest_wait = time.monotonic()
+                    self._pending.extend(entries)
+                    self._cond.notify_all()
+            if compact_upto:
+                self._wal.rotate()
+                self._wal.compact(compact_upto)
+
+    # -- the commit thread ------------------------------------------------------------------------------------
+
+    def _due(self) -> bool:
+        if self._stopped:
+            return True
+        if not self._pending:
+            return False
+        if self._flush_requested or len(self._pending) >= self._settings.batch_records:
+            return True
+        return self._oldest_wait is not None and \
+            time.monotonic() - self._oldest_wait >= self._settings.batch_seconds
+
+    def _commit_loop(self) -> None:
+        backoff = 0.0
+        while True:
+            with self._cond:
+                self._cond.wait_for(self._due, timeout=min(self._settings.batch_seconds, 0.5))
+                if self._stopped:
+                    return
+                if not self._due():
+                    continue
+                batch = self._pending[: self._settings.max_batch]
+                flushing = self._flush_requested
+            try:
+                self._commit(batch)
+                backoff = 0.0
+            except RemoteUnreachableError as err:
+                backoff = min(max(backoff * 2, self._settings.backoff_initial), self._settings.backoff_max)
+                self._note_failure(str(err), flushing)
+                _log.warning("audit_remote_unreachable", error=str(err), retry_in=backoff)
+                self._sleep(backoff)
+            except AuditError as err:
+                self._note_failure(str(err), flushing)
+                _log.error("audit_commit_failed", error=str(err))
+                self._sleep(self._settings.backoff_initial)
+
+    def _note_failure(self, message: str, flushing: bool) -> None:
+        with self._cond:
+            self._last_error = message
+            self._failures += 1
+            if flushing:  # a flush() waiter gets its answer now; the records keep waiting in the WAL
+                self._flush_requested = False
+            self._cond.notify_all()
+
+    def _sleep(self, seconds: float) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: self._stopped or self._flush_requested, seconds)
+
+    def _commit(self, batch: list[WalEntry]) -> None:
+        if not self._synced:
+            self._branch.fetch()
+            self._drop_known(self._branch.writer_watermark(self._wal.writer_id),
+                             self._branch.recent_ids(limit=self._settings.dedup_window))
+            self._synced = True
+            with self._cond:
+                batch = self._pending[: self._settings.max_batch]
+        for attempt in range(self._settings.push_retries):
+            if not batch:
+                return
+            writer = {"id": self._wal.writer_id, "walSeq": batch[-1].wal_seq}
+            commit_id, head = self._branch.build([e.record for e in batch], writer=writer, now=self._clock())
+            try:
+                self._branch.push(commit_id)
+                break
+            except PushRejectedError:
+                _log.info("audit_push_rejected_retrying", attempt=attempt + 1)
+                time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
+                self._branch.fetch()
+                # A push that landed although we saw an error shows up as our own writer near the tip.
+                landed = self._branch.writer_watermark(self._wal.writer_id, max_commits=64)
+                if landed:
+                    self._drop_known(landed, set())
+                    batch = [e for e in batch if e.wal_seq > landed]
+        else:
+            raise AuditError(f"audit push still rejected after {self._settings.push_retries} attempts")
+        _log.info("audit_batch_pushed", records=len(batch), seq=head.seq, hash=head.hash)
+        with self._cond:
+            self._pending = [e for e in self._pending if e.wal_seq > batch[-1].wal_seq]
+            self._after_progress()
+
+    def _drop_known(self, watermark: int, known_ids: set[str]) -> None:
+        """Forget WAL records the branch already has (crash after push, before compaction) or ids it holds."""
+        with self._cond:
+            kept = [e for e in self._pending
+                    if e.wal_seq > watermark and str(e.record.get("id")) not in known_ids]
+            if len(kept) != len(self._pending):
+                _log.info("audit_wal_replay_already_on_branch", dropped=len(self._pending) - len(kept))
+            for known in known_ids:
+                self._remember(known)
+            self._pending = kept
+            self._after_progress()
+
+    def _after_progress(self) -> None:
+        """Recompute what is on the branch, release flush waiters, let the WAL compact. Lock held."""
+        self._pushed = self._pending[0].wal_seq - 1 if self._pending else self._durable
+        self._oldest_wait = time.monotonic() if self._pending else None
+        if not self._pending:
+            self._flush_requested = False
+        if self._pushed > 0:
+            self._compact_upto = max(self._compact_upto, self._pushed)
+        self._last_error = None
+        self._cond.notify_all()
+
+    def _remember(self, record_id: str) -> None:
+        """Keep the id for duplicate checks; the oldest ids fall out beyond the dedup window. Lock held."""
+        self._ids[record_id] = None
+        if len(self._ids) > self._settings.dedup_window:
+            del self._ids[next(iter(self._ids))]
+
+
+def _checked(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A record handed in as a plain mapping: redact it and check its envelope."""
+    data = redact(dict(record))
+    problems = validate_record(data)
+    if problems:
+        raise AuditError(f"invalid audit record: {'; '.join(problems)}")
+    return data  # type: ignore[no-any-return]
+
+
+class NullAuditTrail:
+    """An audit trail that keeps nothing: for commands run without an audit target."""
+
+    def submit(self, record: Record | Mapping[str, Any]) -> int:
+        return 0
+
+    def wait_durable(self, ticket: int | None = None, timeout: float | None = None) -> None:
+        return None
+
+    def record(self, record: Record | Mapping[str, Any]) -> None:
+        return None
+
+    def flush(self, timeout: float = 60.0) -> bool:
+        return True
+
+    def close(self, timeout: float = 30.0) -> None:
+        return None
+
+    def __enter__(self) -> NullAuditTrail:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
