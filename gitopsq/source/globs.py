@@ -1,0 +1,138 @@
+"""Include / exclude path patterns of gitopsq.yaml (docs/config.md), as pure functions.
+
+1. An entry ending with ``/`` is a directory: it covers every path below it, at any depth.
+2. Any other entry is a glob over ``/``-separated paths: ``*`` and ``?`` stay inside one segment, ``[abc]`` is a
+   character class, and a segment that is exactly ``**`` spans zero or more whole segments (``**/x`` also
+   matches ``x`` at the root; a trailing ``/**`` matches everything below, not the directory itself).
+3. An entry without any wildcard also covers the paths below it when it names a directory (``platform``
+   behaves as ``platform/``), as in .gitignore.
+4. Patterns are relative to the repository root; a leading ``./`` or ``/`` is ignored. Matching is
+   case-sensitive, as Git paths are.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+_WILDCARDS = frozenset("*?[")
+
+
+def normalise(pattern: str) -> str:
+    """The pattern without a leading ``./`` or ``/`` (repeated)."""
+    while pattern.startswith(("./", "/")):
+        pattern = pattern[2:] if pattern.startswith("./") else pattern[1:]
+    return pattern
+
+
+def is_directory_pattern(pattern: str) -> bool:
+    return normalise(pattern).endswith("/")
+
+
+def has_wildcard(pattern: str) -> bool:
+    return any(ch in _WILDCARDS for ch in pattern)
+
+
+def literal_prefix(pattern: str) -> str:
+    """The leading directory of ``pattern`` that holds no wildcard ('' for the root), used to prune tree walks.
+
+    ``teams/*/queues.yaml`` → ``teams``; ``platform/`` → ``platform``; ``gitopsq.yaml`` → ''.
+    """
+    segments = normalise(pattern).rstrip("/").split("/")
+    literal: list[str] = []
+    directory = is_directory_pattern(pattern)
+    for index, segment in enumerate(segments):
+        is_last = index == len(segments) - 1
+        if has_wildcard(segment) or (is_last and not directory):
+            break
+        literal.append(segment)
+    return "/".join(literal)
+
+
+@lru_cache(maxsize=1024)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    pattern = normalise(pattern)
+    if pattern.endswith("/"):
+        pattern = pattern + "**"
+    elif not has_wildcard(pattern):
+        return re.compile(re.escape(pattern) + "(?:/.*)?")
+    segments = pattern.split("/")
+    parts: list[str] = []
+    for index, segment in enumerate(segments):
+        is_last = index == len(segments) - 1
+        if segment == "**":
+            parts.append(".*" if is_last else "(?:[^/]*/)*")
+        else:
+            parts.append(_segment_regex(segment) + ("" if is_last else "/"))
+    return re.compile("".join(parts))
+
+
+def _segment_regex(segment: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(segment):
+        ch = segment[i]
+        if ch == "*":
+            while i + 1 < len(segment) and segment[i + 1] == "*":
+                i += 1
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[":
+            end = segment.find("]", i + 2)
+            if end == -1:
+                out.append(re.escape(ch))
+            else:
+                body = segment[i + 1 : end]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = end
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return "".join(out)
+
+
+def matches(path: str, pattern: str) -> bool:
+    """Whether repository path ``path`` is covered by one include/exclude ``pattern``."""
+    return _compiled(pattern).fullmatch(path) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class PathFilter:
+    """Which files of a tree to list: covered by an include, by no exclude, and ending with a suffix.
+
+    ``suffixes`` None keeps every file name; the default keeps the YAML files docs/config.md asks for.
+    """
+
+    include: tuple[str, ...]
+    exclude: tuple[str, ...] = ()
+    suffixes: tuple[str, ...] | None = (".yaml", ".yml")
+
+    @classmethod
+    def of(
+        cls,
+        include: Sequence[str],
+        exclude: Sequence[str] = (),
+        suffixes: Sequence[str] | None = (".yaml", ".yml"),
+    ) -> PathFilter:
+        return cls(tuple(include), tuple(exclude), None if suffixes is None else tuple(suffixes))
+
+    def selects(self, path: str) -> bool:
+        if self.suffixes is not None and not path.endswith(self.suffixes):
+            return False
+        if not any(matches(path, p) for p in self.include):
+            return False
+        return not any(matches(path, p) for p in self.exclude)
+
+    def roots(self) -> tuple[str, ...]:
+        """The smallest set of directories whose subtrees hold every file an include can match."""
+        prefixes = sorted({literal_prefix(p) for p in self.include})
+        kept: list[str] = []
+        for prefix in prefixes:
+            if not any(prefix == k or prefix.startswith(k + "/") or k == "" for k in kept):
+                kept.append(prefix)
+        return tuple(kept)

@@ -1,0 +1,311 @@
+"""GitSource: read revisions of a repository straight from its object database, never through a work tree."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import pygit2
+from pygit2.enums import DeltaStatus, DiffFind, FileMode, ObjectType, SortMode
+
+from gitopsq.errors import SourceError
+from gitopsq.source.failures import git_errors, unknown_revision
+from gitopsq.source.globs import PathFilter
+from gitopsq.source.model import ChangeStatus, CommitInfo, FileEntry, PathChange, Person
+from gitopsq.source.remote import RemoteMirror
+from gitopsq.source.trailers import parse_trailers
+
+_HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
+_SUFFIX = re.compile(r"^(?P<base>.+?)(?P<suffix>[~^].*)$")
+_FILE_MODES = frozenset({FileMode.BLOB, FileMode.BLOB_EXECUTABLE})
+_STATUS: dict[DeltaStatus, ChangeStatus] = {
+    DeltaStatus.ADDED: "added",
+    DeltaStatus.COPIED: "added",
+    DeltaStatus.DELETED: "deleted",
+    DeltaStatus.MODIFIED: "modified",
+    DeltaStatus.TYPECHANGE: "modified",
+    DeltaStatus.RENAMED: "renamed",
+}
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+class GitSource:
+    """One repository, local (read in place) or a remote's bare cache. Commit arguments are commit ids.
+
+    Implements the :class:`gitopsq.source.port.Source` protocol, plus history questions used by plan and audit.
+    """
+
+    def __init__(self, repo: pygit2.Repository, display: str, mirror: RemoteMirror | None = None) -> None:
+        self._repo = repo
+        self.display = display
+        self._mirror = mirror
+        self._listings: dict[tuple[str, PathFilter], tuple[FileEntry, ...]] = {}
+
+    @property
+    def path(self) -> Path:
+        """The git directory read (for a remote, its cache)."""
+        return Path(self._repo.path)
+
+    @property
+    def is_remote(self) -> bool:
+        return self._mirror is not None
+
+    @property
+    def fetch_count(self) -> int:
+        """How many fetches this instance made (0 for local repositories and fully cached revisions)."""
+        return 0 if self._mirror is None else self._mirror.fetch_count
+
+    # -- revisions -----------------------------------------------------------------------------------------
+
+    def resolve(self, rev: str) -> str:
+        """The full commit id ``rev`` names: branch (local or remote-tracking), tag, commit id, ``HEAD``,
+        or any of those followed by ``~N`` / ``^N``. Raises UnknownRevisionError."""
+        rev = rev.strip()
+        if not rev or rev.startswith("-") or any(ch in rev for ch in "\n\r\0 "):
+            raise unknown_revision(rev, self.display, "not a valid revision name")
+        if self._mirror is None:
+            return self._resolve_locally(rev)
+        return self._resolve_remote(rev)
+
+    def _resolve_locally(self, rev: str) -> str:
+        try:
+            obj = self._repo.revparse_single(rev)
+        except KeyError:
+            raise unknown_revision(rev, self.display) from None
+        except pygit2.AmbiguousError:
+            raise unknown_revision(rev, self.display, "the abbreviated commit id is ambiguous") from None
+        except (pygit2.InvalidSpecError, ValueError):
+            raise unknown_revision(rev, self.display, "not a valid revision name") from None
+        except pygit2.GitError as exc:
+            if "shallow" in str(exc).lower() or "parent" in str(exc).lower():
+                raise unknown_revision(rev, self.display, "beyond the history this clone holds") from None
+            raise unknown_revision(rev, self.display, str(exc)) from None
+        try:
+            commit = obj.peel(pygit2.Commit)
+        except (pygit2.InvalidSpecError, pygit2.GitError, ValueError):
+            raise unknown_revision(rev, self.display, "it names an object that is not a commit") from None
+        return str(commit.id)
+
+    def _resolve_remote(self, rev: str) -> str:
+        mirror = self._mirror
+        assert mirror is not None
+        suffix_match = _SUFFIX.match(rev)
+        if suffix_match is not None:
+            base = self._resolve_remote(suffix_match.group("base"))
+            mirror.unshallow()
+            return self._resolve_locally(base + suffix_match.group("suffix"))
+        refs, head_target = mirror.advertised(rev)
+        ref = mirror.find_ref(rev, refs, head_target)
+        if ref is None and rev.startswith("origin/"):
+            ref = mirror.find_ref(rev.removeprefix("origin/"), refs, head_target)
+        if ref is not None:
+            mirror.ensure_ref(ref)
+            return self._resolve_locally(ref.local_name)
+        if _HEX.match(rev):
+            try:
+                return self._resolve_locally(rev)
+            except SourceError:
+                mirror.fetch_everything(rev)
+            return self._resolve_locally(rev)
+        raise unknown_revision(rev, self.display)
+
+    def _commit(self, sha: str) -> pygit2.Commit:
+        try:
+            obj = self._repo[sha] if len(sha) == 40 else self._repo.revparse_single(sha)
+            commit = obj.peel(pygit2.Commit)
+        except (KeyError, ValueError, pygit2.GitError):
+            raise unknown_revision(sha, self.display, "no such commit") from None
+        assert isinstance(commit, pygit2.Commit)
+        return commit
+
+    # -- trees and blobs -----------------------------------------------------------------------------------
+
+    def list_files(
+        self,
+        commit: str,
+        include: Sequence[str],
+        exclude: Sequence[str] = (),
+        *,
+        suffixes: Sequence[str] | None = YAML_SUFFIXES,
+    ) -> tuple[FileEntry, ...]:
+        """Files of ``commit`` selected by the include/exclude patterns (docs/config.md), sorted by path.
+
+        Symbolic links and submodules are never listed. ``suffixes`` None lists every file name.
+        """
+        path_filter = PathFilter.of(include, exclude, suffixes)
+        tree = self._commit(commit).tree
+        key = (str(tree.id), path_filter)
+        cached = self._listings.get(key)
+        if cached is not None:
+            return cached
+        found: dict[str, str] = {}
+        for root in path_filter.roots():
+            subtree: pygit2.Tree = tree
+            if root:
+                try:
+                    entry = tree[root]
+                except KeyError:
+                    continue
+                if not isinstance(entry, pygit2.Tree):
+                    if entry.filemode in _FILE_MODES and path_filter.selects(root):
+                        found[root] = str(entry.id)
+                    continue
+                subtree = entry
+            self._walk(subtree, root, path_filter, found)
+        result = tuple(FileEntry(path, found[path]) for path in sorted(found))
+        self._listings[key] = result
+        return result
+
+    def _walk(self, tree: pygit2.Tree, prefix: str, path_filter: PathFilter, found: dict[str, str]) -> None:
+        for entry in tree:
+            path = f"{prefix}/{entry.name}" if prefix else str(entry.name)
+            if isinstance(entry, pygit2.Tree):
+                self._walk(entry, path, path_filter, found)
+            elif entry.filemode in _FILE_MODES and path_filter.selects(path):
+                found[path] = str(entry.id)
+
+    def read_blob(self, blob_id: str) -> bytes:
+        """The bytes of a blob; SourceError when the id names no blob."""
+        try:
+            obj = self._repo[blob_id]
+        except (KeyError, ValueError):
+            raise SourceError(f"no blob {blob_id} in {self.display}") from None
+        if not isinstance(obj, pygit2.Blob):
+            raise SourceError(f"object {blob_id} in {self.display} is not a file")
+        return obj.data
+
+    def read_file(self, commit: str, path: str) -> bytes | None:
+        """The bytes of ``path`` at ``commit``; None when there is no file (or it is a directory or link)."""
+        tree = self._commit(commit).tree
+        try:
+            entry = tree[path.strip("/")]
+        except KeyError:
+            return None
+        if entry.type != ObjectType.BLOB or entry.filemode not in _FILE_MODES:
+            return None
+        return self.read_blob(str(entry.id))
+
+    # -- commits and history -------------------------------------------------------------------------------
+
+    def commit_info(self, commit: str) -> CommitInfo:
+        c = self._commit(commit)
+        signature, payload = c.gpg_signature
+        message = _decode(c.raw_message, c.message_encoding)
+        return CommitInfo(
+            sha=str(c.id),
+            parents=self._true_parents(c),
+            author=_person(c.author),
+            committer=_person(c.committer),
+            message=message,
+            trailers=parse_trailers(message),
+            signature=signature,
+            signed_payload=payload,
+        )
+
+    def _true_parents(self, commit: pygit2.Commit) -> tuple[str, ...]:
+        # Parents as written in the object: a shallow clone hides them from commit.parent_ids.
+        raw = commit.read_raw()
+        header = raw.split(b"\n\n", 1)[0]
+        return tuple(line[7:].decode() for line in header.split(b"\n") if line.startswith(b"parent "))
+
+    def changed_paths(self, old: str | None, new: str) -> tuple[PathChange, ...]:
+        """Files added, modified, deleted or renamed from ``old`` to ``new`` (``old`` None: everything is added).
+
+        Renames are detected by content similarity (git's default 50 %). Sorted by path, then old path.
+        """
+        new_tree = self._commit(new).tree
+        with git_errors("compare revisions of", self.display):
+            old_tree = None if old is None else self._commit(old).tree
+            diff = new_tree.diff_to_tree(swap=True) if old_tree is None else old_tree.diff_to_tree(new_tree)
+            diff.find_similar(flags=DiffFind.FIND_RENAMES)
+        changes: list[PathChange] = []
+        for delta in diff.deltas:
+            status = _STATUS.get(delta.status)
+            old_file, new_file = delta.old_file, delta.new_file
+            if status is None or not ({old_file.mode, new_file.mode} & _FILE_MODES):
+                continue
+            old_path = None if status == "added" else old_file.path
+            path = old_file.path if status == "deleted" else new_file.path
+            changes.append(PathChange(
+                status=status,
+                path=path,
+                old_path=old_path,
+                old_blob_id=None if status == "added" else str(old_file.id),
+                new_blob_id=None if status == "deleted" else str(new_file.id),
+            ))
+        return tuple(sorted(changes, key=lambda c: (c.path, c.old_path or "")))
+
+    def commits_between(self, old: str | None, new: str, *, first_parent: bool = False) -> tuple[CommitInfo, ...]:
+        """Commits reachable from ``new`` but not from ``old``, oldest first (topological order).
+
+        ``first_parent`` follows only first parents (the merges and direct commits of the branch itself).
+        """
+        self._need_history()
+        new_commit = self._commit(new)
+        walker = self._repo.walk(new_commit.id, SortMode.TOPOLOGICAL | SortMode.REVERSE)
+        if old is not None:
+            walker.hide(self._commit(old).id)
+        if first_parent:
+            walker.simplify_first_parent()
+        commits = [self.commit_info(str(c.id)) for c in walker]
+        self._refuse_shallow_boundary(commits)
+        return tuple(commits)
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """Whether ``ancestor`` is ``descendant`` or one of its ancestors."""
+        self._need_history()
+        a, d = self._commit(ancestor).id, self._commit(descendant).id
+        if a == d:
+            return True
+        with git_errors("walk the history of", self.display):
+            answer = bool(self._repo.descendant_of(d, a))
+        if not answer:
+            self._refuse_if_shallow()
+        return answer
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        """The best common ancestor of two commits; None when their histories are unrelated."""
+        self._need_history()
+        with git_errors("walk the history of", self.display):
+            base = self._repo.merge_base(self._commit(a).id, self._commit(b).id)
+        if base is None:
+            self._refuse_if_shallow()
+            return None
+        return str(base)
+
+    def _need_history(self) -> None:
+        if self._mirror is not None:
+            self._mirror.unshallow()
+
+    def _shallow_roots(self) -> set[str]:
+        shallow = Path(self._repo.path) / "shallow"
+        if not shallow.is_file():
+            return set()
+        return {line.strip() for line in shallow.read_text(encoding="ascii").splitlines() if line.strip()}
+
+    def _refuse_if_shallow(self) -> None:
+        if self._repo.is_shallow:
+            raise SourceError(f"{self.display} is a shallow clone, so its history cannot answer this: "
+                              "fetch the full history (git fetch --unshallow; in CI: fetch-depth: 0)")
+
+    def _refuse_shallow_boundary(self, commits: list[CommitInfo]) -> None:
+        roots = self._shallow_roots()
+        if roots and any(c.sha in roots for c in commits):
+            self._refuse_if_shallow()
+
+
+def _decode(raw: bytes, encoding: str | None) -> str:
+    try:
+        return raw.decode(encoding or "utf-8")
+    except (LookupError, UnicodeDecodeError):
+        return raw.decode("utf-8", "replace")
+
+
+def _person(signature: pygit2.Signature) -> Person:
+    return Person(
+        name=signature.raw_name.decode("utf-8", "replace"),
+        email=signature.raw_email.decode("utf-8", "replace"),
+        timestamp=int(signature.time),
+        offset_minutes=int(signature.offset),
+    )
