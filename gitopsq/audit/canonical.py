@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,7 +61,7 @@ def link(record: Mapping[str, Any], head: ChainHead) -> tuple[dict[str, Any], Ch
     return entry, ChainHead(head.seq + 1, digest)
 
 
-def link_all(records: list[Mapping[str, Any]], head: ChainHead) -> tuple[list[dict[str, Any]], ChainHead]:
+def link_all(records: Sequence[Mapping[str, Any]], head: ChainHead) -> tuple[list[dict[str, Any]], ChainHead]:
     """Chain records in order after ``head``."""
     out = []
     for record in records:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,12 +51,13 @@ class BranchTip:
 
 def resolve_target(target: str) -> str:
     """A URL stays as it is; a local path becomes absolute so git does not read it relative to the cache."""
-    if "://" in target or (":" in target and not target.startswith("/") and "@" in target.split(":")[0]):
+    if "://" in target or (":" in target and not target.startswith("/") and "@" in target.split(":", maxsplit=1)[0]):
         return target
     return str(Path(target).resolve())
 
 
-def git(args: list[str], *, cwd: Path, input_bytes: bytes | None = None, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
+def git(args: list[str], *, cwd: Path, input_bytes: bytes | None = None,
+        timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": os.environ.get(
         "GIT_SSH_COMMAND", "ssh -o BatchMode=yes -o ConnectTimeout=10")}
     try:
@@ -66,6 +67,13 @@ def git(args: list[str], *, cwd: Path, input_bytes: bytes | None = None, timeout
         raise RemoteUnreachableError(f"git {args[0]} timed out after {timeout:.0f}s") from err
 
 
+def blob_data(repo: pygit2.Repository, oid: pygit2.Oid) -> bytes:
+    blob = repo[oid]
+    if not isinstance(blob, pygit2.Blob):
+        raise AuditError(f"object {oid} is not a file")
+    return blob.data
+
+
 def read_head(repo: pygit2.Repository, commit_id: str | None) -> ChainHead:
     """The chain head a commit's HEAD.json states (an empty chain when there is no commit or no file)."""
     if commit_id is None:
@@ -73,14 +81,14 @@ def read_head(repo: pygit2.Repository, commit_id: str | None) -> ChainHead:
     tree = repo[commit_id].peel(pygit2.Commit).tree
     if HEAD_FILE not in tree:
         return ChainHead()
-    data = json.loads(repo[tree[HEAD_FILE].id].data)
+    data = json.loads(blob_data(repo, tree[HEAD_FILE].id))
     return ChainHead(int(data["seq"]), str(data["hash"]))
 
 
 def read_head_json(repo: pygit2.Repository, commit: pygit2.Commit) -> dict[str, Any] | None:
     if HEAD_FILE not in commit.tree:
         return None
-    value = json.loads(repo[commit.tree[HEAD_FILE].id].data)
+    value = json.loads(blob_data(repo, commit.tree[HEAD_FILE].id))
     return value if isinstance(value, dict) else None
 
 
@@ -124,7 +132,8 @@ class AuditBranch:
         self.tip = BranchTip(commit_id, read_head(self.repo, commit_id))
         return self.tip
 
-    def build(self, records: list[dict[str, Any]], *, writer: dict[str, Any], now: datetime) -> tuple[str, ChainHead]:
+    def build(self, records: Sequence[Mapping[str, Any]], *, writer: dict[str, Any],
+              now: datetime) -> tuple[str, ChainHead]:
         """A commit on the current tip that appends ``records`` (chained after the tip's head); no ref moves."""
         entries, head = link_all(records, self.tip.head)
         first = entries[0]["seq"]
@@ -142,11 +151,11 @@ class AuditBranch:
                    f"Records: {len(entries)}\n")
         name, email = self.identity
         signature = pygit2.Signature(name, email, int(day.timestamp()), 0)
-        parents = [self.tip.commit] if self.tip.commit else []
+        parents: list[str | pygit2.Oid] = [self.tip.commit] if self.tip.commit else []
         if self.signer is None:
             oid = self.repo.create_commit(None, signature, signature, message, tree, parents)
         else:
-            payload = self.repo.create_commit_string(signature, signature, message, tree, parents)
+            payload = str(self.repo.create_commit_string(signature, signature, message, tree, parents))
             oid = self.repo.create_commit_with_signature(payload, self.signer.sign(payload.encode("utf-8")))
         return str(oid), head
 
@@ -203,7 +212,7 @@ class AuditBranch:
                 break
             path = str(doc.get("file", ""))
             try:
-                data = self.repo[commit.tree[path].id].data
+                data = blob_data(self.repo, commit.tree[path].id)
             except KeyError:
                 continue
             for line in data.splitlines():

@@ -64,7 +64,7 @@ class TrailStatus:
 class AuditTrail:
     """Durable, batched, hash-chained audit writer. Thread-safe for callers."""
 
-    def __init__(self, wal: WriteAheadLog, branch: AuditBranch, settings: TrailSettings,
+    def __init__(self, wal: WriteAheadLog, branch: AuditBranch, settings: TrailSettings, *,
                  replayed: list[WalEntry], torn: TornLine | None, clock: Callable[[], datetime]) -> None:
         self._wal, self._branch, self._settings, self._clock, self._torn = wal, branch, settings, clock, torn
         self._cond = threading.Condition()
@@ -104,7 +104,8 @@ class AuditTrail:
         except BaseException:
             wal.close()
             raise
-        return cls(wal, branch, settings, replay.entries, replay.torn, clock or (lambda: datetime.now(UTC)))
+        return cls(wal, branch, settings, replayed=replay.entries, torn=replay.torn,
+                   clock=clock or (lambda: datetime.now(UTC)))
 
     # -- the caller's side ------------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import json
 import os
 import uuid
@@ -94,7 +95,7 @@ class WriteAheadLog:
         writer_id = str(uuid.uuid4())
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"writerId": writer_id}), encoding="utf-8")
-        os.replace(tmp, path)
+        tmp.replace(path)
         _fsync_dir(self.directory)
         return writer_id
 
@@ -167,7 +168,7 @@ class WriteAheadLog:
         """Delete closed segments whose records all have WAL seq ≤ ``upto``; returns how many were deleted."""
         segments = self.segments()
         deleted = 0
-        for (_first, path), (next_first, _) in zip(segments, segments[1:], strict=False):
+        for (_first, path), (next_first, _) in itertools.pairwise(segments):
             if next_first - 1 <= upto and next_first <= self._active_first:
                 path.unlink()
                 deleted += 1

@@ -1,0 +1,36 @@
+"""Open the repository that holds an audit branch: a local path as it is, a URL through a private fetch."""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pygit2
+
+from gitopsq.audit.gitstore import git, resolve_target
+from gitopsq.errors import AuditError
+
+
+def _is_url(target: str) -> bool:
+    return resolve_target(target) == target and not Path(target).is_absolute()
+
+
+@contextlib.contextmanager
+def open_audit_repository(target: str, branch: str) -> Iterator[pygit2.Repository]:
+    """Yield a repository whose ``refs/heads/<branch>`` is the audit branch of ``target``."""
+    if not _is_url(target):
+        try:
+            yield pygit2.Repository(str(Path(target).resolve()))
+        except pygit2.GitError as err:
+            raise AuditError(f"cannot open repository {target}: {err}") from err
+        return
+    with tempfile.TemporaryDirectory(prefix="gitopsq-audit-") as tmp:
+        pygit2.init_repository(tmp, bare=True)
+        fetched = git(["fetch", "--no-tags", "--quiet", target, f"+refs/heads/{branch}:refs/heads/{branch}"],
+                      cwd=Path(tmp))
+        if fetched.returncode != 0:
+            detail = fetched.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise AuditError(f"cannot fetch {branch} from {target}: {detail[-1] if detail else 'failed'}")
+        yield pygit2.Repository(tmp)

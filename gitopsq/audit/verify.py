@@ -1,0 +1,257 @@
+"""``audit verify``: check an audit branch from its own content alone.
+
+Checks, in this order (the first problem found names the record, file and line, or the commit):
+1. every file under ``records/`` is named ``<first seq>-<last seq>.jsonl`` and holds exactly that range;
+2. walking the files in seq order, every line parses, passes the schema envelope check, has the next ``seq``
+   (a jump is a gap: a removed record; a repeat is an inserted or reordered one), carries the previous entry's
+   hash as ``prevHash``, and hashes to its own ``hash`` (an edited record fails here);
+3. ``HEAD.json`` names the last entry's seq and hash;
+4. along the branch's first-parent history, every commit only adds one records file and rewrites HEAD.json
+   (anything else is rewritten history), and the chain head its message and HEAD.json state is in the chain;
+5. with ``since_head``, the previously verified head is still in the chain (else the branch was rewritten);
+6. with ``allowed_signers``, every audit commit carries a good SSH signature by its committer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pygit2
+
+from gitopsq.audit.canonical import GENESIS_HASH, entry_hash
+from gitopsq.audit.gitstore import HEAD_FILE, RECORDS_DIR, blob_data, first_parent_history, read_head_json
+from gitopsq.audit.records import validate_record
+from gitopsq.audit.signing import verify_ssh_signature
+
+_FILE_NAME = re.compile(r"^(\d{12})-(\d{12})\.jsonl$")
+_STATED = re.compile(r"^Chain-Head:\s*(\d+)\s+sha256:([0-9a-f]{64})\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    kind: str                 # edited, gap, reordered, inserted, unreadable, invalid, misnamed, head, rewritten…
+    message: str
+    file: str | None = None
+    line: int | None = None
+    seq: int | None = None
+    commit: str | None = None
+
+    def where(self) -> str:
+        if self.file is not None:
+            spot = f"{self.file}:{self.line}" if self.line else self.file
+            return f"{spot} (seq {self.seq})" if self.seq is not None else spot
+        return f"commit {self.commit[:12]}" if self.commit else "branch"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "message": self.message, "file": self.file, "line": self.line,
+                "seq": self.seq, "commit": self.commit}
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEntry:
+    file: str
+    line: int
+    entry: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Verification:
+    branch: str
+    tip: str | None
+    records: int = 0
+    commits: int = 0
+    head_seq: int = 0
+    head_hash: str = GENESIS_HASH
+    problems: list[Problem] = field(default_factory=list)
+    entries: list[StoredEntry] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def summary(self) -> str:
+        if self.ok:
+            return (f"audit branch {self.branch} intact: {self.records} records in {self.commits} commits, "
+                    f"chain head {self.head_seq} sha256:{self.head_hash}")
+        first = self.problems[0]
+        return f"audit branch {self.branch} BROKEN at {first.where()}: {first.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "branch": self.branch, "tip": self.tip, "records": self.records,
+                "commits": self.commits, "head": {"seq": self.head_seq, "hash": self.head_hash},
+                "problems": [p.to_json() for p in self.problems]}
+
+
+def verify_branch(repo: pygit2.Repository, branch: str, *, since_head: str | None = None,
+                  allowed_signers: str | None = None) -> Verification:
+    ref = repo.references.get(f"refs/heads/{branch}")
+    if ref is None:
+        result = Verification(branch, None)
+        result.problems.append(Problem("missing", f"no branch {branch!r} in the repository"))
+        return result
+    tip = ref.peel(pygit2.Commit)
+    result = Verification(branch, str(tip.id))
+    history = Verification(branch, str(tip.id))
+    stated = _check_history(repo, tip, history, allowed_signers)
+    result.commits = history.commits
+    _check_records(repo, tip.tree, result, stated)
+    if not result.problems:  # a broken chain already explains a head mismatch
+        _check_head(repo, tip.tree, result)
+    if since_head:
+        _check_since(since_head, result)
+    result.problems.extend(history.problems)  # records first: they name the first bad record
+    return result
+
+
+def _records_files(repo: pygit2.Repository, tree: pygit2.Tree, result: Verification) -> list[tuple[int, str, bytes]]:
+    files: list[tuple[int, str, bytes]] = []
+
+    def walk(subtree: pygit2.Tree, prefix: str) -> None:
+        for item in subtree:
+            path = f"{prefix}/{item.name}"
+            if item.type_str == "tree":
+                walk(repo[item.id].peel(pygit2.Tree), path)
+                continue
+            match = _FILE_NAME.match(item.name or "")
+            if match is None:
+                result.problems.append(Problem("misnamed", "unexpected file in the records directory", path))
+                continue
+            files.append((int(match[1]), path, blob_data(repo, item.id)))
+
+    if RECORDS_DIR in tree:
+        walk(repo[tree[RECORDS_DIR].id].peel(pygit2.Tree), RECORDS_DIR)
+    return sorted(files)
+
+
+def _check_records(repo: pygit2.Repository, tree: pygit2.Tree, result: Verification,
+                   stated: dict[int, list[tuple[str, str]]]) -> None:
+    expected, prev = 1, GENESIS_HASH
+    for first, path, data in _records_files(repo, tree, result):
+        lines = data.decode("utf-8", "replace").splitlines()
+        _, last = (int(x) for x in path.rsplit("/", 1)[1].removesuffix(".jsonl").split("-"))
+        for number, text in enumerate(lines, start=1):
+            problem = _check_line(path, number, text, expected, prev)
+            if problem is not None:
+                result.problems.append(problem)
+                return
+            entry = json.loads(text)
+            seq = entry["seq"]
+            if (number == 1 and seq != first) or (number == len(lines) and seq != last):
+                result.problems.append(Problem("misnamed", f"file name says {first}-{last} but the file holds "
+                                               f"seq {seq} on line {number}", path, number, seq))
+                return
+            for commit, claimed in stated.get(seq, ()):
+                if claimed != entry["hash"]:
+                    result.problems.append(Problem(
+                        "rewritten", f"commit {commit[:12]} stated chain head {seq} sha256:{claimed}, "
+                        f"the chain now has sha256:{entry['hash']}", path, number, seq))
+                    return
+            result.entries.append(StoredEntry(path, number, entry))
+            expected, prev = seq + 1, entry["hash"]
+    result.records, result.head_seq, result.head_hash = expected - 1, expected - 1, prev
+    beyond = [s for s in stated if s > result.head_seq]
+    if beyond:
+        commit = stated[max(beyond)][0][0]
+        result.problems.append(Problem("removed", f"commit {commit[:12]} stated chain head {max(beyond)} but the "
+                                       f"chain ends at {result.head_seq}: records were removed", commit=commit))
+
+
+def _check_line(path: str, number: int, text: str, expected: int, prev: str) -> Problem | None:
+    try:
+        entry = json.loads(text)
+        seq = entry["seq"]
+    except (ValueError, KeyError, TypeError):
+        return Problem("unreadable", "line is not a chained JSON record", path, number)
+    if not isinstance(seq, int):
+        return Problem("unreadable", "seq is not an integer", path, number)
+    if seq > expected:
+        return Problem("gap", f"expected seq {expected}, found {seq}: "
+                       f"{seq - expected} record(s) missing before this one", path, number, seq)
+    if seq < expected:
+        return Problem("reordered", f"expected seq {expected}, found {seq}: a record was inserted, repeated "
+                       "or moved", path, number, seq)
+    if entry.get("prevHash") != prev:
+        return Problem("reordered", "prevHash does not match the previous record's hash: a record before this "
+                       "one was inserted, removed or moved", path, number, seq)
+    if entry.get("hash") != entry_hash(entry):
+        return Problem("edited", "content does not match its hash: the record was edited", path, number, seq)
+    envelope = validate_record(entry)
+    if envelope:
+        return Problem("invalid", "; ".join(envelope), path, number, seq)
+    return None
+
+
+def _check_head(repo: pygit2.Repository, tree: pygit2.Tree, result: Verification) -> None:
+    if HEAD_FILE not in tree:
+        if result.records:
+            result.problems.append(Problem("head", "HEAD.json is missing", HEAD_FILE))
+        return
+    try:
+        head = json.loads(blob_data(repo, tree[HEAD_FILE].id))
+        seq, digest = int(head["seq"]), str(head["hash"])
+    except (ValueError, KeyError, TypeError):
+        result.problems.append(Problem("head", "HEAD.json is unreadable", HEAD_FILE))
+        return
+    if (seq, digest) != (result.head_seq, result.head_hash):
+        result.problems.append(Problem("head", f"HEAD.json says {seq} sha256:{digest}, the chain ends at "
+                                       f"{result.head_seq} sha256:{result.head_hash}", HEAD_FILE))
+
+
+def _check_history(repo: pygit2.Repository, tip: pygit2.Commit, result: Verification,
+                   allowed_signers: str | None) -> dict[int, list[tuple[str, str]]]:
+    """Append-only commits, stated heads, signatures; returns seq → [(commit, stated hash)]."""
+    stated: dict[int, list[tuple[str, str]]] = {}
+    for commit in first_parent_history(repo, str(tip.id)):
+        result.commits += 1
+        sha = str(commit.id)
+        match = _STATED.search(commit.message)
+        doc = read_head_json(repo, commit)
+        if match is None or doc is None:
+            result.problems.append(Problem("rewritten", "commit does not state a chain head: not written by "
+                                           "the audit writer", commit=sha))
+            continue
+        seq, digest = int(match[1]), match[2]
+        if (int(doc.get("seq", -1)), doc.get("hash")) != (seq, digest):
+            result.problems.append(Problem("head", "commit message and HEAD.json state different chain heads",
+                                           commit=sha))
+        stated.setdefault(seq, []).append((sha, digest))
+        diff = (commit.parents[0].tree.diff_to_tree(commit.tree) if commit.parent_ids
+                else commit.tree.diff_to_tree(swap=True))
+        for delta in diff.deltas:
+            path = delta.new_file.path if delta.status_char() == "A" else delta.old_file.path
+            if path == HEAD_FILE and delta.status_char() in "AM":
+                continue
+            if delta.status_char() == "A" and path.startswith(f"{RECORDS_DIR}/"):
+                continue
+            verb = {"M": "modified", "D": "deleted", "R": "renamed"}.get(delta.status_char(), "changed")
+            result.problems.append(Problem("rewritten", f"commit {verb} {path}: audit commits only append",
+                                           path, commit=sha))
+        if allowed_signers:
+            _check_signature(repo, commit, allowed_signers, result)
+    return stated
+
+
+def _check_signature(repo: pygit2.Repository, commit: pygit2.Commit, allowed_signers: str,
+                     result: Verification) -> None:
+    signature, payload = commit.gpg_signature
+    sha = str(commit.id)
+    if signature is None:
+        result.problems.append(Problem("unsigned", "audit commit is not signed", commit=sha))
+    elif not verify_ssh_signature(payload, signature.decode("ascii", "replace"),
+                                  allowed_signers=allowed_signers, principal=commit.committer.email):
+        result.problems.append(Problem("signature", f"bad or unknown signature for {commit.committer.email}",
+                                       commit=sha))
+
+
+def _check_since(since_head: str, result: Verification) -> None:
+    text = since_head.strip().removeprefix("sha256:")
+    seq_text, _, digest = text.rpartition(":")
+    seq = int(seq_text) if seq_text.isdigit() else None
+    for stored in result.entries:
+        if stored.entry["hash"] == digest and (seq is None or stored.entry["seq"] == seq):
+            return
+    result.problems.append(Problem("rewritten", f"previously verified head {since_head} is not in the chain: "
+                                   "the audit branch history was rewritten"))

@@ -1,0 +1,93 @@
+"""`gitopsq audit verify` and `gitopsq audit export`: evidence from the audit branch alone.
+
+Exit codes: 0 the chain is intact (and the export was written), 1 the chain is broken (the export is still
+written, with the failure stated in it), 2 usage error, 3 the repository cannot be read.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+
+from gitopsq.audit.access import open_audit_repository
+from gitopsq.audit.bundle import write_bundle
+from gitopsq.audit.evidence import build_evidence
+from gitopsq.audit.gitstore import DEFAULT_BRANCH
+from gitopsq.audit.render import records_csv, to_html, to_jsonl
+from gitopsq.audit.verify import verify_branch
+from gitopsq.errors import EXIT_OK, EXIT_REJECTED, UsageError
+
+
+def _moment(value: str | None, flag: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as err:
+        raise UsageError(f"{flag} {value!r} is not a date or an ISO 8601 time") from err
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+@click.group(name="audit")
+def command() -> None:
+    """Audit trail tools: verify the hash chain, export evidence for auditors."""
+
+
+@command.command(name="verify")
+@click.argument("repo")
+@click.option("--branch", default=DEFAULT_BRANCH, show_default=True, help="The audit branch.")
+@click.option("--since-head", metavar="[SEQ:]HASH",
+              help="A chain head verified before; the branch must still contain it (detects rewritten history).")
+@click.option("--allowed-signers", type=click.Path(exists=True, dir_okay=False),
+              help="ssh allowed_signers file: every audit commit must be signed by its committer's key.")
+@click.option("--output", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.pass_context
+def verify(ctx: click.Context, *, repo: str, branch: str, since_head: str | None, allowed_signers: str | None,
+           output_format: str) -> None:
+    """Check the audit branch of REPO: chain, heads, append-only history; name the first bad record."""
+    with open_audit_repository(repo, branch) as repository:
+        result = verify_branch(repository, branch, since_head=since_head, allowed_signers=allowed_signers)
+    if output_format == "json":
+        click.echo(json.dumps(result.to_json(), indent=2, sort_keys=True))
+    else:
+        click.echo(result.summary())
+        for problem in result.problems[1:]:
+            click.echo(f"  also: {problem.where()}: {problem.message}")
+    ctx.exit(EXIT_OK if result.ok else EXIT_REJECTED)
+
+
+@command.command(name="export")
+@click.argument("repo")
+@click.option("--branch", default=DEFAULT_BRANCH, show_default=True, help="The audit branch.")
+@click.option("--since", help="Start of the period (inclusive), e.g. 2026-01-01 or 2026-01-01T00:00:00Z.")
+@click.option("--until", help="End of the period (exclusive).")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "html"]), default="html", show_default=True)
+@click.option("--output", "output_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write here instead of standard output.")
+@click.option("--bundle", "bundle_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write a zip with records, report, checksums and the verification result.")
+@click.pass_context
+def export(ctx: click.Context, *, repo: str, branch: str, since: str | None, until: str | None, fmt: str,
+           output_path: Path | None, bundle_path: Path | None) -> None:
+    """Export the change log, unapproved changes and admission evidence of a period."""
+    start, end = _moment(since, "--since"), _moment(until, "--until")
+    if start and end and start >= end:
+        raise UsageError("--since must be before --until")
+    with open_audit_repository(repo, branch) as repository:
+        result = verify_branch(repository, branch)
+    verification = result.to_json()
+    evidence = build_evidence([s.entry for s in result.entries], since=start, until=end)
+    text = {"jsonl": to_jsonl, "csv": records_csv}.get(fmt, lambda e: to_html(e, verification))(evidence)
+    if output_path is not None:
+        output_path.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    if bundle_path is not None:
+        write_bundle(bundle_path, evidence, verification)
+    if not result.ok:
+        click.echo(f"gitopsq: warning: {result.summary()}", err=True)
+    ctx.exit(EXIT_OK if result.ok else EXIT_REJECTED)
