@@ -1,0 +1,1 @@
+"""Tests of the Git source (gitopsq.source)."""
