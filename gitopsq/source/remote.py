@@ -128,4 +128,6 @@ class RemoteMirror:
             "fetch", self.location.display, ref=rev, secrets=self.secrets
         ):
             self.repo.remotes["origin"].fetch(refspecs, callbacks=self._callbacks(), depth=depth)
+            # libgit2 keeps the shallow grafts it read at open time: reopen to see the new boundary.
+            self.repo = pygit2.Repository(self.repo.path, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
         self.fetch_count += 1

@@ -37,10 +37,15 @@ class GitSource:
     """
 
     def __init__(self, repo: pygit2.Repository, display: str, mirror: RemoteMirror | None = None) -> None:
-        self._repo = repo
+        self._local_repo = repo
         self.display = display
         self._mirror = mirror
         self._listings: dict[tuple[str, PathFilter], tuple[FileEntry, ...]] = {}
+
+    @property
+    def _repo(self) -> pygit2.Repository:
+        # A mirror reopens its repository after each fetch; always read through it.
+        return self._local_repo if self._mirror is None else self._mirror.repo
 
     @property
     def path(self) -> Path:
