@@ -1,0 +1,90 @@
+"""`scripts/envtest prepare|up|down|env|status`: one long-lived rig per machine, kept in a state directory."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+from envtestrig.build import PrepareError, cache_root, prepare
+from envtestrig.rig import Rig, RigError
+
+USAGE = """usage: scripts/envtest COMMAND
+  prepare   install etcd and build kube-apiserver unless cached (idempotent)
+  up        start a rig (prepares first); a running rig is left as it is
+  env       print shell exports for the running rig: eval "$(scripts/envtest env)"
+  status    say whether the rig runs (exit 0) or not (exit 1)
+  down      stop the rig's processes by their recorded PIDs and delete its state
+"""
+
+
+def state_dir() -> Path:
+    configured = os.environ.get("GITOPSQ_ENVTEST_STATE")
+    return Path(configured) if configured else cache_root() / "run"
+
+
+def _loaded() -> Rig | None:
+    try:
+        return Rig.load(state_dir())
+    except RigError:
+        return None
+
+
+def _env_lines(rig: Rig) -> str:
+    return (
+        f"export KUBECONFIG={shlex.quote(str(rig.kubeconfig))}\nexport GITOPSQ_ENVTEST_API={shlex.quote(rig.api_url)}\n"
+    )
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1 or argv[0] not in {"prepare", "up", "down", "env", "status"}:
+        sys.stderr.write(USAGE)
+        return 2
+    verb = argv[0]
+    try:
+        if verb == "prepare":
+            binaries = prepare()
+            print(f"kube-apiserver {binaries.kubernetes_version}: {binaries.kube_apiserver}")
+            print(f"etcd: {binaries.etcd}")
+            return 0
+        rig = _loaded()
+        if verb == "up":
+            if rig is not None and all(rig.running().values()):
+                print(f"envtest: already running at {rig.api_url}")
+                return 0
+            if rig is not None:
+                rig.stop()
+            shutil.rmtree(state_dir(), ignore_errors=True)
+            rig = Rig.start(prepare(), state_dir())
+            print(f"envtest: kube-apiserver ready at {rig.api_url}")
+            print('envtest: run  eval "$(scripts/envtest env)"  to point kubectl at it')
+            return 0
+        if rig is None:
+            sys.stderr.write("envtest: no rig is running (scripts/envtest up)\n")
+            return 1
+        if verb == "env":
+            sys.stdout.write(_env_lines(rig))
+            return 0
+        if verb == "status":
+            running = rig.running()
+            for name, alive in running.items():
+                print(f"{name}: {'running' if alive else 'stopped'} (pid {_pid(rig, name)})")
+            print(f"api: {rig.api_url}\nkubeconfig: {rig.kubeconfig}")
+            return 0 if all(running.values()) else 1
+        rig.stop()
+        shutil.rmtree(state_dir(), ignore_errors=True)
+        print("envtest: stopped")
+        return 0
+    except (PrepareError, RigError) as err:
+        sys.stderr.write(f"envtest: {err}\n")
+        return 3
+
+
+def _pid(rig: Rig, name: str) -> int:
+    return rig.state.etcd_pid if name == "etcd" else rig.state.apiserver_pid
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,320 @@
+"""One rig: etcd and kube-apiserver on loopback, their credentials, a kubeconfig, and the PIDs we started.
+
+Everything lives in one work directory with a ``state.json`` so that a later process (``scripts/envtest
+down``) can stop exactly the processes this rig started, after checking each PID still runs our command.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from envtestrig import pki
+from envtestrig.build import Binaries
+
+READY_TIMEOUT_SECONDS = 90.0
+STOP_TIMEOUT_SECONDS = 15.0
+
+
+class RigError(RuntimeError):
+    """The rig could not start, become ready or stop."""
+
+
+@dataclass(frozen=True, slots=True)
+class RigState:
+    """What ``state.json`` records: enough to reconnect to or stop a running rig."""
+
+    workdir: str
+    etcd_data: str
+    etcd_port: int
+    etcd_peer_port: int
+    apiserver_port: int
+    etcd_pid: int
+    apiserver_pid: int
+    kubernetes_version: str
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _b64(path: Path) -> str:
+    return base64.b64encode(path.read_bytes()).decode()
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    status = Path(f"/proc/{pid}/status")
+    return not (status.exists() and "\nState:\tZ" in status.read_text())
+
+
+def stop_pid(pid: int, marker: str, timeout: float = STOP_TIMEOUT_SECONDS) -> bool:
+    """SIGTERM then SIGKILL ``pid``, but only if its command line still contains ``marker`` (not a reused PID)."""
+    if pid <= 0 or not _alive(pid) or marker not in _cmdline(pid):
+        return False
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        _reap(pid)
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    while _alive(pid):
+        _reap(pid)
+        time.sleep(0.05)
+    return True
+
+
+def _reap(pid: int) -> None:
+    # not our child when an earlier `scripts/envtest up` started it: init reaps it then
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+class Rig:
+    """A running (or stopped) rig rooted at ``workdir``."""
+
+    def __init__(self, state: RigState) -> None:
+        self.state = state
+        self.workdir = Path(state.workdir)
+        self.pki_dir = self.workdir / "pki"
+        self.kubeconfig = self.workdir / "kubeconfig"
+        self.api_url = f"https://127.0.0.1:{state.apiserver_port}"
+
+    # ---- starting -------------------------------------------------------------------------------------
+
+    @classmethod
+    def start(cls, binaries: Binaries, workdir: Path | None = None) -> Rig:
+        """Start etcd and kube-apiserver on free loopback ports; return once /readyz answers ok."""
+        root = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="gitopsq-envtest-"))
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "logs").mkdir(exist_ok=True)
+        credentials = pki.generate(root / "pki")
+        shm = Path("/dev/shm")  # tmpfs: etcd's fsyncs cost nothing there
+        data_parent = shm if shm.is_dir() and os.access(shm, os.W_OK) else root
+        etcd_data = Path(tempfile.mkdtemp(prefix=f"gitopsq-envtest-etcd-{root.name}-", dir=data_parent))
+        state = RigState(
+            workdir=str(root),
+            etcd_data=str(etcd_data),
+            etcd_port=free_port(),
+            etcd_peer_port=free_port(),
+            apiserver_port=free_port(),
+            etcd_pid=0,
+            apiserver_pid=0,
+            kubernetes_version=binaries.kubernetes_version,
+        )
+        tokens = root / "tokens.json"
+        tokens.write_text(json.dumps({"admin": credentials.admin_token, "nobody": credentials.nobody_token}))
+        tokens.chmod(0o600)
+        rig = cls(state)
+        rig._binaries = binaries
+        try:
+            rig._start_etcd()
+            rig._start_apiserver()
+            rig.write_kubeconfig(credentials)
+        except BaseException:
+            rig.stop()
+            raise
+        return rig
+
+    @classmethod
+    def load(cls, workdir: Path) -> Rig:
+        """Reconnect to a rig started by another process (for ``down``, ``env``, ``status``)."""
+        state_file = Path(workdir) / "state.json"
+        if not state_file.exists():
+            raise RigError(f"no rig state in {workdir}")
+        return cls(RigState(**json.loads(state_file.read_text())))
+
+    _binaries: Binaries | None = None
+
+    def _save(self) -> None:
+        (self.workdir / "state.json").write_text(json.dumps(asdict(self.state), indent=2) + "\n")
+
+    def _replace_state(self, **changes: object) -> None:
+        self.state = RigState(**{**asdict(self.state), **changes})
+        self._save()
+
+    def _spawn(self, argv: list[str], log_name: str) -> int:
+        log = (self.workdir / "logs" / log_name).open("ab")
+        try:
+            process = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        finally:
+            log.close()
+        return process.pid
+
+    def _start_etcd(self) -> None:
+        assert self._binaries is not None
+        s = self.state
+        client = f"http://127.0.0.1:{s.etcd_port}"
+        peer = f"http://127.0.0.1:{s.etcd_peer_port}"
+        argv = [
+            str(self._binaries.etcd), "--name", "envtest", "--data-dir", s.etcd_data,
+            "--listen-client-urls", client, "--advertise-client-urls", client,
+            "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+            "--initial-cluster", f"envtest={peer}", "--initial-cluster-state", "new",
+            "--log-level", "warn", "--logger", "zap", "--quota-backend-bytes", str(4 << 30),
+        ]  # fmt: skip
+        self._replace_state(etcd_pid=self._spawn(argv, "etcd.log"))
+        self._wait_http(f"{client}/health", pid=self.state.etcd_pid, log_name="etcd.log", context=None)
+
+    def apiserver_argv(self) -> list[str]:
+        assert self._binaries is not None
+        s, p = self.state, self.pki_dir
+        return [
+            str(self._binaries.kube_apiserver),
+            f"--etcd-servers=http://127.0.0.1:{s.etcd_port}",
+            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={s.apiserver_port}",
+            f"--cert-dir={self.workdir / 'apiserver-certs'}",
+            f"--tls-cert-file={p / 'apiserver.crt'}", f"--tls-private-key-file={p / 'apiserver.key'}",
+            f"--client-ca-file={p / 'client-ca.crt'}", f"--token-auth-file={p / 'tokens.csv'}",
+            "--authorization-mode=RBAC",
+            f"--service-account-key-file={p / 'service-account.key'}",
+            f"--service-account-signing-key-file={p / 'service-account.key'}",
+            "--service-account-issuer=https://kubernetes.default.svc",
+            "--service-cluster-ip-range=10.0.0.0/24",
+            # no controller-manager creates default service accounts, so pods would be refused
+            "--disable-admission-plugins=ServiceAccount",
+            "--allow-privileged=true", "--profiling=false", "--v=1",
+        ]  # fmt: skip
+
+    def _start_apiserver(self) -> None:
+        self._replace_state(apiserver_pid=self._spawn(self.apiserver_argv(), "kube-apiserver.log"))
+        self.wait_ready()
+
+    # ---- health ---------------------------------------------------------------------------------------
+
+    def ssl_context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.pki_dir / "serving-ca.crt"))
+
+    def admin_token(self) -> str:
+        tokens: dict[str, str] = json.loads((self.workdir / "tokens.json").read_text())
+        return tokens["admin"]
+
+    def nobody_token(self) -> str:
+        tokens: dict[str, str] = json.loads((self.workdir / "tokens.json").read_text())
+        return tokens["nobody"]
+
+    def wait_ready(self, timeout: float = READY_TIMEOUT_SECONDS) -> None:
+        self._wait_http(
+            f"{self.api_url}/readyz", pid=self.state.apiserver_pid, log_name="kube-apiserver.log",
+            context=self.ssl_context(), token=self.admin_token(), timeout=timeout,
+        )  # fmt: skip
+
+    def _wait_http(
+        self,
+        url: str,
+        *,
+        pid: int,
+        log_name: str,
+        context: ssl.SSLContext | None,
+        token: str | None = None,
+        timeout: float = READY_TIMEOUT_SECONDS,
+    ) -> None:
+        deadline = time.monotonic() + timeout
+        last = "no answer"
+        while time.monotonic() < deadline:
+            if not _alive(pid):
+                raise RigError(f"{log_name.removesuffix('.log')} exited during start-up:\n{self.log_tail(log_name)}")
+            request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+            try:
+                with urllib.request.urlopen(request, timeout=2, context=context) as answer:
+                    if answer.status == 200:
+                        return
+                    last = f"HTTP {answer.status}"
+            except (urllib.error.URLError, OSError) as err:
+                last = str(err)
+            time.sleep(0.1)
+        raise RigError(f"{url} not ready after {timeout:.0f}s ({last}):\n{self.log_tail(log_name)}")
+
+    def log_tail(self, log_name: str, lines: int = 25) -> str:
+        path = self.workdir / "logs" / log_name
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
+
+    def running(self) -> dict[str, bool]:
+        return {
+            "etcd": _alive(self.state.etcd_pid) and self.state.etcd_data in _cmdline(self.state.etcd_pid),
+            "kube-apiserver": _alive(self.state.apiserver_pid)
+            and str(self.pki_dir) in _cmdline(self.state.apiserver_pid),
+        }
+
+    # ---- kubeconfig -----------------------------------------------------------------------------------
+
+    def write_kubeconfig(self, credentials: pki.Pki) -> None:
+        """Admin by client certificate (default context), plus token contexts for admin and a no-rights user."""
+        cluster = {"server": self.api_url, "certificate-authority-data": _b64(credentials.serving_ca)}
+        users = [
+            ("envtest-admin", {"client-certificate-data": _b64(credentials.admin_cert),
+                               "client-key-data": _b64(credentials.admin_key)}),
+            ("envtest-admin-token", {"token": credentials.admin_token}),
+            ("envtest-nobody", {"token": credentials.nobody_token}),
+        ]  # fmt: skip
+        contexts = [("envtest", "envtest-admin"), ("envtest-token", "envtest-admin-token"),
+                    ("envtest-nobody", "envtest-nobody")]  # fmt: skip
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "envtest", "cluster": cluster}],
+            "users": [{"name": name, "user": user} for name, user in users],
+            "contexts": [{"name": n, "context": {"cluster": "envtest", "user": u}} for n, u in contexts],
+            "current-context": "envtest",
+            "preferences": {},
+        }
+        # JSON is YAML: kubectl and the Python client read it, and the rig needs no YAML library
+        self.kubeconfig.write_text(json.dumps(config, indent=2) + "\n")
+        self.kubeconfig.chmod(0o600)
+
+    # ---- restarting and stopping ----------------------------------------------------------------------
+
+    def restart_apiserver(self) -> None:
+        """Stop kube-apiserver and start it again on the same port and etcd; data survives."""
+        if self._binaries is None:
+            raise RigError("restart needs the binaries; use the Rig returned by Rig.start")
+        stop_pid(self.state.apiserver_pid, str(self.pki_dir))
+        self._start_apiserver()
+
+    def stop_apiserver(self) -> None:
+        """Stop kube-apiserver only (etcd keeps the data); ``start_apiserver`` brings it back."""
+        stop_pid(self.state.apiserver_pid, str(self.pki_dir))
+
+    def start_apiserver(self) -> None:
+        if self._binaries is None:
+            raise RigError("start needs the binaries; use the Rig returned by Rig.start")
+        self._start_apiserver()
+
+    def stop(self, remove_data: bool = True) -> None:
+        """Stop both processes by their recorded PIDs, then delete etcd's data directory."""
+        stop_pid(self.state.apiserver_pid, str(self.pki_dir))
+        stop_pid(self.state.etcd_pid, self.state.etcd_data)
+        if remove_data:
+            shutil.rmtree(self.state.etcd_data, ignore_errors=True)
