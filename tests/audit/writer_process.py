@@ -1,0 +1,34 @@
+"""A writer run as a separate process by the crash tests: records admissions and acknowledges each on stdout.
+
+Usage: python -m tests.audit.writer_process TARGET WAL_DIR START COUNT [--flush-then-wait]
+Prints ``ack <i>`` once record ``i`` is durable, ``pushed`` after a successful flush, then either exits or
+(with --flush-then-wait) sleeps until killed.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from gitopsq.audit.trail import AuditTrail
+
+from .conftest import admitted, fast_settings
+
+
+def main(argv: list[str]) -> None:
+    target, wal_dir, start, count = argv[0], argv[1], int(argv[2]), int(argv[3])
+    trail = AuditTrail.open(target, wal_dir, settings=fast_settings(batch_seconds=0.1, batch_records=40))
+    for i in range(start, start + count):
+        trail.record(admitted(i))
+        sys.stdout.write(f"ack {i}\n")
+        sys.stdout.flush()
+    if "--flush-then-wait" in argv:
+        if trail.flush(30):
+            sys.stdout.write("pushed\n")
+            sys.stdout.flush()
+        time.sleep(600)
+    trail.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
