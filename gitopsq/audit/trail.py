@@ -262,8 +262,12 @@ class AuditTrail:
     def _commit(self, batch: list[WalEntry]) -> None:
         if not self._synced:
             self._branch.fetch()
-            self._drop_known(self._branch.writer_watermark(self._wal.writer_id),
-                             self._branch.recent_ids(limit=self._settings.dedup_window))
+            watermark = self._branch.writer_watermark(self._wal.writer_id)
+            if watermark >= self._wal.next_seq:
+                # The WAL lost its files (numbering restarted): numbers prove nothing, ids still do.
+                _log.warning("audit_wal_numbering_behind_branch", watermark=watermark, next=self._wal.next_seq)
+                watermark = 0
+            self._drop_known(watermark, self._branch.recent_ids(limit=self._settings.dedup_window))
             self._synced = True
             with self._cond:
                 batch = self._pending[: self._settings.max_batch]

@@ -128,8 +128,9 @@ class WriteAheadLog:
                     break
                 entries.append(entry)
                 offset += len(raw)
-        if entries:
-            self.next_seq = entries[-1].wal_seq + 1
+        # A compacted log may be empty; its newest segment's name still says where numbering continues,
+        # and numbers must never repeat (the audit branch remembers each writer's highest one).
+        self.next_seq = max(entries[-1].wal_seq + 1 if entries else 1, segments[-1][0] if segments else 1)
         self._open_segment()
         return Replay(entries, torn)
 
