@@ -259,7 +259,7 @@ def http_remote(tmp_path: Path) -> Iterator[HttpRemote]:
     root.mkdir()
     user, token = "ci", "s3cr3t-token-value"
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(root, user, token))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield HttpRemote(root, int(server.server_address[1]), user, token)

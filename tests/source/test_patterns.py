@@ -85,7 +85,7 @@ LISTINGS = [
 
 
 @pytest.mark.parametrize(("include", "exclude", "suffixes", "expected"), LISTINGS)
-def test_list_files_applies_include_exclude_and_suffix(repo: GitRepo, layout: str, include: list[str],
+def test_list_files_applies_include_exclude_and_suffix(repo: GitRepo, layout: str, *, include: list[str],
                                                        exclude: list[str], suffixes: list[str] | None,
                                                        expected: list[str]) -> None:
     """list_files returns the files the patterns select (YAML by default), sorted by path."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pygit2
@@ -157,4 +156,4 @@ def test_damaged_cache_is_rebuilt(served: str, cache_dir: Path) -> None:
     (path / "garbage").write_text("x")
     second = open_source(served, cache_dir=cache_dir)
     assert second.resolve("main") and (second.path / "HEAD").exists()
-    assert os.path.exists(path / "objects")
+    assert (path / "objects").is_dir()
