@@ -1,0 +1,208 @@
+"""The reference CEL backend: cel-python (``celpy``). The only module that imports celpy.
+
+cel-python has no cost limit, so evaluation runs on an interpreter that counts comprehension iterations and
+stops at `ITERATION_BUDGET`, the bound cel-cpp applies; ``all``/``exists`` short-circuit the way cel-cpp's do,
+so both runtimes spend the same iterations on the same expression.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import celpy
+import lark
+from celpy import celtypes
+from celpy.adapter import json_to_cel
+from celpy.evaluation import Activation, CELEvalError, Evaluator, bool_eq, bool_ne
+
+from gitopsq.policy import functions as fn
+from gitopsq.policy.backend import ITERATION_BUDGET, REFERENCE, VARIABLE_NAMES, CelCompileError, Outcome
+
+_OVER_BUDGET = "evaluation stopped: more than 10000 comprehension iterations"
+
+
+class _Budget:
+    __slots__ = ("exhausted", "spent")
+
+    def __init__(self) -> None:
+        self.spent = 0
+        self.exhausted = False
+
+    def spend(self) -> None:
+        self.spent += 1
+        if self.spent >= ITERATION_BUDGET:
+            self.exhausted = True
+            raise CELEvalError(_OVER_BUDGET)
+
+
+class _BudgetEvaluator(Evaluator):  # type: ignore[misc]
+    """An interpreter whose macro bodies spend from a shared iteration budget."""
+
+    def __init__(self, ast: lark.Tree, activation: Activation, budget: _Budget, counted: bool = False) -> None:
+        super().__init__(ast, activation)
+        self.budget = budget
+        self.counted = counted
+
+    def sub_evaluator(self, ast: lark.Tree) -> Evaluator:
+        return _BudgetEvaluator(ast, self.activation, self.budget, counted=True)
+
+    def evaluate(self, context: Any = None) -> Any:
+        if self.counted:
+            self.budget.spend()
+        return super().evaluate(context)
+
+    def member_dot_arg(self, tree: lark.Tree) -> Any:
+        name = tree.children[1].value
+        if name not in ("all", "exists"):
+            return super().member_dot_arg(tree)
+        items = self.visit(tree.children[0])
+        if isinstance(items, CELEvalError):
+            return items
+        body = self.build_ss_macro_eval(tree)
+        stop = name == "exists"
+        error: Any = None
+        for item in items:
+            value = body(item)
+            if isinstance(value, celtypes.BoolType):
+                if bool(value) is stop:
+                    return celtypes.BoolType(stop)
+            elif error is None:
+                error = value if isinstance(value, CELEvalError) else CELEvalError("no such overload")
+        return error if error is not None else celtypes.BoolType(not stop)
+
+
+def to_plain(value: Any) -> Any:
+    """A celpy value as plain Python (bool, int, float, str, list, dict, None)."""
+    if value is None:
+        return None
+    if isinstance(value, celtypes.BoolType):
+        return bool(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, dict):
+        return {to_plain(k): to_plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_plain(v) for v in value]
+    return value
+
+
+def _adapt(impl: Callable[..., Any]) -> Callable[..., Any]:
+    def call(*args: Any) -> Any:
+        for arg in args:
+            if isinstance(arg, CELEvalError):
+                return arg
+        try:
+            return json_to_cel(impl(*(to_plain(a) for a in args)))
+        except (fn.CelFunctionError, TypeError) as err:
+            return CELEvalError(str(err))
+    return call
+
+
+def _by_receiver(on_string: Callable[..., Any], on_list: Callable[..., Any]) -> Callable[..., Any]:
+    def dispatch(receiver: Any, *args: Any) -> Any:
+        return on_string(receiver, *args) if isinstance(receiver, str) else on_list(receiver, *args)
+    return dispatch
+
+
+def _equality(compare: Callable[[Any, Any], Any], different: bool) -> Callable[[Any, Any], Any]:
+    # CEL's heterogeneous equality (and cel-cpp): values of different types are unequal, not an error.
+    def equal(left: Any, right: Any) -> Any:
+        try:
+            return compare(left, right)
+        except TypeError:
+            numbers = all(isinstance(v, int | float) and not isinstance(v, celtypes.BoolType)
+                          for v in (left, right))
+            same = float(left) == float(right) if numbers else False
+            return celtypes.BoolType(same != different)
+    return equal
+
+
+_MACROS = frozenset({"map", "filter", "all", "exists", "exists_one"})
+
+
+def _undeclared(ast: lark.Tree) -> list[str]:
+    """Identifiers that are neither context variables nor macro variables (cel-cpp rejects them at compile)."""
+    bound: set[str] = set()
+    for node in ast.find_data("member_dot_arg"):
+        if len(node.children) == 3 and node.children[1].value in _MACROS:
+            bound.update(str(tok.children[0]) for tok in node.children[2].children[0].find_data("ident"))
+    names = {str(node.children[0]) for node in ast.find_data("ident")}
+    return sorted(names - bound - set(VARIABLE_NAMES))
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {"_==_": _equality(bool_eq, False), "_!=_": _equality(bool_ne, True)}
+FUNCTIONS |= {
+    name: _adapt(impl) for name, impl in {
+        "quantity": fn.quantity, "isQuantity": fn.is_quantity, "compareTo": fn.compare_to,
+        "isGreaterThan": fn.is_greater_than, "isLessThan": fn.is_less_than, "add": fn.add, "sub": fn.sub,
+        "asInteger": fn.as_integer, "asApproximateFloat": fn.as_approximate_float, "isInteger": fn.is_integer,
+        "sign": fn.sign, "sum": fn.list_sum, "min": fn.list_min, "max": fn.list_max,
+        "isSorted": fn.list_is_sorted,
+        "indexOf": _by_receiver(fn.string_index_of, fn.list_index_of),
+        "lastIndexOf": _by_receiver(fn.string_last_index_of, fn.list_last_index_of),
+        "lowerAscii": fn.lower_ascii, "upperAscii": fn.upper_ascii, "trim": fn.trim, "replace": fn.replace,
+        "split": fn.split, "join": fn.join, "substring": fn.substring, "charAt": fn.char_at,
+        "find": fn.find, "findAll": fn.find_all,
+    }.items()
+}
+
+
+class _ReferenceProgram:
+    __slots__ = ("ast", "runner")
+
+    def __init__(self, runner: Any, ast: lark.Tree) -> None:
+        self.runner = runner
+        self.ast = ast
+
+    def run(self, activation: object) -> Outcome:
+        budget = _Budget()
+        evaluator = _BudgetEvaluator(self.ast, self.runner.new_activation(), budget)
+        try:
+            value = evaluator.evaluate(activation)
+        except CELEvalError as err:
+            return Outcome(error=_describe(err), over_budget=budget.exhausted)
+        except (TypeError, ValueError, KeyError, ArithmeticError, AttributeError) as err:
+            # celpy lets some Python errors through; an expression must never crash the engine.
+            return Outcome(error=f"{type(err).__name__}: {err}", over_budget=budget.exhausted)
+        if budget.exhausted:
+            return Outcome(error=_OVER_BUDGET, over_budget=True)
+        return Outcome(value=to_plain(value))
+
+
+def _describe(err: CELEvalError) -> str:
+    args = err.args
+    if len(args) >= 3 and args[2]:
+        return f"{args[0]}: {', '.join(str(a) for a in args[2])}"
+    return str(args[0]) if args else str(err)
+
+
+class ReferenceBackend:
+    """cel-python, interpreted, with an iteration budget."""
+
+    name = REFERENCE
+
+    def __init__(self) -> None:
+        self._env = celpy.Environment()
+
+    def compile(self, expression: str) -> _ReferenceProgram:
+        try:
+            ast = self._env.compile(expression)
+        except celpy.CELParseError as err:
+            message = str(err.args[0]) if err.args else str(err)
+            raise CelCompileError(message.splitlines()[0], err.line, err.column) from err
+        unknown = _undeclared(ast)
+        if unknown:
+            raise CelCompileError(f"undeclared reference to {unknown[0]!r}")
+        return _ReferenceProgram(self._env.program(ast, functions=FUNCTIONS), ast)
+
+    def convert(self, value: object) -> object:
+        return json_to_cel(value)  # type: ignore[arg-type]
+
+    def activation(self, values: Mapping[str, object]) -> object:
+        return dict(values)
+
