@@ -126,31 +126,47 @@ def _records_files(repo: pygit2.Repository, tree: pygit2.Tree, result: Verificat
     return sorted(files)
 
 
+def _parse_files(files: list[tuple[int, str, bytes]]) -> list[tuple[str, int, str, Any]]:
+    """Every line as (file, line number, text, parsed JSON or None)."""
+    out = []
+    for _, path, data in files:
+        for number, text in enumerate(data.decode("utf-8", "replace").splitlines(), start=1):
+            try:
+                value = json.loads(text)
+            except ValueError:
+                value = None
+            out.append((path, number, text, value))
+    return out
+
+
 def _check_records(repo: pygit2.Repository, tree: pygit2.Tree, result: Verification,
                    stated: dict[int, list[tuple[str, str]]]) -> None:
+    files = _records_files(repo, tree, result)
+    lines = _parse_files(files)
+    all_seqs = {v.get("seq") for *_, v in lines if isinstance(v, dict)}
+    ranges = {path: (first, int(path.rsplit("-", 1)[1].removesuffix(".jsonl"))) for first, path, _ in files}
+    last_line = {path: number for path, number, _, _ in lines}
     expected, prev = 1, GENESIS_HASH
-    for first, path, data in _records_files(repo, tree, result):
-        lines = data.decode("utf-8", "replace").splitlines()
-        _, last = (int(x) for x in path.rsplit("/", 1)[1].removesuffix(".jsonl").split("-"))
-        for number, text in enumerate(lines, start=1):
-            problem = _check_line(path, number, text, expected, prev)
-            if problem is not None:
-                result.problems.append(problem)
-                return
-            entry = json.loads(text)
+    seen: set[int] = set()
+    for path, number, _text, entry in lines:
+        problem = _check_line(path, number, entry, expected=expected, prev=prev, seen=seen, all_seqs=all_seqs)
+        if problem is None:
+            first, last = ranges[path]
             seq = entry["seq"]
-            if (number == 1 and seq != first) or (number == len(lines) and seq != last):
-                result.problems.append(Problem("misnamed", f"file name says {first}-{last} but the file holds "
-                                               f"seq {seq} on line {number}", path, number, seq))
-                return
+            if (number == 1 and seq != first) or (number == last_line[path] and seq != last):
+                problem = Problem("misnamed", f"file name says {first}-{last} but the file holds seq {seq} "
+                                  f"on line {number}", path, number, seq)
             for commit, claimed in stated.get(seq, ()):
-                if claimed != entry["hash"]:
-                    result.problems.append(Problem(
-                        "rewritten", f"commit {commit[:12]} stated chain head {seq} sha256:{claimed}, "
-                        f"the chain now has sha256:{entry['hash']}", path, number, seq))
-                    return
-            result.entries.append(StoredEntry(path, number, entry))
-            expected, prev = seq + 1, entry["hash"]
+                if problem is None and claimed != entry["hash"]:
+                    problem = Problem("rewritten", f"commit {commit[:12]} stated chain head {seq} "
+                                      f"sha256:{claimed}, the chain now has sha256:{entry['hash']}",
+                                      path, number, seq)
+        if problem is not None:
+            result.problems.append(problem)
+            return
+        result.entries.append(StoredEntry(path, number, entry))
+        seen.add(entry["seq"])
+        expected, prev = entry["seq"] + 1, entry["hash"]
     result.records, result.head_seq, result.head_hash = expected - 1, expected - 1, prev
     beyond = [s for s in stated if s > result.head_seq]
     if beyond:
@@ -159,23 +175,24 @@ def _check_records(repo: pygit2.Repository, tree: pygit2.Tree, result: Verificat
                                        f"chain ends at {result.head_seq}: records were removed", commit=commit))
 
 
-def _check_line(path: str, number: int, text: str, expected: int, prev: str) -> Problem | None:
-    try:
-        entry = json.loads(text)
-        seq = entry["seq"]
-    except (ValueError, KeyError, TypeError):
+def _check_line(path: str, number: int, entry: Any, *, expected: int, prev: str, seen: set[int],
+                all_seqs: set[Any]) -> Problem | None:
+    if not isinstance(entry, dict) or not isinstance(entry.get("seq"), int):
         return Problem("unreadable", "line is not a chained JSON record", path, number)
-    if not isinstance(seq, int):
-        return Problem("unreadable", "seq is not an integer", path, number)
+    seq = entry["seq"]
     if seq > expected:
+        if expected in all_seqs:
+            return Problem("reordered", f"expected seq {expected}, found {seq}: seq {expected} comes later, "
+                           "records are out of order", path, number, seq)
         return Problem("gap", f"expected seq {expected}, found {seq}: "
                        f"{seq - expected} record(s) missing before this one", path, number, seq)
     if seq < expected:
-        return Problem("reordered", f"expected seq {expected}, found {seq}: a record was inserted, repeated "
-                       "or moved", path, number, seq)
+        kind = "inserted" if seq in seen else "reordered"
+        return Problem(kind, f"expected seq {expected}, found {seq} again: a record was inserted or repeated"
+                       if seq in seen else f"expected seq {expected}, found {seq}: out of order", path, number, seq)
     if entry.get("prevHash") != prev:
-        return Problem("reordered", "prevHash does not match the previous record's hash: a record before this "
-                       "one was inserted, removed or moved", path, number, seq)
+        return Problem("chain", "prevHash does not match the previous record's hash: a record before this "
+                       "one was inserted, removed or replaced", path, number, seq)
     if entry.get("hash") != entry_hash(entry):
         return Problem("edited", "content does not match its hash: the record was edited", path, number, seq)
     envelope = validate_record(entry)
