@@ -14,6 +14,10 @@ never mistaken for unrelated histories.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,12 +82,35 @@ class RemoteMirror:
         pygit2.settings.server_connect_timeout = min(millis, 30_000)
         pygit2.settings.server_timeout = millis
 
+    @contextmanager
+    def _known_hosts(self) -> Iterator[None]:
+        """For ssh with GITOPSQ_SSH_KNOWN_HOSTS: point libgit2's home at a copy of that file for this operation.
+
+        libgit2 reads ``<home>/.ssh/known_hosts`` and we reject any host it does not vouch for; the home directory
+        is process-wide, so it is restored at once.
+        """
+        known = self.credentials.ssh_known_hosts
+        if known is None or self.location.scheme not in ("ssh", "git+ssh", "ssh+git"):
+            yield
+            return
+        home = Path(tempfile.mkdtemp(prefix="gitopsq-ssh-"))
+        previous = pygit2.settings.homedir
+        try:
+            (home / ".ssh").mkdir(mode=0o700)
+            shutil.copyfile(known, home / ".ssh" / "known_hosts")
+            pygit2.settings.homedir = str(home)
+            yield
+        finally:
+            pygit2.settings.homedir = previous or str(Path.home())
+            shutil.rmtree(home, ignore_errors=True)
+
     def advertised(self, rev: str | None = None) -> tuple[dict[str, str], str | None]:
         """The remote's refs (name → object id, peeled tags as ``name^{}``) and the branch its HEAD names."""
         self._apply_timeouts()
         refs: dict[str, str] = {}
         head_target: str | None = None
-        with git_errors("list the refs of", self.location.display, ref=rev, secrets=self.secrets):
+        with git_errors("list the refs of", self.location.display, ref=rev, secrets=self.secrets), \
+                self._known_hosts():
             for head in self.repo.remotes["origin"].list_heads(callbacks=self._callbacks()):
                 refs[str(head.name)] = str(head.oid)
                 if head.name == "HEAD" and head.symref_target:
@@ -126,7 +153,7 @@ class RemoteMirror:
         self._apply_timeouts()
         with locked(self.root, self.location), git_errors(
             "fetch", self.location.display, ref=rev, secrets=self.secrets
-        ):
+        ), self._known_hosts():
             self.repo.remotes["origin"].fetch(refspecs, callbacks=self._callbacks(), depth=depth)
             # libgit2 keeps the shallow grafts it read at open time: reopen to see the new boundary.
             self.repo = pygit2.Repository(self.repo.path, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)

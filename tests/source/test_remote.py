@@ -157,3 +157,15 @@ def test_damaged_cache_is_rebuilt(served: str, cache_dir: Path) -> None:
     second = open_source(served, cache_dir=cache_dir)
     assert second.resolve("main") and (second.path / "HEAD").exists()
     assert (path / "objects").is_dir()
+
+
+def test_ssh_remote_on_a_closed_port_is_unreachable(cache_dir: Path, tmp_path: Path) -> None:
+    """An ssh:// remote that refuses connections is a SourceError, and the known_hosts override is undone."""
+    known = tmp_path / "known_hosts"
+    known.write_text("")
+    home_before = pygit2.settings.homedir
+    url = f"ssh://git@127.0.0.1:{free_port()}/org/queues.git"
+    env = {"GITOPSQ_SSH_KNOWN_HOSTS": str(known), "GITOPSQ_SSH_KEY_FILE": str(tmp_path / "id")}
+    with pytest.raises(SourceError, match="cannot reach"):
+        open_source(url, cache_dir=cache_dir, env=env, timeout_seconds=5).resolve("main")
+    assert pygit2.settings.homedir == home_before
