@@ -29,9 +29,10 @@ def _attempt(**overrides: object) -> r.Record:
 
 
 BUILDERS = {
-    "sync.attempt": lambda: _attempt(),
+    "sync.attempt": _attempt,
     "sync.drift_corrected": lambda: r.sync_drift_corrected(
-        time=T0, source_url="https://h/x.git", revision="abc", changes=[r.ObjectChange("ClusterQueue", "q", "updated")]),
+        time=T0, source_url="https://h/x.git", revision="abc",
+        changes=[r.ObjectChange("ClusterQueue", "q", "updated")]),
     "sync.rejected": lambda: r.sync_rejected(time=T0, source_url="https://h/x.git", revision="abc",
                                              reason="PolicyDenied"),
     "admission.admitted": lambda: admitted(1),
@@ -116,7 +117,7 @@ def test_builders_redact_the_source_url_and_messages() -> None:
 def test_naive_times_are_refused() -> None:
     """An audit time without a zone is ambiguous and rejected."""
     with pytest.raises(ValueError, match="timezone"):
-        r.format_time(datetime(2026, 1, 1))  # noqa: DTZ001
+        r.format_time(datetime(2026, 1, 1))
 
 
 def test_times_are_normalised_to_utc() -> None:

@@ -72,24 +72,25 @@ def _head(seq: int) -> Callable[[Path], Callable[[Files], None]]:
     return make
 
 
-TAMPERING: list[tuple[str, Callable[[Path], Callable[[Files], None]], str, int | None, int | None]] = [
-    ("edited-record", lambda r: edit_lines(_second(r), _set("clusterQueue", "cq-evil")), "edited", 2, 6),
-    ("removed-record", lambda r: edit_lines(_second(r), lambda ls: [ls[0], ls[2]]), "gap", 2, 7),
-    ("reordered-records", lambda r: edit_lines(_second(r), lambda ls: [ls[1], ls[0], ls[2]]), "reordered", 1, 6),
-    ("inserted-copy", lambda r: edit_lines(_second(r), lambda ls: [ls[0], ls[0], *ls[1:]]), "inserted", 2, 5),
+Tamper = Callable[[Path], Callable[[Files], None]]
+TAMPERING: list[tuple[str, Tamper, tuple[str, int | None, int | None]]] = [
+    ("edited-record", lambda r: edit_lines(_second(r), _set("clusterQueue", "cq-evil")), ("edited", 2, 6)),
+    ("removed-record", lambda r: edit_lines(_second(r), lambda ls: [ls[0], ls[2]]), ("gap", 2, 7)),
+    ("reordered-records", lambda r: edit_lines(_second(r), lambda ls: [ls[1], ls[0], ls[2]]), ("reordered", 1, 6)),
+    ("inserted-copy", lambda r: edit_lines(_second(r), lambda ls: [ls[0], ls[0], *ls[1:]]), ("inserted", 2, 5)),
     ("forged-record-inserted", lambda r: edit_lines(
-        _second(r), lambda ls: [ls[0], json.dumps({**json.loads(ls[0]), "seq": 6}), *ls[1:]]), "chain", 2, 6),
-    ("gap-middle-file-removed", _drop_file(1), "gap", 1, 8),
-    ("head-mismatch", _head(9), "head", None, None),
-    ("last-file-removed", _drop_file(2), "removed", None, None),
+        _second(r), lambda ls: [ls[0], json.dumps({**json.loads(ls[0]), "seq": 6}), *ls[1:]]), ("chain", 2, 6)),
+    ("gap-middle-file-removed", _drop_file(1), ("gap", 1, 8)),
+    ("head-mismatch", _head(9), ("head", None, None)),
+    ("last-file-removed", _drop_file(2), ("removed", None, None)),
 ]
 
 
-@pytest.mark.parametrize(("label", "tamper", "kind", "line", "seq"), TAMPERING, ids=[t[0] for t in TAMPERING])
+@pytest.mark.parametrize(("label", "tamper", "where"), TAMPERING, ids=[t[0] for t in TAMPERING])
 def test_tampering_is_detected_and_the_first_bad_record_named(
-        branch: Path, label: str, tamper: Callable[[Path], Callable[[Files], None]], kind: str,
-        line: int | None, seq: int | None) -> None:
+        branch: Path, label: str, tamper: Tamper, where: tuple[str, int | None, int | None]) -> None:
     """A tampered branch fails verification, and the first problem names the kind, file, line and seq."""
+    kind, line, seq = where
     expected_file = _second(branch) if line is not None and label != "gap-middle-file-removed" else None
     if label == "gap-middle-file-removed":
         expected_file = _files(branch)[2]
