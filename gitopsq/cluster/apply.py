@@ -1,0 +1,243 @@
+"""The sync executor: reads live objects for a plan, then carries a `Plan` out, nothing more.
+
+All writes are server-side apply (``PATCH`` with ``application/apply-patch+yaml``) under field manager
+``gitopsq``; ``force`` is sent only where the plan says the object is ours. ``dry_run`` sends ``dryRun=All``
+so the API server validates and defaults without persisting. Every request is retried with exponential
+backoff while the API server is unavailable (429, 5xx, refused connection: e.g. a restart); an object the
+server refuses (invalid, forbidden, a field-manager conflict) is recorded as failed and the others continue.
+Prunes run only when every apply succeeded, so a half-applied revision never deletes anything.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from kubernetes import client as k8s_client
+from kubernetes.client.exceptions import ApiException
+
+from gitopsq.api.model import ObjectKey
+from gitopsq.cluster.kube import ClusterConflict, ClusterNotFound, ClusterUnavailable, api_errors
+from gitopsq.errors import ClusterError
+from gitopsq.plan.normalize import FIELD_MANAGER
+from gitopsq.plan.sync_plan import ApplyAction, Plan, PruneAction
+
+# (group, kind) -> (plural, namespaced): the kinds a queue repository may hold, plus what the sync writes.
+RESOURCES: Final[Mapping[tuple[str, str], tuple[str, bool]]] = {
+    ("", "Namespace"): ("namespaces", False),
+    ("scheduling.k8s.io", "PriorityClass"): ("priorityclasses", False),
+    ("kueue.x-k8s.io", "ResourceFlavor"): ("resourceflavors", False),
+    ("kueue.x-k8s.io", "Cohort"): ("cohorts", False),
+    ("kueue.x-k8s.io", "ClusterQueue"): ("clusterqueues", False),
+    ("kueue.x-k8s.io", "LocalQueue"): ("localqueues", True),
+    ("kueue.x-k8s.io", "WorkloadPriorityClass"): ("workloadpriorityclasses", False),
+    ("kueue.x-k8s.io", "AdmissionCheck"): ("admissionchecks", False),
+    ("kueue.x-k8s.io", "Workload"): ("workloads", True),
+    ("gitopsq.dev", "GitSource"): ("gitsources", True),
+}
+APPLY_CONTENT_TYPE: Final = "application/apply-patch+yaml"
+
+
+def collection_path(group: str, version: str, kind: str, namespace: str = "") -> str:
+    """The REST path of a kind's collection (in ``namespace`` when namespaced and given)."""
+    entry = RESOURCES.get((group, kind))
+    if entry is None:
+        raise ClusterNotFound(f"gitopsq does not know the API resource of {group or 'core'}/{kind}")
+    plural, namespaced = entry
+    base = f"/apis/{group}/{version}" if group else f"/api/{version}"
+    if namespaced and namespace:
+        return f"{base}/namespaces/{namespace}/{plural}"
+    return f"{base}/{plural}"
+
+
+def object_path(key: ObjectKey, version: str) -> str:
+    return f"{collection_path(key.group, version, key.kind, key.namespace)}/{key.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Exponential backoff for unavailable API servers: ``initial`` doubling to ``maximum``, for ``deadline``s."""
+
+    initial: float = 0.2
+    maximum: float = 5.0
+    deadline: float = 90.0
+
+    def delays(self) -> Iterable[float]:
+        delay, spent = self.initial, 0.0
+        while spent < self.deadline:
+            yield delay
+            spent += delay
+            delay = min(delay * 2, self.maximum)
+
+
+class KubeRest:
+    """Raw JSON requests through the official ApiClient (its auth, TLS and pool), with retry on unavailability.
+
+    Raw rather than the generated typed APIs because a sync moves thousands of objects: plain ``json.loads``
+    dicts are several times cheaper than model objects.
+    """
+
+    def __init__(self, api_client: k8s_client.ApiClient, *, backoff: Backoff | None = None,
+                 sleep: Callable[[float], None] = time.sleep, timeout: float = 30.0) -> None:
+        self.api_client = api_client
+        self.backoff = backoff or Backoff()
+        self._sleep = sleep
+        self._timeout = timeout
+        self.retries = 0  # requests repeated because the server was unavailable (reported by syncs)
+
+    def request(self, method: str, path: str, *, query: Sequence[tuple[str, str]] = (), body: Any = None,
+                content_type: str = "application/json", obj: str | None = None, retry: bool = True) -> Any:
+        """One request; the decoded JSON answer. Raises the kube.py ClusterError subclasses."""
+        delays = iter(self.backoff.delays()) if retry else iter(())
+        while True:
+            try:
+                return self._once(method, path, query=query, body=body, content_type=content_type, obj=obj)
+            except ClusterUnavailable as err:
+                delay = next(delays, None)
+                if delay is None:
+                    raise
+                self.retries += 1
+                self._sleep(max(delay, min(err.retry_after or 0.0, self.backoff.maximum)))
+
+    def _once(self, method: str, path: str, *, query: Sequence[tuple[str, str]], body: Any, content_type: str,
+              obj: str | None) -> Any:
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        with api_errors(obj=obj):
+            request = self.api_client.param_serialize(method, path, query_params=list(query) or None,
+                                                      header_params=headers, body=body,
+                                                      auth_settings=["BearerToken"])
+            response = self.api_client.call_api(*request, _request_timeout=self._timeout)
+            response.read()  # type: ignore[no-untyped-call]
+            if not 200 <= response.status <= 299:
+                raise ApiException(http_resp=response)
+            return json.loads(response.data) if response.data else None
+
+    def list_all(self, path: str, *, page: int = 2000) -> list[dict[str, Any]]:
+        """Every item of a collection, following ``continue`` tokens."""
+        items: list[dict[str, Any]] = []
+        token = ""
+        while True:
+            query = [("limit", str(page))] + ([("continue", token)] if token else [])
+            answer = self.request("GET", path, query=query)
+            items.extend(answer.get("items") or [])
+            token = (answer.get("metadata") or {}).get("continue") or ""
+            if not token:
+                return items
+
+
+def read_live(rest: KubeRest, keys: Iterable[tuple[ObjectKey, str]]) -> dict[ObjectKey, dict[str, Any] | None]:
+    """The live object for each (key, version), None when absent: one LIST per kind, not one GET per object.
+
+    A kind whose CRD is not installed reads as "nothing live" (its applies will then fail with the reason).
+    """
+    wanted: dict[tuple[str, str, str], set[ObjectKey]] = {}
+    for key, version in keys:
+        wanted.setdefault((key.group, key.kind, version), set()).add(key)
+    out: dict[ObjectKey, dict[str, Any] | None] = {}
+    for (group, kind, version), members in sorted(wanted.items()):
+        try:
+            items = rest.list_all(collection_path(group, version, kind))
+        except ClusterNotFound:
+            items = []
+        for item in items:
+            meta = item.get("metadata") or {}
+            key = ObjectKey(group=group, kind=kind, namespace=meta.get("namespace") or "", name=meta.get("name", ""))
+            if key in members:
+                item.setdefault("apiVersion", f"{group}/{version}" if group else version)
+                item.setdefault("kind", kind)
+                out[key] = item
+        for key in members:
+            out.setdefault(key, None)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """One object the executor could not apply or prune, and why (``conflict``: another field manager)."""
+
+    key: ObjectKey
+    operation: str  # apply | prune
+    reason: str
+    conflict: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"object": str(self.key), "operation": self.operation, "reason": self.reason,
+                "conflict": self.conflict}
+
+
+@dataclass(frozen=True, slots=True)
+class Execution:
+    """What executing a plan did. Never a success unless every apply and prune went through."""
+
+    dry_run: bool
+    applied: tuple[ObjectKey, ...] = ()
+    pruned: tuple[ObjectKey, ...] = ()
+    failed: tuple[Failure, ...] = ()
+    not_attempted: tuple[ObjectKey, ...] = ()  # prunes held back because an apply failed
+    retries: int = 0
+    live_after: Mapping[ObjectKey, Mapping[str, Any]] = field(default_factory=dict, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and not self.not_attempted
+
+
+class Executor:
+    """Carries out a Plan with server-side apply; stateless apart from its REST client."""
+
+    def __init__(self, rest: KubeRest, *, field_manager: str = FIELD_MANAGER) -> None:
+        self.rest = rest
+        self.field_manager = field_manager
+
+    def execute(self, plan: Plan, *, dry_run: bool = False) -> Execution:
+        retries_before = self.rest.retries
+        applied: list[ObjectKey] = []
+        failed: list[Failure] = []
+        live_after: dict[ObjectKey, Mapping[str, Any]] = {}
+        for action in plan.applies:
+            try:
+                live_after[action.key] = self.apply(action, dry_run=dry_run)
+                applied.append(action.key)
+            except ClusterError as err:
+                failed.append(Failure(action.key, "apply", _reason(err), isinstance(err, ClusterConflict)))
+        pruned: list[ObjectKey] = []
+        held: list[ObjectKey] = []
+        for prune in plan.prunes:
+            if failed:
+                held.append(prune.key)
+                continue
+            try:
+                self.prune(prune, dry_run=dry_run)
+                pruned.append(prune.key)
+            except ClusterError as err:
+                failed.append(Failure(prune.key, "prune", _reason(err), isinstance(err, ClusterConflict)))
+        return Execution(dry_run, tuple(applied), tuple(pruned), tuple(failed), tuple(held),
+                         self.rest.retries - retries_before, live_after)
+
+    def apply(self, action: ApplyAction, *, dry_run: bool = False) -> dict[str, Any]:
+        version = action.api_version.rsplit("/", 1)[-1]
+        query = [("fieldManager", self.field_manager)]
+        if action.force:
+            query.append(("force", "true"))
+        if dry_run:
+            query.append(("dryRun", "All"))
+        answer: dict[str, Any] = self.rest.request("PATCH", object_path(action.key, version), query=query,
+                                                   body=dict(action.body), content_type=APPLY_CONTENT_TYPE,
+                                                   obj=str(action.key))
+        return answer
+
+    def prune(self, action: PruneAction, *, dry_run: bool = False) -> None:
+        version = action.api_version.rsplit("/", 1)[-1]
+        query = [("propagationPolicy", "Background")] + ([("dryRun", "All")] if dry_run else [])
+        try:
+            self.rest.request("DELETE", object_path(action.key, version), query=query, obj=str(action.key))
+        except ClusterNotFound:
+            return  # already gone: the goal is reached
+
+
+def _reason(err: ClusterError) -> str:
+    causes = getattr(err, "causes", ())
+    return f"{err.reason} ({'; '.join(causes)})" if causes else err.reason

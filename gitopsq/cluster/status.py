@@ -1,0 +1,187 @@
+"""Sync status: the GitSource object (``gitsources.gitopsq.dev``) of a synced source, and its Events.
+
+One GitSource per synced source holds Flux/kstatus-style status:
+- conditions ``Ready``, ``Reconciling``, ``Stalled`` (kstatus: ``Reconciling`` and ``Stalled`` are present only
+  while true; ``observedGeneration`` advances only when the result is final, Ready or Stalled);
+- ``lastAttemptedRevision``, ``lastAppliedRevision``, ``lastRejection`` (revision, time, findings);
+- ``inventory`` (gitopsq.plan.inventory), from which the next sync prunes.
+The status is written with server-side apply on the status subresource (field manager ``gitopsq``, forced:
+gitopsq alone writes it), and only when it changed, so a no-change reconcile writes nothing.
+Events (core/v1) name the GitSource: ``Synced``, ``DriftCorrected``, ``Rejected``, ``SyncFailed``,
+``ConflictDetected``, ``SourceUnavailable``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final, Literal
+
+from gitopsq.cluster.apply import APPLY_CONTENT_TYPE, KubeRest
+from gitopsq.cluster.kube import ClusterNotFound
+from gitopsq.errors import ClusterError
+from gitopsq.plan.normalize import FIELD_MANAGER
+
+GROUP: Final = "gitopsq.dev"
+VERSION: Final = "v1alpha1"
+API_VERSION: Final = f"{GROUP}/{VERSION}"
+DEFAULT_NAMESPACE: Final = "gitopsq-system"
+Outcome = Literal["applied", "unchanged", "rejected", "failed", "progressing", "source-unavailable"]
+# outcome -> (Ready status, reason, Reconciling?, Stalled?)
+_CONDITIONS: Final[Mapping[str, tuple[str, str, bool, bool]]] = {
+    "applied": ("True", "ReconciliationSucceeded", False, False),
+    "unchanged": ("True", "ReconciliationSucceeded", False, False),
+    "rejected": ("False", "ValidationFailed", False, True),
+    "failed": ("False", "ReconciliationFailed", True, False),
+    "progressing": ("Unknown", "Progressing", True, False),
+    "source-unavailable": ("False", "SourceUnavailable", True, False),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRef:
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceState:
+    """The GitSource as read: ``exists`` False when there is none yet (a first sync)."""
+
+    exists: bool
+    generation: int = 0
+    uid: str = ""
+    status: Mapping[str, Any] | None = None
+
+    @property
+    def last_applied(self) -> str | None:
+        return (self.status or {}).get("lastAppliedRevision")
+
+    @property
+    def last_rejected(self) -> str | None:
+        return ((self.status or {}).get("lastRejection") or {}).get("revision")
+
+
+def _time(now: datetime) -> str:
+    return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def build_status(previous: Mapping[str, Any] | None, *, outcome: Outcome, now: datetime, generation: int,
+                 message: str, reason: str | None = None, attempted: str | None = None,
+                 applied: str | None = None, rejection: Mapping[str, Any] | None = None,
+                 inventory: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The next status from the previous one and an outcome. Fields not given keep their previous value;
+    a condition keeps its lastTransitionTime while its status does not change."""
+    prev = dict(previous or {})
+    ready, default_reason, reconciling, stalled = _CONDITIONS[outcome]
+    old = {c.get("type"): c for c in prev.get("conditions") or []}
+    final = outcome in ("applied", "unchanged", "rejected")
+
+    def condition(kind: str, status: str, why: str) -> dict[str, Any]:
+        before = old.get(kind) or {}
+        since = before.get("lastTransitionTime") if before.get("status") == status else None
+        cond = {"type": kind, "status": status, "reason": why, "message": message[:32000],
+                "lastTransitionTime": since or _time(now)}
+        if final:
+            cond["observedGeneration"] = generation
+        elif "observedGeneration" in before:
+            cond["observedGeneration"] = before["observedGeneration"]
+        return cond
+
+    why = reason or default_reason
+    conditions = [condition("Ready", ready, why)]
+    if reconciling:
+        conditions.append(condition("Reconciling", "True", "ProgressingWithRetry" if outcome != "progressing"
+                                    else "Progressing"))
+    if stalled:
+        conditions.append(condition("Stalled", "True", why))
+    out = {k: v for k, v in prev.items() if k != "conditions"}
+    out["conditions"] = conditions
+    if final:
+        out["observedGeneration"] = generation
+    for key, value in (("lastAttemptedRevision", attempted), ("lastAppliedRevision", applied),
+                       ("lastRejection", rejection), ("inventory", inventory)):
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def _comparable(status: Mapping[str, Any] | None) -> Any:
+    """A status without transition times, to decide whether a write is needed."""
+    if not status:
+        return None
+    conds = [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in status.get("conditions") or []]
+    return {**status, "conditions": conds}
+
+
+class StatusStore:
+    """Reads and writes one GitSource and records Events about it."""
+
+    def __init__(self, rest: KubeRest, ref: SourceRef, *, clock: Callable[[], datetime] | None = None) -> None:
+        self.rest = rest
+        self.ref = ref
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self._path = f"/apis/{GROUP}/{VERSION}/namespaces/{ref.namespace}/gitsources/{ref.name}"
+        self.writes = 0
+
+    def read(self) -> SourceState:
+        try:
+            obj = self.rest.request("GET", self._path, obj=f"GitSource/{self.ref}")
+        except ClusterNotFound:
+            return SourceState(exists=False)
+        meta = obj.get("metadata") or {}
+        return SourceState(True, int(meta.get("generation") or 0), str(meta.get("uid") or ""), obj.get("status"))
+
+    def ensure(self, *, url: str, ref: str, prune: bool) -> SourceState:
+        """Create (or re-apply) the GitSource spec, creating its namespace when missing."""
+        ns_body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.ref.namespace}}
+        self.rest.request("PATCH", f"/api/v1/namespaces/{self.ref.namespace}", body=ns_body,
+                          query=[("fieldManager", FIELD_MANAGER)], content_type=APPLY_CONTENT_TYPE,
+                          obj=f"Namespace/{self.ref.namespace}")
+        body = {"apiVersion": API_VERSION, "kind": "GitSource",
+                "metadata": {"name": self.ref.name, "namespace": self.ref.namespace,
+                             "labels": {"app.kubernetes.io/managed-by": "gitopsq"}},
+                "spec": {"url": url, "ref": ref, "prune": prune}}
+        self.rest.request("PATCH", self._path, body=body, content_type=APPLY_CONTENT_TYPE,
+                          query=[("fieldManager", FIELD_MANAGER), ("force", "true")], obj=f"GitSource/{self.ref}")
+        return self.read()
+
+    def write(self, state: SourceState, status: dict[str, Any]) -> bool:
+        """Apply ``status`` unless it equals the current one (times aside); True when written."""
+        if _comparable(state.status) == _comparable(status):
+            return False
+        body = {"apiVersion": API_VERSION, "kind": "GitSource",
+                "metadata": {"name": self.ref.name, "namespace": self.ref.namespace}, "status": status}
+        self.rest.request("PATCH", f"{self._path}/status", body=body, content_type=APPLY_CONTENT_TYPE,
+                          query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
+                          obj=f"GitSource/{self.ref}/status")
+        self.writes += 1
+        return True
+
+    def event(self, state: SourceState, reason: str, message: str, *, warning: bool = False) -> None:
+        """A core/v1 Event on the GitSource; failing to record one never fails a sync."""
+        now = self.clock()
+        stamp = f"{now.timestamp():.6f}".replace(".", "")
+        body = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": f"{self.ref.name}.{int(stamp):x}", "namespace": self.ref.namespace},
+            "involvedObject": {"apiVersion": API_VERSION, "kind": "GitSource", "name": self.ref.name,
+                               "namespace": self.ref.namespace, "uid": state.uid},
+            "reason": reason, "message": message[:1024], "type": "Warning" if warning else "Normal",
+            "source": {"component": "gitopsq"}, "reportingComponent": "gitopsq",
+            "reportingInstance": "gitopsq", "firstTimestamp": _time(now), "lastTimestamp": _time(now), "count": 1,
+        }
+        with contextlib.suppress(ClusterError):
+            self.rest.request("POST", f"/api/v1/namespaces/{self.ref.namespace}/events", body=body,
+                              obj=f"Event/{reason}", retry=False)
+
+    def events(self) -> Sequence[dict[str, Any]]:
+        """The Events recorded about this GitSource, oldest first (for tests and `gitopsq apply` output)."""
+        answer = self.rest.request("GET", f"/api/v1/namespaces/{self.ref.namespace}/events",
+                                   query=[("fieldSelector", f"involvedObject.name={self.ref.name}")])
+        return sorted(answer.get("items") or [], key=lambda e: (e.get("lastTimestamp") or "", e["metadata"]["name"]))

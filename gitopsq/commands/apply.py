@@ -1,0 +1,101 @@
+"""`gitopsq apply REPO`: one sync of a revision to the cluster of the current kubeconfig (docs/sync.md)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import click
+
+from gitopsq.errors import UsageError
+
+
+def default_source_name(repo: str) -> str:
+    """A GitSource name from the repository's last path component (``…/queues.git`` → ``queues``)."""
+    tail = re.split(r"[/:]", repo.rstrip("/"))[-1].removesuffix(".git").lower()
+    name = re.sub(r"[^a-z0-9-]+", "-", tail).strip("-")[:63].strip("-")
+    return name or "gitopsq"
+
+
+@click.command(name="apply")
+@click.argument("repo")
+@click.option("--rev", default="HEAD", show_default=True, help="Branch, tag or commit to apply.")
+@click.option("--dry-run", is_flag=True, help="Server-side dry run: validate and plan against the live cluster, "
+                                              "write nothing.")
+@click.option("--prune", is_flag=True, help="Delete objects gitopsq applied earlier that this revision no longer has.")
+@click.option("--allow-empty", is_flag=True, help="With --prune, allow a revision with no objects to prune all.")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="Kubeconfig file to use.")
+@click.option("--context", default=None, help="Kubeconfig context to use.")
+@click.option("--name", "source_name", default=None, help="GitSource that records status and inventory "
+                                                          "[default: from REPO's name].")
+@click.option("--namespace", default="gitopsq-system", show_default=True, help="Namespace of the GitSource.")
+@click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.pass_context
+def command(ctx: click.Context, *, repo: str, rev: str, dry_run: bool, prune: bool, allow_empty: bool,
+            kubeconfig: str | None, context: str | None, source_name: str | None, namespace: str,
+            output: str) -> None:
+    """Validate REPO at REV like `gitopsq check`, then server-side apply it (field manager `gitopsq`).
+
+    Exit 0 applied (or nothing to do), 1 revision rejected (the previous one stays), 3 API or Git failure,
+    including a partial apply.
+    """
+    from gitopsq.cluster.apply import KubeRest
+    from gitopsq.cluster.kube import load_api_client
+    from gitopsq.cluster.status import SourceRef
+    from gitopsq.source import open_any
+    from gitopsq.sync import Syncer, SyncOptions
+
+    if allow_empty and not prune:
+        raise UsageError("--allow-empty only makes sense with --prune")
+    source = open_any(repo)
+    ref = SourceRef(namespace, source_name or default_source_name(repo))
+    with load_api_client(kubeconfig, context) as api_client:
+        syncer = Syncer(source, KubeRest(api_client), ref, url=source.display)
+        result = syncer.sync(SyncOptions(rev=rev, prune=prune, dry_run=dry_run, allow_empty=allow_empty))
+    report = result.to_json()
+    if output == "json":
+        click.echo(json.dumps(report, indent=2, sort_keys=True))
+    else:
+        click.echo(render_text(report))
+    ctx.exit(result.exit_code)
+
+
+def render_text(report: dict[str, Any]) -> str:
+    """The human form of a sync report."""
+    dry = " (server dry run)" if report.get("dryRun") else ""
+    lines = [f"revision {report.get('revision') or '?'}: {report['outcome']}{dry}"]
+    for finding in report.get("findings") or []:
+        where = ":".join(str(x) for x in (finding.get("path"), finding.get("line")) if x)
+        lines.append(f"  {finding.get('severity', 'error')}: {where + ': ' if where else ''}{finding.get('message')}")
+    for item in report.get("applied") or []:
+        verb = {"create": "created", "changed": "configured", "drift": "drift corrected", "adopt": "adopted"}
+        state = verb.get(item["reason"], item["reason"]) if item["done"] else f"NOT applied ({item['reason']})"
+        lines.append(f"  {item['object']} {state}")
+        lines.extend(f"      {c['path']}: {_short(c.get('old'))} → {_short(c.get('new'))}"
+                     for c in item["changes"][:20])
+        if item.get("droppedMarkers"):
+            lines.append(f"      dropped from Git's copy: {', '.join(item['droppedMarkers'])}")
+    for item in report.get("pruned") or []:
+        lines.append(f"  {item['object']} {'pruned' if item['done'] else 'NOT pruned'}")
+    for item in report.get("conflicts") or []:
+        lines.append(f"  {item['object']} left alone: {item['manager']}")
+    for item in report.get("failed") or []:
+        lines.append(f"  {item['object']} {item['operation']} failed: {item['reason']}")
+    if report.get("pendingPrune"):
+        lines.append(f"  no longer in Git, not pruned (use --prune): {', '.join(report['pendingPrune'])}")
+    if report.get("emptyGuard"):
+        lines.append("  the revision has no objects: nothing pruned (use --allow-empty)")
+    if report.get("error"):
+        lines.append(f"  error: {report['error']}")
+    if "unchanged" in report:
+        done = sum(1 for a in report.get("applied") or [] if a["done"])
+        pruned = sum(1 for p in report.get("pruned") or [] if p["done"])
+        lines.append(f"{done} applied, {pruned} pruned, {report['unchanged']} unchanged, "
+                     f"{len(report.get('conflicts') or [])} conflicts, {len(report.get('failed') or [])} failed")
+    return "\n".join(lines)
+
+
+def _short(value: Any) -> str:
+    text = "-" if value is None else json.dumps(value, sort_keys=True) if not isinstance(value, str) else value
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -1,0 +1,348 @@
+"""One sync of a Git source to the cluster: fetch → validate → plan → apply → status (the shell pipeline).
+
+The same `Syncer` serves ``gitopsq apply`` (one pass) and the controller's sync loop (many passes; it keeps
+the last validated revision in memory so a no-change reconcile neither re-reads Git nor re-validates).
+
+A revision is validated whole by the same pipeline as ``gitopsq check`` (gitopsq.sync_validate) before the
+first write; a rejected revision writes nothing but its status, and the last applied revision stays live.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from gitopsq import logs
+from gitopsq.api.model import ObjectKey
+from gitopsq.cluster.apply import Execution, Executor, KubeRest, read_live
+from gitopsq.cluster.status import SourceRef, SourceState, StatusStore, build_status
+from gitopsq.errors import EXIT_OK, EXIT_REJECTED, EXIT_RUNTIME, ClusterError, RuntimeFailure, SourceError
+from gitopsq.plan.inventory import Inventory, InventoryFormatError, version_of
+from gitopsq.plan.sync_plan import Plan, build_plan, inventory_after, key_of_document
+from gitopsq.source.port import Source
+
+_log = logs.get("sync")
+SyncOutcome = Literal["applied", "unchanged", "rejected", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Validated:
+    """A validated revision: its objects as v1beta2 wire documents, the findings, and whether it is refused.
+
+    ``reason_code`` is the Ready condition reason for a refusal: ``ValidationFailed`` or ``PolicyDenied``.
+    Findings are JSON objects (severity, reason, message, path, line, object) as ``status.lastRejection`` holds.
+    """
+
+    documents: tuple[Mapping[str, Any], ...]
+    findings: tuple[Mapping[str, Any], ...] = ()
+    rejected: bool = False
+    reason: str = ""
+    reason_code: str = "ValidationFailed"
+
+
+Validator = Callable[[Source, str, "str | None"], Validated]
+"""(source, commit, last applied commit or None) -> Validated: the same pipeline as `gitopsq check`."""
+
+
+@dataclass(frozen=True, slots=True)
+class SyncOptions:
+    rev: str = "HEAD"
+    prune: bool = True
+    dry_run: bool = False
+    allow_empty: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    """What one sync did; ``exit_code`` is what ``gitopsq apply`` returns (0 / 1 rejected / 3 failed)."""
+
+    outcome: SyncOutcome
+    revision: str | None
+    dry_run: bool
+    plan: Plan | None = None
+    execution: Execution | None = None
+    validated: Validated | None = None
+    error: str | None = None
+    timings: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return {"applied": EXIT_OK, "unchanged": EXIT_OK, "rejected": EXIT_REJECTED}.get(self.outcome, EXIT_RUNTIME)
+
+    def to_json(self) -> dict[str, Any]:
+        return summary(self)
+
+
+class Syncer:
+    """Syncs one source into one cluster, recording status in the GitSource ``ref``."""
+
+    def __init__(self, source: Source, rest: KubeRest, ref: SourceRef, *, url: str,
+                 validator: Validator | None = None, audit: Any = None,
+                 clock: Callable[[], datetime] | None = None) -> None:
+        self.source = source
+        self.rest = rest
+        self.url = url
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.store = StatusStore(rest, ref, clock=self.clock)
+        self.executor = Executor(rest)
+        self.validator = validator or check_pipeline_validator()
+        self.audit = audit
+        self._validated: tuple[str, Validated] | None = None
+        self._applied_docs: tuple[str, Mapping[ObjectKey, Mapping[str, Any]]] | None = None
+
+    # -- pipeline --------------------------------------------------------------------------------------------
+
+    def sync(self, options: SyncOptions = SyncOptions()) -> SyncResult:
+        """One pass. Raises ClusterError only when even the status cannot be read or written."""
+        timings: dict[str, float] = {}
+        started = time.perf_counter()
+        try:
+            sha = self.source.resolve(options.rev)
+        except SourceError as err:
+            return self._source_failed(err, options)
+        timings["fetch"] = time.perf_counter() - started
+        state = self.store.read()
+        if not state.exists and not options.dry_run:
+            state = self.store.ensure(url=self.url, ref=options.rev, prune=options.prune)
+        validated = self._validate(sha, state)
+        timings["validate"] = time.perf_counter() - started
+        if validated.rejected:
+            return self._rejected(sha, state, validated, options)
+        try:
+            inventory = Inventory.from_status((state.status or {}).get("inventory"))
+        except InventoryFormatError as err:
+            raise ClusterError(f"GitSource {self.store.ref} has an unreadable inventory: {err}") from err
+        docs = validated.documents
+        keys = {(key_of_document(d), version_of(str(d.get("apiVersion")))) for d in docs}
+        keys |= {(e.key, e.version) for e in inventory.entries}
+        live = read_live(self.rest, keys)
+        plan = build_plan(sha, docs, live, inventory, prune=options.prune, allow_empty=options.allow_empty,
+                          previous=self._previous(sha, state, validated))
+        timings["plan"] = time.perf_counter() - started
+        if options.dry_run:
+            execution = self.executor.execute(plan, dry_run=True)
+            return SyncResult("applied" if execution.ok else "failed", sha, True, plan, execution, validated,
+                              timings=timings)
+        if plan.is_noop and not plan.conflicts and state.last_applied == sha and _ready(state):
+            return SyncResult("unchanged", sha, False, plan, Execution(False), validated, timings=timings)
+        if plan.applies or plan.prunes:
+            self.store.write(state, build_status(state.status, outcome="progressing", now=self.clock(),
+                                                 generation=state.generation, attempted=sha,
+                                                 message=f"Applying revision {sha}"))
+            state = self.store.read()
+        execution = self.executor.execute(plan)
+        timings["apply"] = time.perf_counter() - started
+        result = SyncResult("applied" if execution.ok else "failed", sha, False, plan, execution, validated,
+                            timings=timings)
+        self._report(state, result, inventory_after(plan, set(execution.applied), set(execution.pruned)))
+        if execution.ok:
+            self._applied_docs = (sha, {key_of_document(d): d for d in docs})
+        timings["status"] = time.perf_counter() - started
+        return result
+
+    def _validate(self, sha: str, state: SourceState) -> Validated:
+        if self._validated is not None and self._validated[0] == sha:
+            return self._validated[1]
+        validated = self.validator(self.source, sha, state.last_applied)
+        self._validated = (sha, validated)
+        return validated
+
+    def _previous(self, sha: str, state: SourceState, validated: Validated) -> Mapping[ObjectKey, Any] | None:
+        """The desired objects of the revision last applied, when known: they tell drift from change."""
+        if state.last_applied == sha:
+            return {key_of_document(d): d for d in validated.documents}
+        if self._applied_docs is not None and self._applied_docs[0] == state.last_applied:
+            return self._applied_docs[1]
+        return None
+
+    # -- outcomes ----------------------------------------------------------------------------------------------
+
+    def _source_failed(self, err: SourceError, options: SyncOptions) -> SyncResult:
+        result = SyncResult("failed", None, options.dry_run, error=f"source unavailable: {err}")
+        if options.dry_run:
+            return result
+        state = self.store.read()
+        if state.exists:
+            status = build_status(state.status, outcome="source-unavailable", now=self.clock(),
+                                  generation=state.generation, message=str(err))
+            if self.store.write(state, status):
+                self.store.event(state, "SourceUnavailable", str(err), warning=True)
+        return result
+
+    def _rejected(self, sha: str, state: SourceState, validated: Validated, options: SyncOptions) -> SyncResult:
+        result = SyncResult("rejected", sha, options.dry_run, validated=validated, error=validated.reason)
+        if options.dry_run:
+            return result
+        first_time = state.last_rejected != sha
+        rejection = {"revision": sha, "time": _stamp(self.clock()) if first_time else
+                     ((state.status or {}).get("lastRejection") or {}).get("time"),
+                     "findings": [dict(f) for f in validated.findings]}
+        message = f"Revision {sha} rejected: {validated.reason}; revision {state.last_applied or 'none'} stays applied"
+        status = build_status(state.status, outcome="rejected", now=self.clock(), generation=state.generation,
+                              attempted=sha, rejection=rejection, message=message, reason=validated.reason_code)
+        self.store.write(state, status)
+        if first_time:
+            self.store.event(state, "Rejected", message, warning=True)
+            self._audit(audit_records(self, result, state))
+        return result
+
+    def _report(self, state: SourceState, result: SyncResult, inventory: Inventory) -> None:
+        plan, execution = result.plan, result.execution
+        assert plan is not None and execution is not None
+        sha = result.revision
+        conflicts = [f"{c.key}: {c.manager}" for c in plan.conflicts]
+        if execution.ok:
+            parts = [f"Applied revision {sha}: {len(execution.applied)} applied, {len(execution.pruned)} pruned, "
+                     f"{len(plan.unchanged)} unchanged"]
+            if conflicts:
+                parts.append(f"{len(conflicts)} left to another manager ({'; '.join(conflicts)})")
+            if plan.pending_prune:
+                parts.append(f"{len(plan.pending_prune)} no longer in Git but not pruned")
+            status = build_status(state.status, outcome="applied", now=self.clock(), generation=state.generation,
+                                  attempted=sha, applied=sha, inventory=inventory.to_status(),
+                                  message="; ".join(parts))
+        else:
+            failed = "; ".join(f"{f.key}: {f.reason}" for f in execution.failed)
+            status = build_status(state.status, outcome="failed", now=self.clock(), generation=state.generation,
+                                  attempted=sha, inventory=inventory.to_status(),
+                                  message=f"Revision {sha} partly applied ({len(execution.applied)} applied, "
+                                          f"{len(execution.failed)} failed, {len(execution.not_attempted)} prunes "
+                                          f"held back): {failed}")
+        status["conflicts"] = conflicts
+        old_conflicts = (state.status or {}).get("conflicts") or []
+        self.store.write(state, status)
+        drifted = plan.drifted
+        changed = [k for k in execution.applied if k not in set(drifted)] + list(execution.pruned)
+        if not execution.ok:
+            self.store.event(state, "SyncFailed", status["conditions"][0]["message"], warning=True)
+        if changed:
+            self.store.event(state, "Synced", status["conditions"][0]["message"])
+        if drifted and execution.ok:
+            self.store.event(state, "DriftCorrected",
+                             f"Corrected drift on {', '.join(str(k) for k in drifted)} (revision {sha})")
+        if conflicts and conflicts != old_conflicts:
+            self.store.event(state, "ConflictDetected", "; ".join(conflicts), warning=True)
+        if changed or drifted or not execution.ok:
+            self._audit(audit_records(self, result, state))
+
+    def _audit(self, records: list[Any]) -> None:
+        if self.audit is None:
+            return
+        for record in records:
+            try:
+                self.audit.record(record)
+            except Exception as err:  # the audit trail has its own WAL and retries; a sync never fails on it
+                _log.warning("audit record not written", error=str(err))
+
+
+def _ready(state: SourceState) -> bool:
+    conds = (state.status or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds) and len(conds) == 1
+
+
+def _stamp(now: datetime) -> str:
+    return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# -- reporting ---------------------------------------------------------------------------------------------------
+
+
+def summary(result: SyncResult) -> dict[str, Any]:
+    """The stable JSON form of a sync (``gitopsq apply --output json``; docs/sync.md)."""
+    plan, execution = result.plan, result.execution
+    out: dict[str, Any] = {"outcome": result.outcome, "revision": result.revision, "dryRun": result.dry_run,
+                           "error": result.error}
+    if result.validated is not None:
+        out["findings"] = [dict(f) for f in result.validated.findings]
+    if plan is not None:
+        applied = set(execution.applied) if execution else set()
+        out["applied"] = [{"object": str(a.key), "reason": a.reason, "done": a.key in applied,
+                           "changes": [c.to_json() for c in a.changes] if a.reason != "create" else [],
+                           **({"droppedMarkers": list(a.dropped_markers)} if a.dropped_markers else {})}
+                          for a in plan.applies]
+        pruned = set(execution.pruned) if execution else set()
+        out["pruned"] = [{"object": str(p.key), "done": p.key in pruned} for p in plan.prunes]
+        out["unchanged"] = len(plan.unchanged)
+        out["conflicts"] = [{"object": str(c.key), "manager": c.manager, "wanted": c.wanted} for c in plan.conflicts]
+        out["pendingPrune"] = [str(k) for k in plan.pending_prune]
+        out["orphaned"] = [str(k) for k in plan.orphaned]
+        out["emptyGuard"] = plan.empty_guard
+    if execution is not None:
+        out["failed"] = [f.to_json() for f in execution.failed]
+        out["notAttempted"] = [str(k) for k in execution.not_attempted]
+        out["retries"] = execution.retries
+    out["timings"] = {k: round(v, 4) for k, v in result.timings.items()}
+    return out
+
+
+def audit_records(syncer: Syncer, result: SyncResult, state: SourceState) -> list[Any]:
+    """sync.attempt / sync.rejected / sync.drift_corrected records for the audit trail."""
+    from gitopsq.audit import records
+
+    now = syncer.clock()
+    sha = result.revision or ""
+    if result.outcome == "rejected":
+        return [records.sync_rejected(time=now, source_url=syncer.url, revision=sha,
+                                      reason=result.error or "rejected",
+                                      message="; ".join(str(f.get("message", "")) for f in
+                                                        (result.validated.findings if result.validated else ())))]
+    plan, execution = result.plan, result.execution
+    assert plan is not None and execution is not None
+    pruned = set(execution.pruned)
+    changes = [records.ObjectChange(kind=k.kind, name=k.name, namespace=k.namespace or None,
+                                    action="pruned" if k in pruned else
+                                    ("created" if any(a.key == k and a.reason == "create" for a in plan.applies)
+                                     else "updated"))
+               for k in (*execution.applied, *execution.pruned)]
+    result_word = "applied" if execution.ok else ("partial" if execution.applied or execution.pruned else "failed")
+    out = [records.sync_attempt(time=now, source_url=syncer.url, revision=sha,
+                                previous_revision=state.last_applied, result=result_word, changes=changes,
+                                actor="gitopsq", message=result.error or "")]
+    drifted = set(plan.drifted) & set(execution.applied)
+    if drifted:
+        out.append(records.sync_drift_corrected(time=now, source_url=syncer.url, revision=sha, changes=[
+            c for c in changes if (c.kind, c.namespace or "", c.name) in {(k.kind, k.namespace, k.name)
+                                                                             for k in drifted}]))
+    return out
+
+
+# -- validation: the same pipeline as `gitopsq check` ------------------------------------------------------------
+
+
+def check_pipeline_validator() -> Validator:
+    """The Validator that runs `gitopsq check`'s pipeline (gitopsq.manifests.check_revision, policies included)."""
+
+    def validate(source: Source, commit: str, previous: str | None) -> Validated:
+        from gitopsq import manifests
+
+        check_revision = getattr(manifests, "check_revision", None)
+        if check_revision is None:
+            raise RuntimeFailure("this build has no validation pipeline (gitopsq.manifests.check_revision)")
+        return from_report(check_revision(source, commit))
+
+    return validate
+
+
+def from_report(report: Any) -> Validated:
+    """Adapt a check Report to the sync's Validated."""
+    from gitopsq.api.codec import encode
+
+    findings = tuple(_finding_json(f) for f in getattr(report, "findings", ()))
+    errors = [f for f in findings if f.get("severity") in ("error", "Deny", "deny")]
+    rejected = bool(getattr(report, "rejected", bool(errors)))
+    documents = tuple(encode(o) for o in getattr(report, "objects", ()))
+    policy = any(f.get("policy") for f in errors)
+    reason = f"{len(errors)} finding(s): {errors[0].get('message')}" if errors else ("rejected" if rejected else "")
+    return Validated(documents, findings, rejected, reason, "PolicyDenied" if policy else "ValidationFailed")
+
+
+def _finding_json(finding: Any) -> dict[str, Any]:
+    if hasattr(finding, "to_json"):
+        return dict(finding.to_json())
+    location = getattr(finding, "location", None)
+    return {"severity": str(getattr(finding, "severity", "error")), "reason": str(getattr(finding, "reason", "")),
+            "message": str(getattr(finding, "message", finding)), "path": getattr(location, "path", None),
+            "line": getattr(location, "line", None), "object": getattr(finding, "obj", None)}
