@@ -63,7 +63,7 @@ def translate(
     if isinstance(exc, KeyError | pygit2.InvalidSpecError | pygit2.AmbiguousError) and ref is not None:
         return unknown_revision(ref, shown, detail)
     if any(hint in lowered for hint in _UNREACHABLE_HINTS):
-        return SourceError(f"cannot reach {shown} to {action}: {detail}", url=shown, ref=ref)
+        return SourceError(f"cannot reach {shown}: {detail}", url=shown, ref=ref)
     return SourceError(f"git failed to {action} {shown}: {detail}", url=shown, ref=ref)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import time
 from pathlib import Path
 
 import pygit2
@@ -169,3 +171,16 @@ def test_ssh_remote_on_a_closed_port_is_unreachable(cache_dir: Path, tmp_path: P
     with pytest.raises(SourceError, match="cannot reach"):
         open_source(url, cache_dir=cache_dir, env=env, timeout_seconds=5).resolve("main")
     assert pygit2.settings.homedir == home_before
+
+
+def test_silent_server_times_out_instead_of_hanging(cache_dir: Path) -> None:
+    """A server that accepts the connection but never answers fails with a timeout SourceError, not a hang."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        url = f"git://127.0.0.1:{listener.getsockname()[1]}/queues.git"
+        started = time.monotonic()
+        with pytest.raises(SourceError) as caught:
+            open_source(url, cache_dir=cache_dir, timeout_seconds=1).resolve("main")
+    assert time.monotonic() - started < 10
+    assert "timed out" in str(caught.value) or "timeout" in str(caught.value).lower()
