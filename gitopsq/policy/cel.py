@@ -174,6 +174,13 @@ class _ReferenceProgram:
         return Outcome(value=to_plain(value))
 
 
+def _syntax_message(expression: str, line: int | None, column: int | None) -> str:
+    lines = expression.splitlines() or [""]
+    text = lines[min(max((line or 1) - 1, 0), len(lines) - 1)]
+    rest = text[(column or 1) - 1:].strip()
+    return f"unexpected {rest[:20]!r}" if rest else "unexpected end of expression"
+
+
 def _describe(err: CELEvalError) -> str:
     args = err.args
     if len(args) >= 3 and args[2]:
@@ -193,8 +200,7 @@ class ReferenceBackend:
         try:
             ast = self._env.compile(expression)
         except celpy.CELParseError as err:
-            message = str(err.args[0]) if err.args else str(err)
-            raise CelCompileError(message.splitlines()[0], err.line, err.column) from err
+            raise CelCompileError(_syntax_message(expression, err.line, err.column), err.line, err.column) from err
         unknown = _undeclared(ast)
         if unknown:
             raise CelCompileError(f"undeclared reference to {unknown[0]!r}")

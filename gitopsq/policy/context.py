@@ -73,7 +73,7 @@ def aggregate_quota(objects: Iterable[SourcedObject]) -> dict[str, Any]:
     """
     totals: dict[tuple[str, str], int] = {}
     contributors: dict[tuple[str, str], list[str]] = {}
-    for item in objects:
+    for item in sorted(objects, key=lambda o: (o.path, o.line or 0, o.key)):
         if item.key.kind not in QUOTA_KINDS:
             continue
         spec = item.object.get("spec")
