@@ -1,0 +1,219 @@
+"""Scheduling cycles, run back to back until one instant settles (shared/research/kueue.md §1.1, §1.6).
+
+One cycle is Kueue's: (1) pop the head of every active ClusterQueue; (2) nominate each head against the
+current usage (flavor assignment, preemption targets); (3) order the entries (classical order or the fair
+sharing tournament); (4) process them one by one, each seeing the usage of those before it: admit what still
+fits, reserve quota for preemptors, requeue the rest with their reason; (5) complete the preemptions at once
+(victims release their quota and go back to their queues); (6) requeue inadmissible workloads of every cohort
+tree whose capacity was released.
+
+Kueue admits at most one workload per ClusterQueue per cycle and sleeps between cycles; here cycles follow each
+other within the same simulated instant until a cycle changes nothing, so an instant ends in the state Kueue
+would reach after enough cycles with no clock advancing (see docs/admission.md for where that can differ).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from gitopsq.admission import fairsharing, quota
+from gitopsq.admission import messages as msg
+from gitopsq.admission.flavors import Mode, Nomination, assign_flavors
+from gitopsq.admission.preemption import ClassicalPreemption, Preemptor, Target
+from gitopsq.admission.quota import FlavorResource, QuotaNode
+from gitopsq.admission.state import State, Status
+from gitopsq.admission.topology import QueueSpec
+from gitopsq.admission.workload import Assignment, WorkloadInfo
+
+MAX_CYCLES_PER_INSTANT = 100_000  # a guard against oscillation, far above any settled instant we have seen
+FIT, PREEMPT, NO_FIT = "Fit", "Preempt", "NoFit"
+
+
+@dataclass(slots=True)
+class Entry:
+    w: WorkloadInfo
+    spec: QueueSpec
+    kind: str
+    nomination: Nomination | None = None
+    targets: list[Target] = field(default_factory=list)
+    reason: str = ""
+    message: str = ""
+    always_inadmissible: bool = False  # namespace mismatch: not retried even by StrictFIFO
+    reserve: dict[FlavorResource, int] = field(default_factory=dict)
+
+    def order_key(self) -> tuple[int, int, float, int]:
+        borrow = self.nomination.borrow if self.nomination else 0
+        return (borrow, -self.w.priority, self.w.created, self.w.seq)
+
+
+def preemption_engine(state: State) -> ClassicalPreemption:
+    if state.topology.settings.fair_sharing:
+        return fairsharing.FairPreemption(state.tree, state.admitted, state.topology)
+    return ClassicalPreemption(state.tree, state.admitted)
+
+
+def _oracle_mode(targets: list[Target], cq: str) -> Mode:
+    if not targets:
+        return Mode.NO_CANDIDATES
+    return Mode.PREEMPT if any(t.workload.cluster_queue == cq for t in targets) else Mode.RECLAIM
+
+
+def _to_reserve(node: QuotaNode, spec: QueueSpec, n: Nomination) -> dict[FlavorResource, int]:
+    """Capacity a preemptor that cannot always reclaim holds for the rest of the cycle (Kueue's reservation)."""
+    out: dict[FlavorResource, int] = {}
+    for fr, req in n.usage.items():
+        lim = spec.limits.get(fr)
+        nominal = lim.nominal if lim else 0
+        used = node.usage.get(fr, 0)
+        if n.borrow > 0:
+            amount = req if lim is None or lim.borrowing is None else min(req, nominal + lim.borrowing - used)
+        else:
+            amount = min(req, nominal - used)
+        if amount > 0:
+            out[fr] = amount
+    return out
+
+
+def nominate(state: State, w: WorkloadInfo, spec: QueueSpec) -> Entry:
+    """Flavor assignment and, when needed, preemption targets for one head (Kueue ``nominate``)."""
+    labels = state.topology.namespace_labels.get(w.namespace, {})
+    if spec.namespace_selector is None or not spec.namespace_selector.matches(labels):
+        return Entry(w, spec, NO_FIT, reason=msg.MISCONFIGURED, message=msg.NAMESPACE_MISMATCH,
+                     always_inadmissible=True)
+    node = state.tree.queues[spec.name]
+    engine = preemption_engine(state)
+
+    def oracle(fr: FlavorResource, val: int) -> Mode:
+        return _oracle_mode(engine.targets(Preemptor(w, spec, {fr: val}, frozenset({fr}))), spec.name)
+
+    pre = spec.preemption
+    while_borrowing = (pre.borrow_within_cohort is not None and pre.borrow_within_cohort.policy != "Never") or (
+        state.topology.settings.fair_sharing and pre.reclaim_within_cohort != "Never")
+    n = assign_flavors(spec, node, w.shape, state.topology.flavors, oracle, preempt_while_borrowing=while_borrowing)
+    if n.mode == Mode.FIT:
+        return Entry(w, spec, FIT, n)
+    if n.mode >= Mode.NO_CANDIDATES:
+        targets = engine.targets(Preemptor(w, spec, n.usage, n.needs_preemption)) if n.mode >= Mode.PREEMPT else []
+        if targets:
+            return Entry(w, spec, PREEMPT, n, targets, msg.WAITING_FOR_PREEMPTED,
+                         msg.pending_preemption(n.message, len(targets)))
+        entry = Entry(w, spec, NO_FIT, n, reason=msg.WAITING_FOR_QUOTA, message=n.message)
+        if pre.reclaim_within_cohort != "Any":
+            entry.reserve = _to_reserve(node, spec, n)
+        return entry
+    return Entry(w, spec, NO_FIT, n, reason=n.reason, message=n.message)
+
+
+def _heads(state: State) -> tuple[list[tuple[QueueSpec, WorkloadInfo]], bool]:
+    """One head per active ClusterQueue; BestEffortFIFO heads of a shape already found blocked are parked."""
+    heads = []
+    parked = False
+    for name, spec in state.topology.queues.items():
+        queue = state.queues[name]
+        if not spec.active or not queue.has_active():
+            continue
+        while (w := queue.pop()) is not None:
+            blocked = None if queue.strict else queue.blocked_shapes.get(w.shape)
+            if blocked is None:
+                heads.append((spec, w))
+                break
+            queue.park(w)
+            state.status[w.key] = Status(*blocked)
+            parked = True
+    return heads, parked
+
+
+def _fits(state: State, e: Entry, without: Iterable[WorkloadInfo]) -> bool:
+    """Whether ``e``'s usage fits its ClusterQueue once ``without`` have released their quota."""
+    assert e.nomination is not None
+    removed = [w for w in without if w.assignment is not None]
+    for v in removed:
+        assert v.assignment is not None
+        quota.remove_all(state.tree.queues[v.assignment.cluster_queue], v.assignment.usage)
+    node = state.tree.queues[e.spec.name]
+    ok = all(val <= quota.available(node, fr) for fr, val in e.nomination.usage.items())
+    for v in removed:
+        assert v.assignment is not None
+        quota.add_all(state.tree.queues[v.assignment.cluster_queue], v.assignment.usage)
+    return ok
+
+
+def path_of(node: QuotaNode) -> str:
+    names = [node.name, *(a.name for a in node.path_to_root())]
+    return "/" + "/".join(reversed(names))
+
+
+def _ordered(state: State, entries: list[Entry]) -> Iterator[Entry]:
+    if state.topology.settings.fair_sharing:
+        return fairsharing.tournament(state.tree, state.topology, entries)
+    return iter(sorted(entries, key=Entry.order_key))
+
+
+def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: float) -> bool:
+    """One scheduling cycle over ``heads``; True when it changed anything."""
+    entries = [nominate(state, w, spec) for spec, w in heads]
+    victims: dict[str, tuple[Target, WorkloadInfo]] = {}
+    held: list[tuple[QuotaNode, dict[FlavorResource, int]]] = []
+    progress = False
+    for e in _ordered(state, entries):
+        queue = state.queues[e.spec.name]
+        node = state.tree.queues[e.spec.name]
+        if e.kind == NO_FIT:
+            state.status[e.w.key] = Status(e.reason, e.message)
+            if e.reserve:
+                quota.add_all(node, e.reserve)
+                held.append((node, e.reserve))
+            if queue.strict and not e.always_inadmissible:
+                queue.push(e.w)
+            else:
+                queue.park(e.w)
+                if not e.always_inadmissible and not queue.strict:
+                    queue.blocked_shapes[e.w.shape] = (e.reason, e.message)
+                progress = True
+            continue
+        assert e.nomination is not None
+        if any(t.workload.key in victims for t in e.targets):
+            state.status[e.w.key] = Status(msg.WAITING_FOR_QUOTA, msg.OVERLAPPING_TARGETS)
+            queue.push(e.w)
+            continue
+        gone = [v for _, v in victims.values()] + [t.workload for t in e.targets]
+        if not _fits(state, e, gone):
+            state.status[e.w.key] = Status(msg.WAITING_FOR_QUOTA, msg.NO_LONGER_FITS)
+            queue.push(e.w)
+            continue
+        progress = True
+        assignment = Assignment(e.spec.name, e.nomination.flavors, e.nomination.usage)
+        if e.kind == FIT:
+            state.reserve(e.w, assignment, now, checks=e.spec.checks_for(assignment.flavors_used()))
+            continue
+        quota.add_all(node, e.nomination.usage)
+        held.append((node, dict(e.nomination.usage)))
+        for t in e.targets:
+            victims[t.workload.key] = (t, e.w)
+        state.status[e.w.key] = Status(e.reason, e.message)
+        queue.push(e.w)
+    for node, usage in held:
+        quota.remove_all(node, usage)
+    for target, preemptor in victims.values():
+        victim = target.workload
+        assert victim.assignment is not None and preemptor.cluster_queue is not None
+        message = msg.preempted(target.reason, preemptor.key, path_of(state.tree.queues[preemptor.cluster_queue]),
+                                path_of(state.tree.queues[victim.assignment.cluster_queue]))
+        state.evict(victim, now, kind="Preempted", reason=target.reason, message=message,
+                    requeue_reason="Preempted")
+        state.status[victim.key] = Status(msg.WAITING_FOR_QUOTA, message)
+    return progress
+
+
+def settle(state: State, now: float) -> None:
+    """Run cycles at ``now`` until nothing changes (module docstring)."""
+    state.requeue_released()
+    for _ in range(MAX_CYCLES_PER_INSTANT):
+        heads, parked = _heads(state)
+        progress = run_cycle(state, heads, now) if heads else False
+        progress = state.requeue_released() or progress or parked
+        if not heads and not parked:
+            return
+        if not progress:
+            return

@@ -1,0 +1,188 @@
+"""Fair sharing: dominant resource share, the admission tournament and fair preemption (kueue.md §1.5).
+
+1. The *dominant resource share* (DRS) of a node with a parent: per resource, what it borrows beyond its
+   subtree quota (summed over flavors) per 1000 of what its parent could lend (``potential_available``);
+   the largest ratio, divided by the node's weight. Not borrowing = 0; weight 0 while borrowing = infinite.
+2. Admission order within a cohort tree is a tournament: at each cohort, the candidates of its children are
+   compared on (would not borrow first, lower DRS of the child including the candidate, higher priority,
+   older); one winner is processed at a time and shares are recomputed.
+3. Fair preemption visits the ClusterQueues with candidates by descending DRS: its own queue's candidates go
+   first-come; a preemptor that stays within its nominal quota reclaims unconditionally
+   (FairSharingPreemptWithinNominal); otherwise the configured strategies decide
+   (``LessThanOrEqualToFinalShare``: the preemptor's new share ≤ the target's share after the removal;
+   ``LessThanInitialShare``: < the target's share before, one victim per queue). Then fill-back.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
+
+from gitopsq.admission import messages as msg
+from gitopsq.admission import quota
+from gitopsq.admission.preemption import (
+    ClassicalPreemption,
+    Preemptor,
+    Target,
+    candidate_order,
+    policy_allows,
+    uses,
+    workload_fits,
+)
+from gitopsq.admission.quota import FlavorResource, QuotaNode, QuotaTree
+from gitopsq.admission.topology import Topology
+from gitopsq.admission.workload import WorkloadInfo
+
+if TYPE_CHECKING:
+    from gitopsq.admission.cycle import Entry
+
+
+def weight_of(node: QuotaNode, topology: Topology) -> int:
+    if node.is_cohort:
+        return topology.cohort_weights.get(node.name, 1000)
+    spec = topology.queues.get(node.name)
+    return spec.weight if spec else 1000
+
+
+def drs(node: QuotaNode, topology: Topology, extra: Mapping[FlavorResource, int] | None = None) -> float:
+    """Weighted dominant resource share of ``node`` with ``extra`` usage added (rule 1)."""
+    parent = node.parent
+    if parent is None:
+        return 0.0
+    borrowed: dict[str, int] = {}
+    lendable: dict[str, int] = {}
+    frs = set(node.subtree) | set(node.usage) | set(extra or ())
+    for fr in frs:
+        over = node.usage.get(fr, 0) + (extra.get(fr, 0) if extra else 0) - node.subtree.get(fr, 0)
+        if over > 0:
+            borrowed[fr[1]] = borrowed.get(fr[1], 0) + over
+        lendable[fr[1]] = lendable.get(fr[1], 0) + quota.potential_available(parent, fr)
+    if not borrowed:
+        return 0.0
+    share = max(b * 1000 / lendable[r] if lendable.get(r) else math.inf for r, b in borrowed.items())
+    weight = weight_of(node, topology)
+    return math.inf if weight == 0 else share * 1000 / weight
+
+
+def _chain(node: QuotaNode) -> list[QuotaNode]:
+    """The node and its ancestors, root last."""
+    return [node, *node.path_to_root()]
+
+
+def tournament(tree: QuotaTree, topology: Topology, entries: list[Entry]) -> Iterator[Entry]:
+    """Yield entries in fair-sharing order, recomputing shares after each one is processed (rule 2)."""
+    remaining = list(entries)
+    while remaining:
+        by_root: dict[str, list[Entry]] = {}
+        for e in remaining:
+            root = tree.queues[e.spec.name].root()
+            by_root.setdefault(f"{int(root.is_cohort)}/{root.name}", []).append(e)
+        first_root = sorted(by_root)[0]
+        group = by_root[first_root]
+        winner = _winner(tree, topology, group)
+        remaining.remove(winner)
+        yield winner
+
+
+def _winner(tree: QuotaTree, topology: Topology, group: list[Entry]) -> Entry:
+    def key(e: Entry) -> tuple[object, ...]:
+        usage = e.nomination.usage if e.nomination else {}
+        levels: list[tuple[int, float]] = []
+        # Compare from the root downwards: the child of each cohort on the entry's path.
+        for node in reversed(_chain(tree.queues[e.spec.name])[:-1]):
+            borrows = any(node.borrowing_with(fr, v) for fr, v in usage.items())
+            levels.append((1 if borrows else 0, drs(node, topology, usage)))
+        return (*levels, -e.w.priority, e.w.created, e.w.seq)
+
+    return min(group, key=key)
+
+
+class FairPreemption(ClassicalPreemption):
+    """Preemption under fair sharing (rule 3); same interface as the classical search."""
+
+    def __init__(self, tree: QuotaTree, admitted: Mapping[str, Mapping[str, WorkloadInfo]],
+                 topology: Topology) -> None:
+        super().__init__(tree, admitted)
+        self.topology = topology
+
+    def _fair_candidates(self, p: Preemptor) -> dict[str, list[WorkloadInfo]]:
+        node = self.tree.queues[p.spec.name]
+        out: dict[str, list[WorkloadInfo]] = {}
+        pre = p.spec.preemption
+        members = [p.spec.name] if node.parent is None else [
+            n for n, q in self.tree.queues.items() if q.root() is node.root()]
+        for cq in members:
+            same = cq == p.spec.name
+            policy = pre.within_cluster_queue if same else pre.reclaim_within_cohort
+            if not same and quota.within_nominal(self.tree.queues[cq], p.contested):
+                continue
+            found = [w for w in self.admitted.get(cq, {}).values()
+                     if uses(w, p.contested) and policy_allows(policy, p.workload, w)]
+            if found:
+                found.sort(key=lambda w: candidate_order(w, p.spec.name))
+                out[cq] = found
+        return out
+
+    def targets(self, p: Preemptor) -> list[Target]:
+        candidates = self._fair_candidates(p)
+        if not candidates:
+            return []
+        node = self.tree.queues[p.spec.name]
+        chosen: list[Target] = []
+        fits = False
+        quota.add_all(node, p.requests)
+        try:
+            for round_no, strategy in enumerate(self.topology.settings.preemption_strategies):
+                pool = {cq: list(ws) for cq, ws in candidates.items()}
+                while pool and not fits:
+                    cq = max(sorted(pool), key=lambda n: drs(self.tree.queues[n], self.topology))
+                    w = pool[cq].pop(0)
+                    if not pool[cq]:
+                        del pool[cq]
+                    if w.assignment is None:
+                        continue  # already chosen in an earlier round
+                    reason = self._judge(p, node, w, strategy)
+                    if reason is None:
+                        pool.pop(cq, None)  # this queue is not over its fair share
+                        continue
+                    self._remove(w)
+                    chosen.append(Target(w, reason))
+                    if round_no > 0:
+                        pool.pop(cq, None)  # LessThanInitialShare: one victim per queue
+                    quota.remove_all(node, p.requests)
+                    fits = workload_fits(p, node, True)
+                    quota.add_all(node, p.requests)
+                if fits:
+                    break
+        finally:
+            quota.remove_all(node, p.requests)
+        if not fits:
+            for t in chosen:
+                self._add(t.workload)
+            return []
+        kept = chosen[-1:]
+        for t in reversed(chosen[:-1]):
+            self._add(t.workload)
+            if not workload_fits(p, node, True):
+                self._remove(t.workload)
+                kept.append(t)
+        for t in kept:
+            self._add(t.workload)
+        order = {id(t): i for i, t in enumerate(chosen)}
+        return sorted(kept, key=lambda t: order[id(t)])
+
+    def _judge(self, p: Preemptor, node: QuotaNode, w: WorkloadInfo, strategy: str) -> str | None:
+        """The preemption reason if ``w`` may go (incoming usage already added to ``node``), else None."""
+        if w.cluster_queue == p.spec.name:
+            return msg.IN_CLUSTER_QUEUE
+        if all(node.usage.get(fr, 0) <= node.nominal(fr) for fr in p.requests):
+            return msg.IN_COHORT_RECLAMATION
+        target = self.tree.queues[w.cluster_queue or ""]
+        preemptor_new = drs(node, self.topology)
+        target_old = drs(target, self.topology)
+        self._remove(w)
+        target_new = drs(target, self.topology)
+        self._add(w)
+        ok = preemptor_new <= target_new if strategy == "LessThanOrEqualToFinalShare" else preemptor_new < target_old
+        return msg.IN_COHORT_FAIR_SHARING if ok else None

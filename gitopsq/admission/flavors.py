@@ -1,0 +1,256 @@
+"""Flavor assignment: which ResourceFlavor each pod set uses, per resource group (shared/research/kueue.md §1.2).
+
+For every pod set, in spec order, and every resource group it touches, one flavor is chosen for all of the
+group's resources. Flavors are tried in the ClusterQueue's order:
+
+1. structural check — the flavor exists, its NoSchedule/NoExecute taints are tolerated (pod tolerations plus
+   the flavor's own), the pod's node selector and required node affinity match the flavor's node labels
+   (only label keys the flavor defines are considered);
+2. quota check per resource, with ``val`` = what earlier pod sets already put on this flavor-resource plus this
+   pod set's request: above the potential maximum → NoFit (ExceedsMaxQuota); within what is available → Fit
+   at some borrowing level; otherwise the preemption oracle says whether preemption could free it;
+3. the scan stops at the first flavor whose mode does not ask for more (flavorFungibility), else the best
+   flavor seen wins (`_preferred`).
+
+Modes are ordered from worst to best, so "better" is ``>``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import IntEnum
+
+from gitopsq.admission import messages as msg
+from gitopsq.admission import quota
+from gitopsq.admission.quota import FlavorResource, QuotaNode
+from gitopsq.admission.topology import Group, QueueSpec
+from gitopsq.admission.workload import PodSetShape, Shape
+from gitopsq.api import model as m
+from gitopsq.api.frozenmap import FrozenMap
+
+
+class Mode(IntEnum):
+    NO_FIT = 0
+    NO_CANDIDATES = 1  # would need preemption, but nothing can be preempted
+    PREEMPT = 2  # preemption in the own ClusterQueue needed
+    RECLAIM = 3  # only workloads of other ClusterQueues need to go
+    FIT = 4
+
+
+Oracle = Callable[[FlavorResource, int], Mode]
+
+
+@dataclass(frozen=True, slots=True)
+class Nomination:
+    """The outcome of flavor assignment for one workload in one ClusterQueue."""
+
+    mode: Mode
+    borrow: int
+    flavors: tuple[tuple[str, FrozenMap[str, str]], ...]
+    usage: Mapping[FlavorResource, int]
+    needs_preemption: frozenset[FlavorResource]
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(slots=True)
+class _Choice:
+    flavor: str | None
+    mode: Mode
+    borrow: int
+    needs_preemption: list[FlavorResource]
+
+
+_STRUCTURAL: dict[tuple[PodSetShape, m.ResourceFlavor | None, str], str] = {}
+
+
+def _taint_text(t: m.Taint) -> str:
+    return f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
+
+
+def _requirement_matches(req: m.LabelSelectorRequirement, labels: Mapping[str, str]) -> bool:
+    value = labels[req.key]
+    if req.operator == "In":
+        return value in req.values
+    if req.operator == "NotIn":
+        return value not in req.values
+    if req.operator == "Exists":
+        return True
+    if req.operator == "DoesNotExist":
+        return False
+    if req.operator in ("Gt", "Lt") and req.values and value.lstrip("-").isdigit():
+        bound = req.values[0]
+        if bound.lstrip("-").isdigit():
+            return int(value) > int(bound) if req.operator == "Gt" else int(value) < int(bound)
+    return False
+
+
+def structural_mismatch(ps: PodSetShape, rf: m.ResourceFlavor | None, flavor: str) -> str:
+    """Why a pod set can never run on a flavor (empty string: it can)."""
+    cache_key = (ps, rf, flavor)
+    cached = _STRUCTURAL.get(cache_key)
+    if cached is not None:
+        return cached
+    result = ""
+    if rf is None:
+        result = f"flavor {flavor} not found"
+    else:
+        tolerations = (*ps.tolerations, *rf.tolerations)
+        for taint in rf.node_taints:
+            if taint.effect in ("NoSchedule", "NoExecute") and not any(t.tolerates(taint) for t in tolerations):
+                result = f"untolerated taint {_taint_text(taint)} in flavor {flavor}"
+                break
+        labels = rf.node_labels
+        if not result:
+            selector_ok = all(labels[k] == v for k, v in ps.node_selector.items() if k in labels)
+            terms_ok = not ps.required_affinity or any(
+                all(_requirement_matches(req, labels) for req in term if req.key in labels)
+                for term in ps.required_affinity)
+            if not (selector_ok and terms_ok):
+                result = f"flavor {flavor} doesn't match node affinity"
+    _STRUCTURAL[cache_key] = result
+    return result
+
+
+def _try_next(mode: Mode, borrow: int, ff: m.FlavorFungibility) -> bool:
+    if mode <= Mode.NO_CANDIDATES:
+        return True
+    if mode < Mode.FIT:
+        return ff.when_can_preempt == "TryNextFlavor"
+    return borrow > 0 and ff.when_can_borrow == "TryNextFlavor"
+
+
+def _preferred(a: _Choice, b: _Choice | None, ff: m.FlavorFungibility) -> bool:
+    """Whether choice ``a`` beats the best so far ``b`` (ties keep the earlier flavor)."""
+    if b is None:
+        return True
+    if a.mode <= Mode.NO_CANDIDATES or b.mode <= Mode.NO_CANDIDATES:
+        return a.mode > b.mode
+    if ff.preference == "PreemptionOverBorrowing":
+        if a.borrow != b.borrow:
+            return a.borrow < b.borrow
+        return a.mode > b.mode
+    if a.mode != b.mode:
+        return a.mode > b.mode
+    return a.borrow < b.borrow
+
+
+class _PodSetScan:
+    """Assigns one pod set; collects the reasons of every flavor it had to pass over."""
+
+    def __init__(self, spec: QueueSpec, node: QuotaNode, flavors: Mapping[str, m.ResourceFlavor], oracle: Oracle,
+                 *, preempt_while_borrowing: bool, assigned: dict[FlavorResource, int]) -> None:
+        self.spec, self.node, self.flavors, self.oracle = spec, node, flavors, oracle
+        self.preempt_while_borrowing = preempt_while_borrowing
+        self.assigned = assigned
+        self.reasons: list[str] = []
+        self.severity = 0
+
+    def _resource(self, flavor: str, res: str, request: int) -> tuple[Mode, int, int]:
+        """(mode, borrowing level, failure severity) of one resource in one flavor."""
+        fr = (flavor, res)
+        previous = self.assigned.get(fr, 0)
+        val = previous + request
+        maximum = quota.potential_available(self.node, fr)
+        if val > maximum:
+            self.reasons.append(msg.exceeds_max(res, flavor, previous, request, maximum))
+            return Mode.NO_FIT, 0, msg.SEVERITY[msg.EXCEEDS_MAX_QUOTA]
+        borrow, may_reclaim = quota.borrowing_level(self.node, fr, val)
+        free = max(0, quota.available(self.node, fr))
+        if val <= free:
+            return Mode.FIT, borrow, 0
+        self.reasons.append(msg.insufficient_unused(res, flavor, val - free))
+        lim = self.spec.limits.get(fr)
+        if val <= (lim.nominal if lim else 0) or may_reclaim or self.preempt_while_borrowing:
+            return self.oracle(fr, val), borrow, msg.SEVERITY[msg.WAITING_FOR_QUOTA]
+        return Mode.NO_FIT, borrow, msg.SEVERITY[msg.WAITING_FOR_QUOTA]
+
+    def group(self, ps: PodSetShape, group: Group, requests: Mapping[str, int]) -> _Choice:
+        best: _Choice | None = None
+        least_severe = 99
+        ff = self.spec.fungibility
+        for flavor in group.flavors:
+            mismatch = structural_mismatch(ps, self.flavors.get(flavor), flavor)
+            if mismatch:
+                self.reasons.append(mismatch)
+                least_severe = min(least_severe, msg.SEVERITY[msg.NO_MATCHING_FLAVOR])
+                continue
+            choice = _Choice(flavor, Mode.FIT, 0, [])
+            severity = 0
+            for res in group.resources:
+                if res not in requests:
+                    continue
+                mode, borrow, sev = self._resource(flavor, res, requests[res])
+                severity = max(severity, sev)
+                if Mode.NO_FIT < mode < Mode.FIT:
+                    choice.needs_preemption.append((flavor, res))
+                choice.mode = min(choice.mode, mode)
+                choice.borrow = max(choice.borrow, borrow)
+            least_severe = min(least_severe, severity)
+            if _preferred(choice, best, ff):
+                best = choice
+            if not _try_next(choice.mode, choice.borrow, ff):
+                break
+        if best is None:
+            best = _Choice(None, Mode.NO_FIT, 0, [])
+        if best.mode < Mode.PREEMPT:
+            self.severity = max(self.severity, least_severe if least_severe < 99 else 0)
+        return best
+
+
+def _severity_reason(severity: int) -> str:
+    for reason, value in msg.SEVERITY.items():
+        if value == severity:
+            return reason
+    return msg.WAITING_FOR_QUOTA
+
+
+def assign_flavors(spec: QueueSpec, node: QuotaNode, shape: Shape, flavors: Mapping[str, m.ResourceFlavor],
+                   oracle: Oracle, *, preempt_while_borrowing: bool) -> Nomination:
+    """Choose flavors for every pod set of ``shape`` in the ClusterQueue ``spec`` (see the module docstring)."""
+    assigned: dict[FlavorResource, int] = {}
+    covers_pods = "pods" in spec.group_of
+    mode, borrow, severity = Mode.FIT, 0, 0
+    needs: list[FlavorResource] = []
+    out_flavors: list[tuple[str, FrozenMap[str, str]]] = []
+    failures: list[str] = []
+    for ps in shape.pod_sets:
+        requests = dict(ps.totals)
+        if covers_pods:
+            requests["pods"] = ps.count * 1000
+        scan = _PodSetScan(spec, node, flavors, oracle, preempt_while_borrowing=preempt_while_borrowing,
+                           assigned=assigned)
+        ps_mode = Mode.FIT
+        per_resource: dict[str, str] = {}
+        groups: list[int] = []
+        for res, val in requests.items():
+            gi = spec.group_of.get(res)
+            if gi is None:
+                if val > 0:
+                    scan.reasons.append(f"resource {res} unavailable in ClusterQueue")
+                    scan.severity = max(scan.severity, msg.SEVERITY[msg.NO_MATCHING_FLAVOR])
+                    ps_mode = Mode.NO_FIT
+            elif gi not in groups:
+                groups.append(gi)
+        for gi in sorted(groups):
+            group = spec.groups[gi]
+            choice = scan.group(ps, group, requests)
+            ps_mode = min(ps_mode, choice.mode)
+            borrow = max(borrow, choice.borrow)
+            needs.extend(choice.needs_preemption)
+            if choice.flavor is not None:
+                for res in group.resources:
+                    if res in requests:
+                        per_resource[res] = choice.flavor
+                        fr = (choice.flavor, res)
+                        assigned[fr] = assigned.get(fr, 0) + requests[res]
+        mode = min(mode, ps_mode)
+        severity = max(severity, scan.severity)
+        out_flavors.append((ps.name, FrozenMap(per_resource)))
+        if ps_mode < Mode.FIT and scan.reasons:
+            failures.append(msg.pod_set_failure(ps.name, scan.reasons))
+    if mode == Mode.FIT:
+        return Nomination(mode, borrow, tuple(out_flavors), assigned, frozenset())
+    reason = _severity_reason(severity) if mode < Mode.PREEMPT else msg.WAITING_FOR_QUOTA
+    return Nomination(mode, borrow, tuple(out_flavors), assigned, frozenset(needs), reason, "; ".join(failures))

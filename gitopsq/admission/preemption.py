@@ -1,0 +1,222 @@
+"""Classical preemption: which admitted workloads to evict so a pending one fits (shared/research/kueue.md §1.4).
+
+1. Candidates use at least one contested flavor-resource. Same-queue candidates need ``withinClusterQueue``;
+   other queues' candidates need ``reclaimWithinCohort`` and are collected walking up from the preemptor's
+   cohort to the root, skipping subtrees within their quota; only queues over their quota give candidates.
+   Each other-queue candidate gets a variant: hierarchical reclaim (the preemptor's requests fit in its own
+   queue's or a visited ancestor's quota), reclaim without borrowing, or reclaim while borrowing
+   (``borrowWithinCohort`` and ``maxPriorityThreshold``).
+2. Each list is ordered by `candidate_order`; the final order is hierarchy, priority, then same-queue.
+3. One or two attempts, with and without letting the preemptor borrow, in Kueue's order (`_attempts`).
+4. Per attempt remove candidates in order until the preemptor fits, then put back, newest removal first
+   (except the last), whatever is not needed: the minimal victim set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from gitopsq.admission import messages as msg
+from gitopsq.admission import quota
+from gitopsq.admission.quota import FlavorResource, QuotaNode, QuotaTree
+from gitopsq.admission.topology import QueueSpec
+from gitopsq.admission.workload import WorkloadInfo
+
+NEVER, WITHIN_CQ, HIERARCHICAL, WITHOUT_BORROWING, WHILE_BORROWING = range(5)
+_REASON = {WITHIN_CQ: msg.IN_CLUSTER_QUEUE, HIERARCHICAL: msg.IN_COHORT_RECLAMATION,
+           WITHOUT_BORROWING: msg.IN_COHORT_RECLAMATION, WHILE_BORROWING: msg.IN_COHORT_RECLAIM_WHILE_BORROWING}
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A workload to evict, and the Preempted condition reason it gets."""
+
+    workload: WorkloadInfo
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Preemptor:
+    """What preemption needs to know about the incoming workload."""
+
+    workload: WorkloadInfo
+    spec: QueueSpec
+    requests: Mapping[FlavorResource, int]  # its full usage under the nominated assignment
+    contested: frozenset[FlavorResource]  # flavor-resources that need preemption
+
+
+@dataclass(slots=True)
+class _Candidate:
+    workload: WorkloadInfo
+    lca: QuotaNode | None
+    variant: int
+
+
+def candidate_order(w: WorkloadInfo, preemptor_cq: str) -> tuple[int, int, float, int]:
+    """Kueue's ``CandidatesOrdering``: other queues first, lower priority, most recently reserved, then id."""
+    return (1 if w.cluster_queue == preemptor_cq else 0, w.priority, -(w.reserved_at or 0.0), w.seq)
+
+
+def policy_allows(policy: str, preemptor: WorkloadInfo, candidate: WorkloadInfo) -> bool:
+    if policy == "Any":
+        return True
+    if policy == "LowerPriority":
+        return candidate.priority < preemptor.priority
+    if policy == "LowerOrNewerEqualPriority":
+        return candidate.priority < preemptor.priority or (
+            candidate.priority == preemptor.priority and preemptor.created < candidate.created)
+    return False
+
+
+def uses(w: WorkloadInfo, frs: Iterable[FlavorResource]) -> bool:
+    usage = w.assignment.usage if w.assignment else {}
+    return any(fr in usage for fr in frs)
+
+
+def workload_fits(p: Preemptor, node: QuotaNode, allow_borrowing: bool) -> bool:
+    for fr, val in p.requests.items():
+        if not allow_borrowing and node.borrowing_with(fr, val):
+            return False
+        if val > quota.available(node, fr):
+            return False
+    return True
+
+
+class ClassicalPreemption:
+    """Finds victims in one snapshot state; the tree is restored before every method returns."""
+
+    def __init__(self, tree: QuotaTree, admitted: Mapping[str, Mapping[str, WorkloadInfo]]) -> None:
+        self.tree = tree
+        self.admitted = admitted
+
+    def _variant(self, p: Preemptor, w: WorkloadInfo, advantage: bool) -> int:
+        same = w.cluster_queue == p.spec.name
+        pre = p.spec.preemption
+        policy = pre.within_cluster_queue if same else pre.reclaim_within_cohort
+        if not uses(w, p.contested) or not policy_allows(policy, p.workload, w):
+            return NEVER
+        if same:
+            return WITHIN_CQ
+        if advantage:
+            return HIERARCHICAL
+        bwc = pre.borrow_within_cohort
+        if bwc is None or bwc.policy == "Never":
+            return WITHOUT_BORROWING
+        if w.priority >= p.workload.priority or (
+                bwc.max_priority_threshold is not None and w.priority > bwc.max_priority_threshold):
+            return WITHOUT_BORROWING
+        return WHILE_BORROWING
+
+    def _from_queue(self, p: Preemptor, cq: str, lca: QuotaNode | None, advantage: bool) -> list[_Candidate]:
+        out = []
+        for w in self.admitted.get(cq, {}).values():
+            variant = self._variant(p, w, advantage)
+            if variant != NEVER:
+                out.append(_Candidate(w, lca, variant))
+        return out
+
+    def _in_subtree(self, p: Preemptor, cohort: QuotaNode, root: QuotaNode, skip: QuotaNode | None, *,
+                    advantage: bool, out: list[_Candidate]) -> None:
+        for child in cohort.child_cohorts:
+            if child is skip or quota.within_nominal(child, p.contested):
+                continue
+            self._in_subtree(p, child, root, skip, advantage=advantage, out=out)
+        for child in cohort.child_queues:
+            if child.name != p.spec.name and not quota.within_nominal(child, p.contested):
+                out.extend(self._from_queue(p, child.name, root, advantage))
+
+    def candidates(self, p: Preemptor) -> tuple[list[_Candidate], list[_Candidate], list[_Candidate]]:
+        """(hierarchy, priority, same-queue) candidates, each in `candidate_order`."""
+        node = self.tree.queues[p.spec.name]
+        same = self._from_queue(p, p.spec.name, None, False) if p.spec.preemption.within_cluster_queue != "Never" \
+            else []
+        hierarchy: list[_Candidate] = []
+        priority: list[_Candidate] = []
+        if node.parent is not None and p.spec.preemption.reclaim_within_cohort != "Never":
+            advantage, remaining = quota.fits_in_quota(node, p.requests)
+            previous: QuotaNode | None = None
+            for ancestor in node.path_to_root():
+                self._in_subtree(p, ancestor, ancestor, previous, advantage=advantage,
+                                 out=hierarchy if advantage else priority)
+                fits, remaining = quota.fits_in_quota(ancestor, remaining)
+                advantage = advantage or fits
+                previous = ancestor
+        for group in (hierarchy, priority, same):
+            group.sort(key=lambda c: candidate_order(c.workload, p.spec.name))
+        return hierarchy, priority, same
+
+    def _valid(self, p: Preemptor, c: _Candidate, allow_borrowing: bool) -> bool:
+        if c.workload.cluster_queue == p.spec.name:
+            return True
+        if allow_borrowing and c.variant == WITHOUT_BORROWING:
+            return False
+        cq_node = self.tree.queues[c.workload.cluster_queue or ""]
+        if quota.within_nominal(cq_node, p.contested):
+            return False
+        for ancestor in cq_node.path_to_root():
+            if ancestor is c.lca:
+                break
+            if quota.within_nominal(ancestor, p.contested):
+                return False
+        return True
+
+    def _attempts(self, p: Preemptor, hierarchy: list[_Candidate], priority: list[_Candidate]) -> tuple[bool, ...]:
+        bwc = p.spec.preemption.borrow_within_cohort
+        forbidden = bwc is None or bwc.policy == "Never"
+        node = self.tree.queues[p.spec.name]
+        under_nominal = all(node.usage.get(fr, 0) < node.nominal(fr) for fr in p.contested)
+        if (not hierarchy and not priority) or (forbidden and not under_nominal):
+            return (True,)
+        if forbidden and not hierarchy:
+            return (False, True)
+        return (True, False)
+
+    def _remove(self, w: WorkloadInfo) -> None:
+        assert w.assignment is not None
+        quota.remove_all(self.tree.queues[w.assignment.cluster_queue], w.assignment.usage)
+
+    def _add(self, w: WorkloadInfo) -> None:
+        assert w.assignment is not None
+        quota.add_all(self.tree.queues[w.assignment.cluster_queue], w.assignment.usage)
+
+    def _minimal(self, p: Preemptor, ordered: list[_Candidate], allow_borrowing: bool) -> list[Target]:
+        node = self.tree.queues[p.spec.name]
+        chosen: list[_Candidate] = []
+        fits = False
+        for c in ordered:
+            if not self._valid(p, c, allow_borrowing):
+                continue
+            self._remove(c.workload)
+            chosen.append(c)
+            if workload_fits(p, node, allow_borrowing):
+                fits = True
+                break
+        if not fits:
+            for c in chosen:
+                self._add(c.workload)
+            return []
+        kept = chosen[-1:]
+        for c in reversed(chosen[:-1]):
+            self._add(c.workload)
+            if workload_fits(p, node, allow_borrowing):
+                continue  # not needed: it stays admitted
+            self._remove(c.workload)
+            kept.append(c)
+        for c in kept:
+            self._add(c.workload)
+        order = {id(c): i for i, c in enumerate(chosen)}
+        kept.sort(key=lambda c: order[id(c)])
+        return [Target(c.workload, _REASON[c.variant]) for c in kept]
+
+    def targets(self, p: Preemptor) -> list[Target]:
+        """The minimal victim set that lets ``p`` fit, or [] when none exists."""
+        hierarchy, priority, same = self.candidates(p)
+        if not (hierarchy or priority or same):
+            return []
+        ordered = [*hierarchy, *priority, *same]
+        for allow_borrowing in self._attempts(p, hierarchy, priority):
+            found = self._minimal(p, ordered, allow_borrowing)
+            if found:
+                return found
+        return []

@@ -1,0 +1,100 @@
+"""Workloads as the engine sees them: an interned scheduling shape plus a small mutable record.
+
+A `Shape` is everything flavor assignment reads (pod sets, per-pod requests, selectors, tolerations); equal
+shapes are interned, so ten thousand copies of one job template cost one `Shape` (and scheduling-equivalence,
+Kueue's ``SchedulingEquivalenceHashing``, is a pointer comparison). A `WorkloadInfo` carries identity, priority,
+queue order and, once admitted, the assignment and its usage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gitopsq.admission.quota import FlavorResource
+from gitopsq.api import model as m
+from gitopsq.api.frozenmap import FrozenMap
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetShape:
+    """One pod set: total requests per resource (per-pod × count, milli-units) and placement constraints."""
+
+    name: str
+    count: int
+    totals: FrozenMap[str, int]
+    node_selector: FrozenMap[str, str]
+    tolerations: tuple[m.Toleration, ...]
+    required_affinity: tuple[tuple[m.LabelSelectorRequirement, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    pod_sets: tuple[PodSetShape, ...]
+
+
+_SHAPES: dict[Shape, Shape] = {}
+
+
+def shape_of(pod_sets: tuple[m.PodSet, ...]) -> Shape:
+    """The interned shape of a workload's pod sets."""
+    shape = Shape(tuple(
+        PodSetShape(name=ps.name, count=ps.count,
+                    totals=FrozenMap({r: q.milli * ps.count for r, q in ps.requests.items()}),
+                    node_selector=ps.node_selector, tolerations=ps.tolerations,
+                    required_affinity=ps.required_affinity)
+        for ps in pod_sets))
+    return _SHAPES.setdefault(shape, shape)
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """Where an admitted workload sits: its ClusterQueue, the flavor of each resource per pod set, its usage."""
+
+    cluster_queue: str
+    flavors: tuple[tuple[str, FrozenMap[str, str]], ...]  # (pod set, resource -> flavor)
+    usage: Mapping[FlavorResource, int]
+
+    def flavors_used(self) -> tuple[str, ...]:
+        return tuple(sorted({f for _, per_res in self.flavors for f in per_res.values()}))
+
+
+class WorkloadInfo:
+    """A workload known to the engine. ``seq`` is the unique tie-break of every ordering (Kueue uses the UID)."""
+
+    __slots__ = (
+        "admitted",
+        "assignment",
+        "checks",
+        "cluster_queue",
+        "created",
+        "key",
+        "namespace",
+        "priority",
+        "queue",
+        "reserved_at",
+        "seq",
+        "shape",
+    )
+
+    def __init__(self, *, key: str, namespace: str, queue: str, priority: int, created: float, seq: int,
+                 shape: Shape) -> None:
+        self.key = key
+        self.namespace = namespace
+        self.queue = queue
+        self.priority = priority
+        self.created = created  # queue-order timestamp
+        self.seq = seq
+        self.shape = shape
+        self.assignment: Assignment | None = None
+        self.reserved_at: float | None = None  # when quota was reserved (orders preemption victims)
+        self.checks: dict[str, str] = {}  # admission check -> Pending | Ready | Retry | Rejected
+        self.admitted = False
+        self.cluster_queue: str | None = None  # resolved through the LocalQueue
+
+    def __repr__(self) -> str:
+        return f"WorkloadInfo({self.key})"
+
+    def queue_order(self) -> tuple[int, float, int]:
+        """Kueue's pending order: priority descending, queue-order timestamp ascending, then the unique id."""
+        return (-self.priority, self.created, self.seq)
