@@ -20,45 +20,20 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from gitopsq import logs
-from gitopsq.audit.canonical import ChainHead
-from gitopsq.audit.gitstore import DEFAULT_BRANCH, AuditBranch, PushRejectedError, RemoteUnreachableError
+from gitopsq.audit.gitstore import AuditBranch, PushRejectedError, RemoteUnreachableError
 from gitopsq.audit.records import Record, validate_record
 from gitopsq.audit.redact import redact
 from gitopsq.audit.signing import SshSigner
+from gitopsq.audit.sink import TrailSettings, TrailStatus
 from gitopsq.audit.wal import TornLine, WalEntry, WriteAheadLog
 from gitopsq.errors import AuditError
 
 _log = logs.get("audit")
-
-
-@dataclass(frozen=True, slots=True)
-class TrailSettings:
-    branch: str = DEFAULT_BRANCH
-    batch_seconds: float = 5.0         # commit at least this often while records wait
-    batch_records: int = 500           # …or as soon as this many wait
-    max_batch: int = 50_000            # never more records than this in one commit
-    push_retries: int = 20             # rejected pushes (lost races) before the batch waits for the next round
-    backoff_initial: float = 1.0       # first wait after the remote was unreachable
-    backoff_max: float = 60.0
-    dedup_window: int = 100_000        # a re-emitted id is dropped if among this many recent records
-    identity: tuple[str, str] = ("gitopsq", "gitopsq@localhost")
-    signing_key: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TrailStatus:
-    submitted: int          # WAL seq of the last accepted record
-    durable: int            # WAL seq up to which records are fsync'd
-    pushed: int             # WAL seq up to which records are on the audit branch
-    head: ChainHead         # chain head of the branch as last seen
-    last_error: str | None
-    torn: TornLine | None   # the torn WAL line dropped when the trail opened, if any
 
 
 class AuditTrail:
@@ -332,28 +307,3 @@ def _checked(record: Mapping[str, Any]) -> dict[str, Any]:
     if problems:
         raise AuditError(f"invalid audit record: {'; '.join(problems)}")
     return data  # type: ignore[no-any-return]
-
-
-class NullAuditTrail:
-    """An audit trail that keeps nothing: for commands run without an audit target."""
-
-    def submit(self, record: Record | Mapping[str, Any]) -> int:
-        return 0
-
-    def wait_durable(self, ticket: int | None = None, timeout: float | None = None) -> None:
-        return None
-
-    def record(self, record: Record | Mapping[str, Any]) -> None:
-        return None
-
-    def flush(self, timeout: float = 60.0) -> bool:
-        return True
-
-    def close(self, timeout: float = 30.0) -> None:
-        return None
-
-    def __enter__(self) -> NullAuditTrail:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None

@@ -10,7 +10,8 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from gitopsq.audit.trail import AuditTrail, NullAuditTrail
+from gitopsq.audit.sink import NullAuditTrail, audit_target, settings_from_config
+from gitopsq.audit.trail import AuditTrail
 from gitopsq.audit.verify import verify_branch
 from gitopsq.audit.wal import WalLockedError
 
@@ -191,3 +192,12 @@ def test_the_null_trail_accepts_everything_and_stores_nothing() -> None:
         trail.record(admitted(1))
         trail.wait_durable(trail.submit(admitted(2)))
         assert trail.flush()
+
+
+def test_settings_come_from_the_gitopsq_yaml_audit_block() -> None:
+    """The audit block's branch, batchSeconds and batchRecords configure the writer; repository picks the target."""
+    block = {"repository": "", "branch": "audit/queues", "batchSeconds": 2, "batchRecords": 50}
+    settings = settings_from_config(block)
+    assert (settings.branch, settings.batch_seconds, settings.batch_records) == ("audit/queues", 2.0, 50)
+    assert audit_target(block, "https://git.example.com/q.git") == "https://git.example.com/q.git"
+    assert audit_target({"repository": "/srv/audit.git"}, "https://x") == "/srv/audit.git"
