@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -49,6 +50,17 @@ def local_name_for(remote_ref: str) -> str:
     return "refs/gitopsq/" + remote_ref.removeprefix("refs/")
 
 
+@dataclass(frozen=True, slots=True)
+class FetchStats:
+    """What the last fetch did (for callers that log it: only credential-free data here)."""
+
+    refspecs: tuple[str, ...]
+    depth: int
+    objects: int
+    bytes: int
+    seconds: float
+
+
 class RemoteMirror:
     """Fetch logic for one cached remote. Counts fetches so tests and logs can see cache reuse."""
 
@@ -69,6 +81,7 @@ class RemoteMirror:
         self.depth = 0 if location.scheme == "file" else max(depth, 0)
         self.timeout_seconds = timeout_seconds
         self.fetch_count = 0
+        self.last_fetch: FetchStats | None = None
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -151,10 +164,13 @@ class RemoteMirror:
 
     def fetch(self, refspecs: list[str], *, depth: int, rev: str | None) -> None:
         self._apply_timeouts()
+        started = time.monotonic()
         with locked(self.root, self.location), git_errors(
             "fetch", self.location.display, ref=rev, secrets=self.secrets
         ), self._known_hosts():
-            self.repo.remotes["origin"].fetch(refspecs, callbacks=self._callbacks(), depth=depth)
+            stats = self.repo.remotes["origin"].fetch(refspecs, callbacks=self._callbacks(), depth=depth)
             # libgit2 keeps the shallow grafts it read at open time: reopen to see the new boundary.
             self.repo = pygit2.Repository(self.repo.path, pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
         self.fetch_count += 1
+        self.last_fetch = FetchStats(tuple(refspecs), depth, stats.received_objects, stats.received_bytes,
+                                     round(time.monotonic() - started, 3))

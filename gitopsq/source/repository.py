@@ -13,9 +13,10 @@ from gitopsq.errors import SourceError
 from gitopsq.source.failures import git_errors, unknown_revision
 from gitopsq.source.globs import PathFilter
 from gitopsq.source.model import ChangeStatus, CommitInfo, FileEntry, PathChange, Person
-from gitopsq.source.remote import RemoteMirror
+from gitopsq.source.remote import FetchStats, RemoteMirror
 from gitopsq.source.trailers import parse_trailers
 
+_LISTINGS_KEPT = 16  # memoised listings per source: plan reads two revisions, the controller one at a time
 _HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
 _SUFFIX = re.compile(r"^(?P<base>.+?)(?P<suffix>[~^].*)$")
 _FILE_MODES = frozenset({FileMode.BLOB, FileMode.BLOB_EXECUTABLE})
@@ -60,6 +61,11 @@ class GitSource:
     def fetch_count(self) -> int:
         """How many fetches this instance made (0 for local repositories and fully cached revisions)."""
         return 0 if self._mirror is None else self._mirror.fetch_count
+
+    @property
+    def last_fetch(self) -> FetchStats | None:
+        """Refspecs, depth, objects, bytes and seconds of this instance's latest fetch (None if none)."""
+        return None if self._mirror is None else self._mirror.last_fetch
 
     # -- revisions -----------------------------------------------------------------------------------------
 
@@ -159,6 +165,8 @@ class GitSource:
                 subtree = entry
             self._walk(subtree, root, path_filter, found)
         result = tuple(FileEntry(path, found[path]) for path in sorted(found))
+        if len(self._listings) >= _LISTINGS_KEPT:
+            self._listings.pop(next(iter(self._listings)))  # oldest first: bounded for long-lived controllers
         self._listings[key] = result
         return result
 

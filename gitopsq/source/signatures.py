@@ -35,9 +35,11 @@ _FPR_ONLY = re.compile(r"^(?:[0-9A-Fa-f]{4}\s*){10}$")
 TIMEOUT_SECONDS = 30.0
 
 
-def verify_signature(commit: CommitInfo, keys: Mapping[str, Sequence[str]]) -> SignatureStatus:
+def verify_signature(
+    commit: CommitInfo, keys: Mapping[str, Sequence[str]], *, gpg_keyring: Sequence[str] = ()
+) -> SignatureStatus:
     """Verify one commit; for many commits, use one SignatureVerifier to prepare the keys once."""
-    with SignatureVerifier(keys) as verifier:
+    with SignatureVerifier(keys, gpg_keyring=gpg_keyring) as verifier:
         return verifier.verify(commit)
 
 
@@ -45,11 +47,13 @@ class SignatureVerifier:
     """Holds the prepared key material (allowed-signers file, GNUPGHOME) in a private temporary directory.
 
     ``keys`` maps an identity (a maintainer's name or email, as the caller chooses) to public keys: SSH keys in
-    authorized_keys form, or ASCII-armored OpenPGP public key blocks. A bare 40-hex OpenPGP fingerprint is
-    accepted but cannot verify anything on its own (the key material is needed). Use as a context manager.
+    authorized_keys form, ASCII-armored OpenPGP public key blocks, or a 40-hex OpenPGP fingerprint. A key listed
+    by fingerprint verifies only when its armored block is among ``gpg_keyring`` (e.g. an exported keyring the
+    operator mounts); keyring keys nobody lists by fingerprint are never bound to anyone. Use as a context
+    manager.
     """
 
-    def __init__(self, keys: Mapping[str, Sequence[str]]) -> None:
+    def __init__(self, keys: Mapping[str, Sequence[str]], *, gpg_keyring: Sequence[str] = ()) -> None:
         self._workdir = Path(tempfile.mkdtemp(prefix="gitopsq-sig-"))
         self._principals: dict[str, str] = {}
         self._pgp_owner: dict[str, str] = {}
@@ -58,7 +62,7 @@ class SignatureVerifier:
         self._ssh_keygen = shutil.which("ssh-keygen")
         self._gnupghome: Path | None = None
         lines: list[str] = []
-        armored: list[tuple[str, str]] = []
+        armored: list[tuple[str | None, str]] = []
         for index, (identity, identity_keys) in enumerate(keys.items()):
             principal = f"identity-{index}"
             self._principals[principal] = identity
@@ -74,6 +78,8 @@ class SignatureVerifier:
                         lines.append(f'{principal} namespaces="git" {ssh_key}')
         self._allowed_signers = self._workdir / "allowed_signers"
         self._allowed_signers.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        if self._pgp_fingerprint_only:
+            armored.extend((None, block) for block in gpg_keyring)
         if armored and self._gpg is not None:
             self._prepare_gpg(armored)
 
@@ -134,7 +140,7 @@ class SignatureVerifier:
 
     # -- OpenPGP ---------------------------------------------------------------------------------------------
 
-    def _prepare_gpg(self, armored: list[tuple[str, str]]) -> None:
+    def _prepare_gpg(self, armored: list[tuple[str | None, str]]) -> None:
         assert self._gpg is not None
         home = self._workdir / "gnupg"
         home.mkdir(mode=0o700)
@@ -142,11 +148,21 @@ class SignatureVerifier:
         for identity, block in armored:
             shown = self._run([self._gpg, *self._gpg_base(), "--with-colons", "--import-options", "show-only",
                                "--import"], block.encode())
+            owner, primary_next = identity, False
             for line in shown.stdout.splitlines():
                 fields = line.split(":")
-                if fields[0] == "fpr" and len(fields) > 9:
-                    # Primary and subkey fingerprints alike belong to this identity.
-                    self._pgp_owner.setdefault(fields[9].upper(), identity)
+                if fields[0] == "pub":
+                    owner, primary_next = identity, True
+                elif fields[0] == "sub":
+                    primary_next = False
+                elif fields[0] == "fpr" and len(fields) > 9:
+                    fpr = fields[9].upper()
+                    if identity is None and primary_next:
+                        # A keyring key belongs to whoever lists its primary fingerprint, if anyone.
+                        owner = self._pgp_fingerprint_only.get(fpr)
+                    if owner is not None:
+                        # Primary and subkey fingerprints alike belong to the key's owner.
+                        self._pgp_owner.setdefault(fpr, owner)
             self._run([self._gpg, *self._gpg_base(), "--import"], block.encode())
 
     def _gpg_base(self) -> list[str]:

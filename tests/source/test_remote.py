@@ -78,7 +78,7 @@ def test_second_open_reuses_the_cache(served: str, cache_dir: Path) -> None:
     """A second run finds the revision in the same cache directory and fetches nothing."""
     first = open_source(served, cache_dir=cache_dir)
     sha = first.resolve("main")
-    assert first.fetch_count == 1
+    assert first.fetch_count == 1 and first.last_fetch is not None and first.last_fetch.depth == 1
     packs = sorted(p.name for p in (first.path / "objects" / "pack").iterdir())
     second = open_source(served, cache_dir=cache_dir)
     assert second.path == first.path

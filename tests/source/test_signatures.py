@@ -187,6 +187,19 @@ def test_gpg_key_listed_by_fingerprint_only_cannot_verify(repo: GitRepo, gpg: Gp
     assert "armored" in status.reason
 
 
+def test_fingerprint_listed_key_verifies_from_the_keyring(repo: GitRepo, gpg: Gpg) -> None:
+    """A maintainer listed by fingerprint is bound when the keyring holds that key; other keyring keys bind nobody."""
+    trust = {"alice": [gpg.keys["alice"].fingerprint]}
+    keyring = [gpg.keys["alice"].armored, gpg.keys["mallory"].armored]
+    by_alice = gpg_signed(repo, gpg, "alice", "raise quota", ALICE)
+    by_mallory = gpg_signed(repo, gpg, "mallory", "raise more", ALICE)
+    with SignatureVerifier(trust, gpg_keyring=keyring) as verifier:
+        good = verifier.verify(info(repo, by_alice))
+        stranger = verifier.verify(info(repo, by_mallory))
+    assert (good.state, good.signer, good.fingerprint) == ("good", "alice", gpg.keys["alice"].fingerprint)
+    assert (stranger.state, stranger.signer) == ("unknown-key", None)
+
+
 def test_ssh_keys_do_not_verify_gpg_signatures(repo: GitRepo, gpg: Gpg, ssh_keys: dict[str, SshKey]) -> None:
     """A GPG-signed commit checked against SSH keys only is unknown-key: key kinds never cross over."""
     sha = gpg_signed(repo, gpg, "alice", "raise quota", ALICE)
