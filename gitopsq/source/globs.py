@@ -36,16 +36,17 @@ def has_wildcard(pattern: str) -> bool:
 
 
 def literal_prefix(pattern: str) -> str:
-    """The leading directory of ``pattern`` that holds no wildcard ('' for the root), used to prune tree walks.
+    """The longest path every match of ``pattern`` starts with ('' for the root), used to prune tree walks.
 
-    ``teams/*/queues.yaml`` → ``teams``; ``platform/`` → ``platform``; ``gitopsq.yaml`` → ''.
+    ``teams/*/queues.yaml`` → ``teams``; ``platform/`` → ``platform``; ``gitopsq.yaml`` → ``gitopsq.yaml``
+    (a literal names the file or directory itself); ``**/x`` → ''.
     """
-    segments = normalise(pattern).rstrip("/").split("/")
+    normalised = normalise(pattern)
+    if not has_wildcard(normalised):
+        return normalised.rstrip("/")
     literal: list[str] = []
-    directory = is_directory_pattern(pattern)
-    for index, segment in enumerate(segments):
-        is_last = index == len(segments) - 1
-        if has_wildcard(segment) or (is_last and not directory):
+    for segment in normalised.split("/"):
+        if has_wildcard(segment):
             break
         literal.append(segment)
     return "/".join(literal)

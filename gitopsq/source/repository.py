@@ -106,6 +106,8 @@ class GitSource:
             base = self._resolve_remote(suffix_match.group("base"))
             mirror.unshallow()
             return self._resolve_locally(base + suffix_match.group("suffix"))
+        if len(rev) == 40 and _HEX.match(rev) and pygit2.Oid(hex=rev) in self._repo.odb:
+            return self._resolve_locally(rev)  # an id the cache holds needs no network, even when offline
         refs, head_target = mirror.advertised(rev)
         ref = mirror.find_ref(rev, refs, head_target)
         if ref is None and rev.startswith("origin/"):

@@ -40,9 +40,10 @@ def test_pattern_matching(pattern: str, path: str, expected: bool) -> None:
 
 
 @pytest.mark.parametrize(("pattern", "prefix"), [
-    ("teams/*/q.yaml", "teams"), ("platform/", "platform"), ("gitopsq.yaml", ""), ("**/x", ""),
-    ("a/b/c.yaml", "a/b"),
-], ids=["glob-stops-at-wildcard", "directory", "root-file", "double-star-at-root", "nested-literal"])
+    ("teams/*/q.yaml", "teams"), ("platform/", "platform"), ("gitopsq.yaml", "gitopsq.yaml"), ("**/x", ""),
+    ("a/b/c.yaml", "a/b/c.yaml"), ("./teams/a/", "teams/a"),
+], ids=["glob-stops-at-wildcard", "directory", "root-file-is-its-own-root", "double-star-at-root",
+        "nested-literal", "dot-slash-directory"])
 def test_literal_prefix_bounds_the_walk(pattern: str, prefix: str) -> None:
     """The directory a tree walk starts from holds no wildcard and contains every possible match."""
     assert literal_prefix(pattern) == prefix
@@ -51,6 +52,7 @@ def test_literal_prefix_bounds_the_walk(pattern: str, prefix: str) -> None:
 def test_filter_roots_drop_nested_directories() -> None:
     """Roots covering a nested include are not walked twice."""
     assert PathFilter.of(["teams/", "teams/a/", "platform/*.yaml"]).roots() == ("platform", "teams")
+    assert PathFilter.of(["gitopsq.yaml", "teams/"]).roots() == ("gitopsq.yaml", "teams")
     assert PathFilter.of(["**/*.yaml", "teams/"]).roots() == ("",)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import socket
 import time
 from pathlib import Path
@@ -184,3 +185,16 @@ def test_silent_server_times_out_instead_of_hanging(cache_dir: Path) -> None:
             open_source(url, cache_dir=cache_dir, timeout_seconds=1).resolve("main")
     assert time.monotonic() - started < 10
     assert "timed out" in str(caught.value) or "timeout" in str(caught.value).lower()
+
+
+def test_cached_commit_id_resolves_while_the_remote_is_down(history: History, git_daemon: Daemon,
+                                                            cache_dir: Path) -> None:
+    """A full commit id already in the cache resolves without contacting the remote (which is gone)."""
+    bare_clone(history.repo, git_daemon.base / "gone.git")
+    url = git_daemon.url("gone.git")
+    sha = open_source(url, cache_dir=cache_dir).resolve("main")
+    shutil.rmtree(git_daemon.base / "gone.git")
+    offline = open_source(url, cache_dir=cache_dir)
+    assert offline.resolve(sha) == sha and offline.fetch_count == 0
+    with pytest.raises(SourceError):
+        offline.resolve("main")
