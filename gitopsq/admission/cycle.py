@@ -105,22 +105,31 @@ def nominate(state: State, w: WorkloadInfo, spec: QueueSpec) -> Entry:
     return Entry(w, spec, NO_FIT, n, reason=n.reason, message=n.message)
 
 
+def _pop_head(state: State, spec: QueueSpec) -> tuple[WorkloadInfo | None, bool]:
+    """The next head of one queue; BestEffortFIFO heads of a shape already found blocked are parked."""
+    queue = state.queues[spec.name]
+    parked = False
+    while (w := queue.pop()) is not None:
+        blocked = None if queue.strict else queue.blocked_shapes.get(w.shape)
+        if blocked is None:
+            return w, parked
+        queue.park(w)
+        state.status[w.key] = Status(*blocked)
+        parked = True
+    return None, parked
+
+
 def _heads(state: State) -> tuple[list[tuple[QueueSpec, WorkloadInfo]], bool]:
-    """One head per active ClusterQueue; BestEffortFIFO heads of a shape already found blocked are parked."""
+    """One head per active ClusterQueue, in name order (the processing order is decided later)."""
     heads = []
     parked = False
     for name, spec in state.topology.queues.items():
-        queue = state.queues[name]
-        if not spec.active or not queue.has_active():
+        if not spec.active or not state.queues[name].has_active():
             continue
-        while (w := queue.pop()) is not None:
-            blocked = None if queue.strict else queue.blocked_shapes.get(w.shape)
-            if blocked is None:
-                heads.append((spec, w))
-                break
-            queue.park(w)
-            state.status[w.key] = Status(*blocked)
-            parked = True
+        w, p = _pop_head(state, spec)
+        parked = parked or p
+        if w is not None:
+            heads.append((spec, w))
     return heads, parked
 
 
@@ -146,13 +155,14 @@ def path_of(node: QuotaNode) -> str:
 
 def _ordered(state: State, entries: list[Entry]) -> Iterator[Entry]:
     if state.topology.settings.fair_sharing:
-        return fairsharing.tournament(state.tree, state.topology, entries)
+        return fairsharing.tournament(state.tree, state.topology, entries)  # reads ``entries`` as it grows
     return iter(sorted(entries, key=Entry.order_key))
 
 
 def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: float) -> bool:
     """One scheduling cycle over ``heads``; True when it changed anything."""
     entries = [nominate(state, w, spec) for spec, w in heads]
+    fair = state.topology.settings.fair_sharing
     victims: dict[str, tuple[Target, WorkloadInfo]] = {}
     held: list[tuple[QuotaNode, dict[FlavorResource, int]]] = []
     progress = False
@@ -186,6 +196,11 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
         assignment = Assignment(e.spec.name, e.nomination.flavors, e.nomination.usage)
         if e.kind == FIT:
             state.reserve(e.w, assignment, now, checks=e.spec.checks_for(assignment.flavors_used()))
+            if fair:
+                # Look-ahead: the queue's next workload joins this cycle's tournament (docs/admission.md).
+                nxt, _ = _pop_head(state, e.spec)
+                if nxt is not None:
+                    entries.append(nominate(state, nxt, e.spec))
             continue
         quota.add_all(node, e.nomination.usage)
         held.append((node, dict(e.nomination.usage)))

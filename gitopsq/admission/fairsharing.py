@@ -71,8 +71,11 @@ def _chain(node: QuotaNode) -> list[QuotaNode]:
 
 
 def tournament(tree: QuotaTree, topology: Topology, entries: list[Entry]) -> Iterator[Entry]:
-    """Yield entries in fair-sharing order, recomputing shares after each one is processed (rule 2)."""
-    remaining = list(entries)
+    """Yield entries in fair-sharing order, recomputing shares after each one is processed (rule 2).
+
+    ``entries`` is consumed in place: entries the caller appends while iterating join the tournament.
+    """
+    remaining = entries
     while remaining:
         by_root: dict[str, list[Entry]] = {}
         for e in remaining:

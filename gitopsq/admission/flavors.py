@@ -66,7 +66,7 @@ _STRUCTURAL: dict[tuple[PodSetShape, m.ResourceFlavor | None, str], str] = {}
 
 
 def _taint_text(t: m.Taint) -> str:
-    return f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
+    return f"{{{t.key} {t.value} {t.effect} <nil>}}"
 
 
 def _requirement_matches(req: m.LabelSelectorRequirement, labels: Mapping[str, str]) -> bool:
