@@ -47,6 +47,13 @@ class _BudgetEvaluator(Evaluator):  # type: ignore[misc]
     def sub_evaluator(self, ast: lark.Tree) -> Evaluator:
         return _BudgetEvaluator(ast, self.activation, self.budget, counted=True)
 
+    def set_activation(self, values: Any) -> Evaluator:
+        if not self.counted:
+            return super().set_activation(values)
+        # A macro variable: chain onto the enclosing activation instead of cloning every name and function.
+        self.activation = self.base_activation.nested_activation(vars=values)
+        return self
+
     def evaluate(self, context: Any = None) -> Any:
         if self.counted:
             self.budget.spend()
