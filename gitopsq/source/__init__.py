@@ -20,7 +20,7 @@ from gitopsq.source.model import (
     Trailer,
 )
 from gitopsq.source.opener import open_any, open_directory, open_source
-from gitopsq.source.port import Source
+from gitopsq.source.port import HistorySource, Source
 from gitopsq.source.repository import GitSource
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "DirectorySource",
     "FileEntry",
     "GitSource",
+    "HistorySource",
     "PathChange",
     "PathFilter",
     "Person",

@@ -48,3 +48,24 @@ class Source(Protocol):
     def changed_paths(self, old: str | None, new: str) -> tuple[PathChange, ...]:
         """Files added, modified, deleted or renamed between two commits (old None: all added)."""
         ...
+
+
+@runtime_checkable
+class HistorySource(Source, Protocol):
+    """A Source that can also answer history questions (GitSource; not a plain directory).
+
+    ``plan`` uses merge_base to detect unrelated histories; signature checks and the audit trail use
+    commits_between. On a shallow clone that cannot answer, these raise SourceError rather than guess.
+    """
+
+    def commits_between(self, old: str | None, new: str, *, first_parent: bool = False) -> tuple[CommitInfo, ...]:
+        """Commits reachable from ``new`` but not from ``old``, oldest first."""
+        ...
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """Whether ``ancestor`` is ``descendant`` or one of its ancestors."""
+        ...
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        """The best common ancestor, or None for unrelated histories."""
+        ...

@@ -8,7 +8,7 @@ import pygit2
 import pytest
 
 from gitopsq.errors import UnknownRevisionError
-from gitopsq.source import WORKTREE, DirectorySource, GitSource, Source, open_any
+from gitopsq.source import WORKTREE, DirectorySource, GitSource, HistorySource, Source, open_any
 
 from .conftest import GitRepo
 
@@ -28,13 +28,15 @@ def test_plain_directory_opens_as_a_directory_source(tree: Path) -> None:
     """open_any gives a DirectorySource for a directory that is not a repository, satisfying the Source port."""
     source = open_any(str(tree))
     assert isinstance(source, DirectorySource) and isinstance(source, Source)
+    assert not isinstance(source, HistorySource)
     assert source.resolve("HEAD") == WORKTREE
 
 
 def test_repository_root_opens_as_git(repo: GitRepo) -> None:
     """open_any gives a GitSource for the root of a work tree."""
     repo.commit("c", {"a.yaml": "x\n"})
-    assert isinstance(open_any(str(repo.path)), GitSource)
+    source = open_any(str(repo.path))
+    assert isinstance(source, GitSource) and isinstance(source, HistorySource)
 
 
 def test_directory_lists_files_with_git_blob_ids(tree: Path) -> None:
