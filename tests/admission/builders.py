@@ -142,7 +142,7 @@ class Sim:
 
     def submit(self, key: str, queue: str, pods: tuple[m.PodSet, ...], *, priority: int = 0,
                created: float | None = None) -> None:
-        ns = key.split("/")[0]
+        ns = key.split("/", maxsplit=1)[0]
         self.clock += 1
         self.engine.submit(key=key, namespace=ns, queue=queue, priority=priority,
                            created=self.clock if created is None else created, pod_sets=pods)
@@ -151,7 +151,7 @@ class Sim:
                 priority: int = 0, at: float = 0.0) -> None:
         """An already admitted workload, every resource of every pod set in ``flavor``."""
         self.submit(key, queue, pods, priority=priority)
-        self.engine.restore(key, cluster_queue=cq, flavors={ps.name: {r: flavor for r in ps.requests}
+        self.engine.restore(key, cluster_queue=cq, flavors={ps.name: dict.fromkeys(ps.requests, flavor)
                                                             for ps in pods}, at=at)
 
     def schedule(self, now: float = 100.0) -> list[tuple[str, str, str]]:

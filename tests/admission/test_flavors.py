@@ -1,0 +1,115 @@
+"""Flavor assignment: order, structural checks, quota checks, fungibility, multiple pod sets (kueue.md §1.2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gitopsq.api import model as m
+
+from .builders import Sim, cq, flavor, lq, one, pod_sets
+
+TWO_FLAVORS = {"on-demand": {"cpu": "4"}, "spot": {"cpu": "8"}}
+
+
+def _sim(*flavors: m.QueueObject, quotas: dict[str, Any] | None = None, **cq_args: Any) -> Sim:
+    return Sim(*flavors, cq("cq", quotas=quotas or TWO_FLAVORS, **cq_args), lq("ns", "q", "cq"))
+
+
+@pytest.mark.parametrize(("cpu", "expected"), [
+    pytest.param("3", "on-demand", id="first-flavor-when-it-fits"),
+    pytest.param("6", "spot", id="falls-back-to-the-next-flavor"),
+])
+def test_flavors_tried_in_order(cpu: str, expected: str) -> None:
+    """Flavors are scanned in the ClusterQueue's order; the first that fits wins."""
+    sim = _sim(flavor("on-demand"), flavor("spot"))
+    sim.submit("ns/w", "q", one(cpu))
+    sim.schedule()
+    assert sim.flavors("ns/w") == {"main": {"cpu": expected}}
+
+
+@pytest.mark.parametrize(("pods", "rf", "message", "reason"), [
+    pytest.param(one("1"), flavor("spot", taints=[{"key": "spot", "value": "true", "effect": "NoSchedule"}]),
+                 "untolerated taint {spot true NoSchedule <nil>} in flavor spot", "NoMatchingFlavor",
+                 id="untolerated-taint"),
+    pytest.param(pod_sets(("main", 1, {"cpu": "1"}), selector={"zone": "b"}), flavor("spot", labels={"zone": "a"}),
+                 "flavor spot doesn't match node affinity", "NoMatchingFlavor", id="node-selector-mismatch"),
+    pytest.param(one("1", memory="1Gi"), flavor("spot"), "resource memory unavailable in ClusterQueue",
+                 "NoMatchingFlavor", id="resource-not-covered"),
+    pytest.param(one("9"), flavor("spot"), "insufficient quota for cpu in flavor spot, previously considered "
+                 "podsets requests (0) + current podset request (9) > maximum capacity (8)", "ExceedsMaxQuota",
+                 id="exceeds-maximum-capacity"),
+])
+def test_structural_and_capacity_failures(pods: tuple[m.PodSet, ...], rf: m.QueueObject, message: str,
+                                          reason: str) -> None:
+    """A pod set no flavor can take waits with Kueue's reason and message."""
+    sim = _sim(rf, quotas={"spot": {"cpu": "8"}})
+    sim.submit("ns/w", "q", pods)
+    sim.schedule()
+    assert sim.why("ns/w") == (reason, f"couldn't assign flavors to pod set main: {message}")
+
+
+def test_toleration_admits_on_tainted_flavor_and_selector_ignores_unknown_keys() -> None:
+    """A tolerated taint passes, and selector keys the flavor does not define are not considered."""
+    rf = flavor("spot", labels={"zone": "a"}, taints=[{"key": "spot", "value": "true", "effect": "NoSchedule"}])
+    tol = (m.Toleration(key="spot", operator="Equal", value="true", effect="NoSchedule"),)
+    sim = _sim(rf, quotas={"spot": {"cpu": "8"}})
+    sim.submit("ns/w", "q", pod_sets(("main", 1, {"cpu": "1"}), selector={"zone": "a", "gpu": "x"}, tolerations=tol))
+    sim.schedule()
+    assert sim.state("ns/w") == "Admitted"
+
+
+def test_multiple_pod_sets_count_previous_usage() -> None:
+    """The second pod set sees what the first already put on a flavor ("previously considered" requests)."""
+    sim = _sim(flavor("on-demand"), flavor("spot"))
+    sim.submit("ns/w", "q", pod_sets(("driver", 1, {"cpu": "3"}), ("workers", 2, {"cpu": "2"})))
+    sim.schedule()
+    assert sim.flavors("ns/w") == {"driver": {"cpu": "on-demand"}, "workers": {"cpu": "spot"}}
+
+
+def test_multiple_pod_sets_failure_message_names_previous_requests() -> None:
+    """When no flavor holds the second pod set, the message carries the earlier pod set's request."""
+    sim = _sim(flavor("spot"), quotas={"spot": {"cpu": "8"}})
+    sim.submit("ns/w", "q", pod_sets(("driver", 1, {"cpu": "5"}), ("workers", 2, {"cpu": "2"})))
+    sim.schedule()
+    assert sim.why("ns/w")[1] == ("couldn't assign flavors to pod set workers: insufficient quota for cpu in flavor "
+                                  "spot, previously considered podsets requests (5) + current podset request (4) > "
+                                  "maximum capacity (8)")
+
+
+@pytest.mark.parametrize(("fungibility", "expected"), [
+    pytest.param(None, "on-demand", id="default-stops-at-first-flavor-even-when-borrowing"),
+    pytest.param({"whenCanBorrow": "TryNextFlavor"}, "spot", id="try-next-flavor-prefers-a-flavor-without-borrowing"),
+])
+def test_when_can_borrow(fungibility: dict[str, str] | None, expected: str) -> None:
+    """whenCanBorrow decides whether a flavor that fits only by borrowing ends the scan."""
+    sim = Sim(flavor("on-demand"), flavor("spot"),
+              cq("cq", cohort="co", quotas={"on-demand": {"cpu": "2"}, "spot": {"cpu": "8"}},
+                 fungibility=fungibility),
+              cq("lender", cohort="co", quotas={"on-demand": {"cpu": "8"}, "spot": {"cpu": "0"}}),
+              lq("ns", "q", "cq"))
+    sim.submit("ns/w", "q", one("4"))
+    sim.schedule()
+    assert sim.flavors("ns/w") == {"main": {"cpu": expected}}
+
+
+@pytest.mark.parametrize(("fungibility", "expected_state"), [
+    pytest.param(None, "Admitted", id="default-tries-next-flavor-instead-of-preempting"),
+    pytest.param({"whenCanPreempt": "MayStopSearch"}, "Admitted", id="may-stop-search-preempts-in-first-flavor"),
+])
+def test_when_can_preempt(fungibility: dict[str, str] | None, expected_state: str) -> None:
+    """With a lower-priority workload in flavor 1, the default moves on to flavor 2; MayStopSearch preempts."""
+    sim = _sim(flavor("on-demand"), flavor("spot"), fungibility=fungibility,
+               preemption={"withinClusterQueue": "LowerPriority"})
+    sim.running("ns/low", "q", one("4"), cq="cq", flavor="on-demand", priority=0)
+    sim.submit("ns/high", "q", one("4"), priority=10)
+    events = sim.schedule()
+    assert sim.state("ns/high") == expected_state
+    preempted = [e for e in events if e[0] == "Preempted"]
+    if fungibility:
+        assert sim.flavors("ns/high") == {"main": {"cpu": "on-demand"}}
+        assert preempted == [("Preempted", "ns/low", "InClusterQueue")]
+    else:
+        assert sim.flavors("ns/high") == {"main": {"cpu": "spot"}}
+        assert preempted == []
