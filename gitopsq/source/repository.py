@@ -10,11 +10,11 @@ import pygit2
 from pygit2.enums import DeltaStatus, DiffFind, FileMode, ObjectType, SortMode
 
 from gitopsq.errors import SourceError
+from gitopsq.source.commits import commit_info_of
 from gitopsq.source.failures import git_errors, unknown_revision
 from gitopsq.source.globs import PathFilter
-from gitopsq.source.model import ChangeStatus, CommitInfo, FileEntry, PathChange, Person
+from gitopsq.source.model import ChangeStatus, CommitInfo, FileEntry, PathChange
 from gitopsq.source.remote import FetchStats, RemoteMirror
-from gitopsq.source.trailers import parse_trailers
 
 _LISTINGS_KEPT = 16  # memoised listings per source: plan reads two revisions, the controller one at a time
 _HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
@@ -204,25 +204,7 @@ class GitSource:
     # -- commits and history -------------------------------------------------------------------------------
 
     def commit_info(self, commit: str) -> CommitInfo:
-        c = self._commit(commit)
-        signature, payload = c.gpg_signature
-        message = _decode(c.raw_message, c.message_encoding)
-        return CommitInfo(
-            sha=str(c.id),
-            parents=self._true_parents(c),
-            author=_person(c.author),
-            committer=_person(c.committer),
-            message=message,
-            trailers=parse_trailers(message),
-            signature=signature,
-            signed_payload=payload,
-        )
-
-    def _true_parents(self, commit: pygit2.Commit) -> tuple[str, ...]:
-        # Parents as written in the object: a shallow clone hides them from commit.parent_ids.
-        raw = commit.read_raw()
-        header = raw.split(b"\n\n", 1)[0]
-        return tuple(line[7:].decode() for line in header.split(b"\n") if line.startswith(b"parent "))
+        return commit_info_of(self._commit(commit))
 
     def changed_paths(self, old: str | None, new: str) -> tuple[PathChange, ...]:
         """Files added, modified, deleted or renamed from ``old`` to ``new`` (``old`` None: everything is added).
@@ -309,18 +291,3 @@ class GitSource:
         if roots and any(c.sha in roots for c in commits):
             self._refuse_if_shallow()
 
-
-def _decode(raw: bytes, encoding: str | None) -> str:
-    try:
-        return raw.decode(encoding or "utf-8")
-    except (LookupError, UnicodeDecodeError):
-        return raw.decode("utf-8", "replace")
-
-
-def _person(signature: pygit2.Signature) -> Person:
-    return Person(
-        name=signature.raw_name.decode("utf-8", "replace"),
-        email=signature.raw_email.decode("utf-8", "replace"),
-        timestamp=int(signature.time),
-        offset_minutes=int(signature.offset),
-    )
