@@ -102,7 +102,7 @@ class Envtest:
                     continue
                 listed = custom.list_cluster_custom_object(crd.spec.group, version, plural)
                 for namespace in sorted({item["metadata"]["namespace"] for item in listed["items"]}):
-                    custom.delete_collection_namespaced_custom_object(crd.spec.group, version, plural, namespace)
+                    custom.delete_collection_namespaced_custom_object(crd.spec.group, version, namespace, plural)
 
 
 _started: list[Rig] = []

@@ -72,7 +72,12 @@ def is_gitopsq_managed(crd: dict[str, Any]) -> bool:
     metadata = crd.get("metadata") or {}
     if (metadata.get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY_VALUE:
         return True
-    managers = {str(entry.get("manager", "")) for entry in metadata.get("managedFields") or []}
+    # status entries belong to kube-apiserver itself (Established, NamesAccepted): not an owner of the CRD
+    managers = {
+        str(entry.get("manager", ""))
+        for entry in metadata.get("managedFields") or []
+        if not entry.get("subresource")
+    }
     return managers == {FIELD_MANAGER}
 
 
