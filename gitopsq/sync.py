@@ -179,7 +179,7 @@ class Syncer:
         first_time = state.last_rejected != sha
         rejection = {"revision": sha, "time": _stamp(self.clock()) if first_time else
                      ((state.status or {}).get("lastRejection") or {}).get("time"),
-                     "findings": [dict(f) for f in validated.findings]}
+                     "findings": [{k: v for k, v in f.items() if v is not None} for f in validated.findings[:50]]}
         message = f"Revision {sha} rejected: {validated.reason}; revision {state.last_applied or 'none'} stays applied"
         status = build_status(state.status, outcome="rejected", now=self.clock(), generation=state.generation,
                               attempted=sha, rejection=rejection, message=message, reason=validated.reason_code)
@@ -274,6 +274,8 @@ def summary(result: SyncResult) -> dict[str, Any]:
         out["failed"] = [f.to_json() for f in execution.failed]
         out["notAttempted"] = [str(k) for k in execution.not_attempted]
         out["retries"] = execution.retries
+        if execution.unverified:
+            out["unverified"] = [str(k) for k in execution.unverified]
     out["timings"] = {k: round(v, 4) for k, v in result.timings.items()}
     return out
 
@@ -327,15 +329,16 @@ def check_pipeline_validator() -> Validator:
 
 
 def from_report(report: Any) -> Validated:
-    """Adapt a check Report to the sync's Validated."""
+    """Adapt a check Report (objects + findings, policy verdicts) to the sync's Validated."""
     from gitopsq.api.codec import encode
 
-    findings = tuple(_finding_json(f) for f in getattr(report, "findings", ()))
-    errors = [f for f in findings if f.get("severity") in ("error", "Deny", "deny")]
+    raw = tuple(getattr(report, "findings", ()))
+    findings = tuple(_finding_json(f) for f in raw)
+    errors = [j for f, j in zip(raw, findings, strict=True) if getattr(f, "is_error", j["severity"] == "error")]
     rejected = bool(getattr(report, "rejected", bool(errors)))
     documents = tuple(encode(o) for o in getattr(report, "objects", ()))
-    policy = any(f.get("policy") for f in errors)
-    reason = f"{len(errors)} finding(s): {errors[0].get('message')}" if errors else ("rejected" if rejected else "")
+    policy = any(str(j.get("code", "")).startswith("policy") or j.get("policy") for j in errors)
+    reason = f"{len(errors)} error(s), first: {errors[0]['message']}" if errors else ("rejected" if rejected else "")
     return Validated(documents, findings, rejected, reason, "PolicyDenied" if policy else "ValidationFailed")
 
 
@@ -343,6 +346,7 @@ def _finding_json(finding: Any) -> dict[str, Any]:
     if hasattr(finding, "to_json"):
         return dict(finding.to_json())
     location = getattr(finding, "location", None)
-    return {"severity": str(getattr(finding, "severity", "error")), "reason": str(getattr(finding, "reason", "")),
+    severity = getattr(finding, "severity", "error")
+    return {"severity": str(getattr(severity, "value", severity)), "reason": str(getattr(finding, "code", "")),
             "message": str(getattr(finding, "message", finding)), "path": getattr(location, "path", None),
             "line": getattr(location, "line", None), "object": getattr(finding, "obj", None)}

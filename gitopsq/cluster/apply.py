@@ -177,6 +177,7 @@ class Execution:
     pruned: tuple[ObjectKey, ...] = ()
     failed: tuple[Failure, ...] = ()
     not_attempted: tuple[ObjectKey, ...] = ()  # prunes held back because an apply failed
+    unverified: tuple[ObjectKey, ...] = ()  # dry run: the namespace is created by the same plan, so unchecked
     retries: int = 0
     live_after: Mapping[ObjectKey, Mapping[str, Any]] = field(default_factory=dict, compare=False)
 
@@ -197,10 +198,18 @@ class Executor:
         applied: list[ObjectKey] = []
         failed: list[Failure] = []
         live_after: dict[ObjectKey, Mapping[str, Any]] = {}
+        unverified: list[ObjectKey] = []
+        new_namespaces = {a.key.name for a in plan.applies if a.key.kind == "Namespace" and a.reason == "create"}
         for action in plan.applies:
             try:
                 live_after[action.key] = self.apply(action, dry_run=dry_run)
                 applied.append(action.key)
+            except ClusterNotFound as err:
+                if dry_run and action.key.namespace in new_namespaces:  # a dry run created no namespace
+                    unverified.append(action.key)
+                    applied.append(action.key)
+                else:
+                    failed.append(Failure(action.key, "apply", _reason(err)))
             except ClusterError as err:
                 failed.append(Failure(action.key, "apply", _reason(err), isinstance(err, ClusterConflict)))
         pruned: list[ObjectKey] = []
@@ -214,7 +223,7 @@ class Executor:
                 pruned.append(prune.key)
             except ClusterError as err:
                 failed.append(Failure(prune.key, "prune", _reason(err), isinstance(err, ClusterConflict)))
-        return Execution(dry_run, tuple(applied), tuple(pruned), tuple(failed), tuple(held),
+        return Execution(dry_run, tuple(applied), tuple(pruned), tuple(failed), tuple(held), tuple(unverified),
                          self.rest.retries - retries_before, live_after)
 
     def apply(self, action: ApplyAction, *, dry_run: bool = False) -> dict[str, Any]:

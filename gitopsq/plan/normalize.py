@@ -123,6 +123,7 @@ class OwnedFields:
 
     leaves: frozenset[FieldPath]
     all: frozenset[FieldPath]
+    applied: bool = False  # the manager has an Apply entry at all (even one owning no fields, as a bare Namespace)
 
     def owns(self, path: FieldPath) -> bool:
         """True when the manager owns the field at ``path`` or a whole ancestor of it."""
@@ -138,11 +139,13 @@ def owned_fields(obj: Mapping[str, Any], manager: str = FIELD_MANAGER) -> OwnedF
     """The fields ``manager`` owns through server-side apply on ``obj`` (status subresource excluded)."""
     leaves: set[FieldPath] = set()
     every: set[FieldPath] = set()
+    applied = False
     for entry in (obj.get("metadata") or {}).get("managedFields") or ():
         if entry.get("manager") != manager or entry.get("operation") != "Apply" or entry.get("subresource"):
             continue
+        applied = True
         _walk_fields((), entry.get("fieldsV1") or {}, leaves, every)
-    return OwnedFields(frozenset(leaves), frozenset(every))
+    return OwnedFields(frozenset(leaves), frozenset(every), applied)
 
 
 def _walk_fields(path: FieldPath, node: Mapping[str, Any], leaves: set[FieldPath], every: set[FieldPath]) -> None:

@@ -7,8 +7,8 @@ Plan out. Pairing (gitops-engine style) for every key in desired ∪ inventory:
 2. desired, live tracked by Argo CD/Flux   → conflict: neither taken over nor pruned, reported
 3. desired, live differs on a field we set or own (see below) → apply (``changed``, or ``drift`` when the desired
    object is the one the previous revision applied, i.e. someone edited the cluster)
-4. desired, live never applied by gitopsq → apply (``adopt``), without forcing: a conflict with another field
-   manager is reported, not overridden
+4. desired, live not in our inventory and never applied by gitopsq → apply (``adopt``), without forcing: a
+   conflict with another field manager is reported, not overridden
 5. desired, live equal                     → unchanged
 6. inventory only, live gone               → dropped from the inventory
 7. inventory only, live tracked by another tool → conflict (not pruned), dropped from the inventory
@@ -202,7 +202,7 @@ def _apply_action(key: ObjectKey, body: Mapping[str, Any], dropped: tuple[str, .
             strip_foreign_markers(previous[key])[0] == body
         reason: ApplyReason = "drift" if was_applied and ours else "changed"
         return ApplyAction(key, api_version, reason, body, changes, ours, dropped)
-    if not owned.all:
+    if not owned.applied and not ours:
         return ApplyAction(key, api_version, "adopt", body, (), False, dropped)
     return None
 

@@ -1,0 +1,340 @@
+"""The GitOps sync on the real API server: apply, change, prune, drift, rejection, foreign objects, dry run."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from envtest_rig import Envtest
+
+from gitopsq.cluster.apply import KubeRest
+from gitopsq.cluster.kube import ClusterNotFound
+from gitopsq.cluster.status import SourceRef
+from gitopsq.plan.inventory import Inventory
+from gitopsq.source import open_source
+from gitopsq.sync import SyncOptions, Syncer, Validated, from_report
+
+pytestmark = pytest.mark.envtest
+
+NS = "gitopsq-system"
+
+
+def cq_yaml(name: str, cpu: str = "8", extra: str = "") -> str:
+    return f"""apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: {name}{extra}
+spec:
+  namespaceSelector: {{}}
+  resourceGroups:
+  - coveredResources: [cpu, memory]
+    flavors:
+    - name: default
+      resources:
+      - name: cpu
+        nominalQuota: "{cpu}"
+      - name: memory
+        nominalQuota: 32Gi
+"""
+
+
+class QueueRepo:
+    """A real Git repository of queue definitions, written and committed with the git CLI."""
+
+    def __init__(self, path: Path, tag: str) -> None:
+        self.path = path
+        self.tag = tag
+        self.team_a, self.team_b = f"{tag}-a", f"{tag}-b"
+        path.mkdir(parents=True)
+        self._git("init", "-q", "-b", "main")
+        self.write("namespaces.yaml", "".join(
+            f"---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: {n}\n" for n in (self.team_a, self.team_b)))
+        self.write("flavors.yaml", f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\n"
+                                   f"metadata:\n  name: {tag}-default\n")
+        self.write("queues/team-a.yaml", self.cq(self.team_a) + self.lq(self.team_a))
+        self.write("queues/team-b.yaml", self.cq(self.team_b) + self.lq(self.team_b))
+
+    def cq(self, name: str, cpu: str = "8", extra: str = "") -> str:
+        return cq_yaml(name, cpu, extra).replace("name: default", f"name: {self.tag}-default")
+
+    @staticmethod
+    def lq(ns: str) -> str:
+        return (f"---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  name: main\n"
+                f"  namespace: {ns}\nspec:\n  clusterQueue: {ns}\n")
+
+    def _git(self, *args: str) -> str:
+        env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+               "GIT_COMMITTER_EMAIL": "t@example.com", "PATH": "/usr/bin:/bin"}
+        done = subprocess.run(["git", *args], cwd=self.path, env=env, capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+
+    def write(self, rel: str, text: str) -> None:
+        target = self.path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+
+    def remove(self, rel: str) -> None:
+        (self.path / rel).unlink()
+
+    def commit(self, message: str = "change") -> str:
+        self._git("add", "-A")
+        self._git("commit", "-q", "--allow-empty", "-m", message)
+        return self._git("rev-parse", "HEAD")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> QueueRepo:
+    r = QueueRepo(tmp_path / "queues", f"t{uuid.uuid4().hex[:6]}")
+    r.commit("template")
+    return r
+
+
+@pytest.fixture
+def rig(kueue_clean: Envtest) -> Iterator[Envtest]:
+    yield kueue_clean
+
+
+def _interim_validator(source: Any, sha: str, previous: str | None) -> Validated:
+    # TEMPORARY until gitopsq.manifests.check_revision lands: decode with the shared codec.
+    import yaml
+
+    from gitopsq.api.codec import decode, encode
+
+    docs, findings = [], []
+    for entry in source.list_files(sha, ["**"]):
+        for doc in yaml.safe_load_all(source.read_blob(entry.blob_id)):
+            decoded = decode(doc, file=entry.path)
+            findings.extend(decoded.findings)
+            if decoded.obj is not None:
+                docs.append(encode(decoded.obj))
+    class R:
+        pass
+    report = R()
+    report.findings = findings
+    v = from_report(report)
+    return Validated(tuple(docs), v.findings, v.rejected, v.reason, v.reason_code)
+
+
+def make_syncer(env: Envtest, repo: QueueRepo, rest: KubeRest | None = None) -> Syncer:
+    rest = rest or KubeRest(env.api_client())
+    return Syncer(open_source(str(repo.path)), rest, SourceRef(NS, repo.tag), url=str(repo.path),
+                  validator=_interim_validator)
+
+
+def get(env: Envtest, path: str) -> dict[str, Any] | None:
+    try:
+        answer: dict[str, Any] = KubeRest(env.api_client()).request("GET", path)
+    except ClusterNotFound:
+        return None
+    return answer
+
+
+def cq_live(env: Envtest, name: str) -> dict[str, Any] | None:
+    return get(env, f"/apis/kueue.x-k8s.io/v1beta2/clusterqueues/{name}")
+
+
+def gitsource(env: Envtest, repo: QueueRepo) -> dict[str, Any]:
+    obj = get(env, f"/apis/gitopsq.dev/v1alpha1/namespaces/{NS}/gitsources/{repo.tag}")
+    assert obj is not None
+    return obj
+
+
+def conditions(obj: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in obj["status"]["conditions"]}
+
+
+def cpu_of(obj: dict[str, Any] | None) -> str:
+    assert obj is not None
+    return str(obj["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"])
+
+
+def test_apply_template_then_a_quota_change_touches_only_that_object(rig: Envtest, repo: QueueRepo) -> None:
+    """The first sync creates everything in order; a quota commit then updates exactly one ClusterQueue."""
+    syncer = make_syncer(rig, repo)
+    first = syncer.sync(SyncOptions(rev="main"))
+    assert first.outcome == "applied", first.to_json()
+    assert [a.key.kind for a in first.plan.applies] == ["Namespace", "Namespace", "ResourceFlavor", "ClusterQueue",
+                                                        "ClusterQueue", "LocalQueue", "LocalQueue"]
+    status = gitsource(rig, repo)
+    assert conditions(status) == {"Ready": ("True", "ReconciliationSucceeded")}
+    assert status["status"]["lastAppliedRevision"] == first.revision
+    assert len(Inventory.from_status(status["status"]["inventory"])) == 7
+    before_b = cq_live(rig, repo.team_b)
+
+    repo.write("queues/team-a.yaml", repo.cq(repo.team_a, cpu="16") + repo.lq(repo.team_a))
+    sha = repo.commit("team-a: 16 cpus")
+    second = make_syncer(rig, repo).sync(SyncOptions(rev="main"))
+    assert second.outcome == "applied" and second.revision == sha
+    assert [(str(a.key), a.reason) for a in second.plan.applies] == [(f"ClusterQueue/{repo.team_a}", "changed")]
+    assert [c.where for c in second.plan.applies[0].changes] == [
+        f"spec.resourceGroups[0].flavors[{repo.tag}-default].resources[cpu].nominalQuota"]
+    assert cpu_of(cq_live(rig, repo.team_a)) == "16"
+    after_b = cq_live(rig, repo.team_b)
+    assert after_b is not None and before_b is not None
+    assert after_b["metadata"]["resourceVersion"] == before_b["metadata"]["resourceVersion"]
+    assert "Synced" in [e["reason"] for e in syncer.store.events()]
+
+
+def test_no_change_reconcile_writes_nothing(rig: Envtest, repo: QueueRepo) -> None:
+    """Syncing the applied revision again is `unchanged` and leaves every resourceVersion as it was."""
+    syncer = make_syncer(rig, repo)
+    assert syncer.sync().outcome == "applied"
+    before = gitsource(rig, repo)["metadata"]["resourceVersion"], cq_live(rig, repo.team_a)
+    writes = syncer.store.writes
+    again = syncer.sync()
+    assert again.outcome == "unchanged" and syncer.store.writes == writes
+    assert (gitsource(rig, repo)["metadata"]["resourceVersion"], cq_live(rig, repo.team_a)) == before
+
+
+def test_deleting_a_file_prunes_its_objects(rig: Envtest, repo: QueueRepo) -> None:
+    """Objects of a deleted file are pruned (LocalQueue before ClusterQueue) and leave the inventory."""
+    syncer = make_syncer(rig, repo)
+    assert syncer.sync(SyncOptions(prune=True)).outcome == "applied"
+    repo.remove("queues/team-b.yaml")
+    repo.commit("drop team-b")
+    result = syncer.sync(SyncOptions(prune=True))
+    assert result.outcome == "applied"
+    assert [(p.key.kind, p.key.name) for p in result.plan.prunes] == [("LocalQueue", "main"),
+                                                                      ("ClusterQueue", repo.team_b)]
+    assert cq_live(rig, repo.team_b) is None
+    assert get(rig, f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{repo.team_b}/localqueues/main") is None
+    assert cq_live(rig, repo.team_a) is not None
+    names = {e.key.name for e in Inventory.from_status(gitsource(rig, repo)["status"]["inventory"]).entries}
+    assert repo.team_b not in names or all(e.key.kind == "Namespace" for e in
+                                           Inventory.from_status(gitsource(rig, repo)["status"]["inventory"]).entries
+                                           if e.key.name == repo.team_b)
+
+
+def test_without_prune_objects_stay_and_remain_in_inventory(rig: Envtest, repo: QueueRepo) -> None:
+    """With prune off, an object that left Git stays live and in the inventory for a later pruning sync."""
+    syncer = make_syncer(rig, repo)
+    assert syncer.sync(SyncOptions(prune=False)).outcome == "applied"
+    repo.remove("queues/team-b.yaml")
+    repo.commit("drop team-b")
+    result = syncer.sync(SyncOptions(prune=False))
+    assert result.outcome == "applied" and result.plan.prunes == ()
+    assert cq_live(rig, repo.team_b) is not None
+    assert syncer.sync(SyncOptions(prune=True)).plan.prunes != ()
+    assert cq_live(rig, repo.team_b) is None
+
+
+def test_kubectl_edit_is_detected_and_corrected(rig: Envtest, repo: QueueRepo) -> None:
+    """A ClusterQueue changed with kubectl is put back on the next sync of the same revision, as drift."""
+    syncer = make_syncer(rig, repo)
+    assert syncer.sync().outcome == "applied"
+    rig.kubectl("patch", "clusterqueue", repo.team_a, "--type", "json", "-p",
+                '[{"op": "replace", "path": "/spec/resourceGroups/0/flavors/0/resources/0/nominalQuota", '
+                '"value": "999"}]')
+    assert cpu_of(cq_live(rig, repo.team_a)) == "999"
+    fresh = make_syncer(rig, repo)  # a restarted controller must see drift too
+    result = fresh.sync()
+    assert result.outcome == "applied"
+    assert [(a.key.name, a.reason, a.force) for a in result.plan.applies] == [(repo.team_a, "drift", True)]
+    assert cpu_of(cq_live(rig, repo.team_a)) == "8"
+    assert "DriftCorrected" in [e["reason"] for e in fresh.store.events()]
+
+
+def test_invalid_revision_is_refused_and_the_previous_one_stays(rig: Envtest, repo: QueueRepo) -> None:
+    """A revision that fails validation writes nothing; status says why and names the revision still applied."""
+    syncer = make_syncer(rig, repo)
+    good = syncer.sync()
+    repo.write("queues/team-a.yaml", repo.cq(repo.team_a, cpu="lots") + repo.lq(repo.team_a))
+    bad_sha = repo.commit("broken quota")
+    result = syncer.sync()
+    assert result.outcome == "rejected" and result.exit_code == 1 and result.revision == bad_sha
+    assert cpu_of(cq_live(rig, repo.team_a)) == "8"
+    status = gitsource(rig, repo)["status"]
+    assert conditions(gitsource(rig, repo))["Stalled"][0] == "True"
+    assert conditions(gitsource(rig, repo))["Ready"][0] == "False"
+    assert status["lastAppliedRevision"] == good.revision
+    assert status["lastAttemptedRevision"] == bad_sha
+    assert status["lastRejection"]["revision"] == bad_sha and status["lastRejection"]["findings"]
+    syncer.sync()  # polled again: one Rejected event, not two
+    assert [e["reason"] for e in syncer.store.events()].count("Rejected") == 1
+
+
+def test_object_tracked_by_argo_cd_is_left_alone_and_reported(rig: Envtest, repo: QueueRepo) -> None:
+    """A ClusterQueue carrying Argo CD's tracking annotation is neither changed nor pruned; a conflict is reported."""
+    argo = ("\n  annotations:\n    argocd.argoproj.io/tracking-id: "
+            f"queues:kueue.x-k8s.io/ClusterQueue:/{repo.team_a}")
+    rig.kubectl("apply", "--server-side", "--field-manager", "argocd-controller", "-f", "-",
+                stdin=repo.cq(repo.team_a, cpu="4", extra=argo))
+    syncer = make_syncer(rig, repo)
+    result = syncer.sync(SyncOptions(prune=True))
+    assert result.outcome == "applied"
+    assert [(c.key.name, c.wanted) for c in result.plan.conflicts] == [(repo.team_a, "apply")]
+    assert cpu_of(cq_live(rig, repo.team_a)) == "4"
+    assert "ConflictDetected" in [e["reason"] for e in syncer.store.events()]
+    repo.remove("queues/team-a.yaml")
+    repo.commit("drop team-a")
+    pruned = make_syncer(rig, repo).sync(SyncOptions(prune=True)).plan.prunes
+    assert [(p.key.kind, p.key.name) for p in pruned] == [("LocalQueue", "main")]  # its queue, not the Argo CQ
+    assert cq_live(rig, repo.team_a) is not None
+
+
+def test_argo_annotation_written_in_git_is_not_applied(rig: Envtest, repo: QueueRepo) -> None:
+    """Argo CD's tracking annotation copied into Git is dropped from what gitopsq applies."""
+    argo = "\n  annotations:\n    argocd.argoproj.io/tracking-id: x:y/Z:/w\n    team: a"
+    repo.write("queues/team-a.yaml", repo.cq(repo.team_a, extra=argo) + repo.lq(repo.team_a))
+    repo.commit("copied from an Argo app")
+    assert make_syncer(rig, repo).sync().outcome == "applied"
+    live = cq_live(rig, repo.team_a)
+    assert live is not None and live["metadata"]["annotations"] == {"team": "a"}
+
+
+def test_dry_run_writes_nothing(rig: Envtest, repo: QueueRepo) -> None:
+    """A dry run plans and validates on the server but creates neither objects nor a GitSource."""
+    result = make_syncer(rig, repo).sync(SyncOptions(dry_run=True))
+    assert result.outcome == "applied" and result.dry_run and len(result.execution.applied) == 7
+    assert cq_live(rig, repo.team_a) is None
+    assert get(rig, f"/apis/gitopsq.dev/v1alpha1/namespaces/{NS}/gitsources/{repo.tag}") is None
+
+
+def test_partial_failure_is_reported_and_retried(rig: Envtest, repo: QueueRepo) -> None:
+    """An object the API refuses fails the sync (others applied, prunes held); the next sync completes it."""
+    missing = f"{repo.tag}-later"
+    repo.write("queues/extra.yaml", repo.lq(missing))
+    repo.commit("queue in a namespace nobody created")
+    syncer = make_syncer(rig, repo)
+    result = syncer.sync()
+    assert result.outcome == "failed" and result.exit_code == 3
+    assert [(f.key.namespace, f.operation) for f in result.execution.failed] == [(missing, "apply")]
+    assert len(result.execution.applied) == 7
+    assert conditions(gitsource(rig, repo))["Ready"] == ("False", "ReconciliationFailed")
+    assert "SyncFailed" in [e["reason"] for e in syncer.store.events()]
+    rig.kubectl("create", "namespace", missing)
+    again = syncer.sync()
+    assert again.outcome == "applied" and [a.key.namespace for a in again.plan.applies] == [missing]
+
+
+def test_sync_completes_across_an_api_server_restart(rig: Envtest, repo: QueueRepo) -> None:
+    """The API server restarting in the middle of a sync delays it; the sync then completes every object."""
+    for i in range(30):
+        repo.write(f"many/cq-{i}.yaml", repo.cq(f"{repo.tag}-many-{i}"))
+    repo.commit("thirty queues")
+    restarted = threading.Event()
+
+    class RestartingRest(KubeRest):
+        patches = 0
+
+        def request(self, method: str, path: str, **kw: Any) -> Any:
+            if method == "PATCH" and "clusterqueues" in path:
+                RestartingRest.patches += 1
+                if RestartingRest.patches == 10:  # the API goes down now and is back a moment later
+                    rig.stop_apiserver()
+                    threading.Thread(target=lambda: (time.sleep(1), rig.start_apiserver(), restarted.set()),
+                                     daemon=True).start()
+            return super().request(method, path, **kw)
+
+    rest = RestartingRest(rig.api_client())
+    result = make_syncer(rig, repo, rest).sync()
+    assert restarted.wait(60)
+    assert result.outcome == "applied", result.to_json()
+    assert result.execution.retries > 0
+    assert all(cq_live(rig, f"{repo.tag}-many-{i}") is not None for i in range(30))
