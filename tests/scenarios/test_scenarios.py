@@ -102,8 +102,9 @@ def _check_pins(name: str) -> None:
         for want in pins["events"]:
             for index in range(position, len(events)):
                 e = events[index]
-                if (e["workload"], e["type"], float(e["time"])) == (want["workload"], want["type"], float(want["time"])) \
-                        and ("reason" not in want or e.get("reason") == want["reason"]):
+                same = (e["workload"], e["type"], float(e["time"])) == (want["workload"], want["type"],
+                                                                        float(want["time"]))
+                if same and ("reason" not in want or e.get("reason") == want["reason"]):
                     position = index + 1
                     break
             else:
