@@ -167,7 +167,8 @@ def _build(record_type: RecordType, time: datetime, identity: Sequence[Any], fie
     body = redact(fields)
     when = format_time(time)
     data = {"schemaVersion": SCHEMA_VERSION, "type": str(record_type),
-            "id": record_id(str(record_type), [*redact(list(identity)), when]), "time": when, **body}
+            "id": record_id(str(record_type), [*(redact_text(v) if isinstance(v, str) else v for v in identity),
+                                                when]), "time": when, **body}
     return Record(data)
 
 

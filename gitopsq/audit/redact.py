@@ -10,8 +10,10 @@ Rules, applied recursively to every mapping, list and string:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 REDACTED = "[redacted]"
@@ -34,8 +36,13 @@ _SECRET_VALUE = re.compile(
 )
 # Cheap pre-check so the common (clean) string costs one scan, not two substitutions.
 _MAYBE = re.compile(r"://[^/\s]*@|PRIVATE KEY|Bearer|gh[pousr]_|github_pat_|glpat-|xox[abprs]-|AKIA|ASIA|eyJ")
+# Lower-case fragments of everything the rules above can match. Plain substring tests on the whole JSON text
+# are far cheaper than a regex; a hit only means "walk the structure", so false alarms cost time, not data.
+_TRIGGERS = ("token", "passw", "passd", "secret", "private", "api_key", "api-key", "apikey", "authorization",
+             "credential", "cookie", "session", "bearer", "gh", "glpat-", "xox", "akia", "asia", "eyj", "://")
 
 
+@lru_cache(maxsize=4096)
 def is_secret_key(key: str) -> bool:
     return _SECRET_KEY.search(key) is not None
 
@@ -49,11 +56,26 @@ def redact_text(text: str) -> str:
 
 
 def redact(value: Any) -> Any:
-    """A copy of ``value`` (JSON-like data) with secret-looking keys dropped and secret-looking text masked."""
+    """``value`` (JSON-like data) with secret-looking keys dropped and secret-looking text masked.
+
+    Fast path: one serialisation and two scans; clean data (nearly all of it) comes back as it is, and only
+    data that may hold a secret is walked and copied.
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return _walk(value)
+    lowered = text.lower()
+    if not any(trigger in lowered for trigger in _TRIGGERS):
+        return value
+    return _walk(value)
+
+
+def _walk(value: Any) -> Any:
     if isinstance(value, str):
         return redact_text(value)
     if isinstance(value, Mapping):
-        return {str(k): redact(v) for k, v in value.items() if not is_secret_key(str(k))}
+        return {str(k): _walk(v) for k, v in value.items() if not is_secret_key(str(k))}
     if isinstance(value, list | tuple):
-        return [redact(v) for v in value]
+        return [_walk(v) for v in value]
     return value
