@@ -57,9 +57,8 @@ class Credentials:
 
     def with_url_userinfo(self, username: str | None, password: str | None) -> Credentials:
         """URL ``user:password@`` overrides the environment (a password is then used as the token)."""
-        if password:
-            return Credentials(username or self.username, password, self.ssh_key_file, self.ssh_known_hosts)
-        return self
+        return Credentials(username or self.username, password or self.token, self.ssh_key_file,
+                           self.ssh_known_hosts)
 
     def secrets(self) -> tuple[str, ...]:
         return (self.token,) if self.token else ()

@@ -42,8 +42,12 @@ def open_source(
     if not location.is_remote:
         return _open_local(location)
     root = cache_root(cache_dir, env)
-    with locked(root, location):
-        cache = open_cache(root, location)
+    try:
+        with locked(root, location):
+            cache = open_cache(root, location)
+    except OSError as exc:
+        raise SourceError(f"cannot use the cache directory {root}: {exc.strerror or exc} "
+                          "(set GITOPSQ_CACHE_DIR to a writable directory)", url=location.display) from exc
     creds = credentials if credentials is not None else Credentials.from_environment(env)
     mirror = RemoteMirror(cache, location, root, creds, depth=depth, timeout_seconds=timeout_seconds)
     return GitSource(cache, location.display, mirror)

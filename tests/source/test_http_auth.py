@@ -76,3 +76,11 @@ def test_credentials_repr_hides_the_token() -> None:
     creds = Credentials.from_environment({"GITOPSQ_GIT_TOKEN": "hidden-value"})
     assert "hidden-value" not in repr(creds)
     assert creds.username == "git" and creds.secrets() == ("hidden-value",)
+
+
+def test_user_in_url_is_sent_with_the_environment_token(http_remote: HttpRemote, http_url: str, history: History,
+                                                        cache_dir: Path) -> None:
+    """A user name in the URL (no password) is used with GITOPSQ_GIT_TOKEN instead of GITOPSQ_GIT_USERNAME."""
+    url = http_url.replace("http://", f"http://{http_remote.user}@")
+    source = open_source(url, cache_dir=cache_dir, env={"GITOPSQ_GIT_TOKEN": http_remote.token})
+    assert source.resolve("main") == history.c3

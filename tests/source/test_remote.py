@@ -198,3 +198,12 @@ def test_cached_commit_id_resolves_while_the_remote_is_down(history: History, gi
     assert offline.resolve(sha) == sha and offline.fetch_count == 0
     with pytest.raises(SourceError):
         offline.resolve("main")
+
+
+def test_unwritable_cache_root_is_a_clear_source_error(served: str, tmp_path: Path) -> None:
+    """A cache root that cannot be created fails with one line naming it and GITOPSQ_CACHE_DIR."""
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the cache root should be")
+    with pytest.raises(SourceError, match="GITOPSQ_CACHE_DIR") as caught:
+        open_source(served, cache_dir=blocker / "cache")
+    assert str(blocker) in str(caught.value)
