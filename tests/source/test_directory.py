@@ -63,3 +63,13 @@ def test_directory_has_only_one_revision(tree: Path) -> None:
     info = source.commit_info(WORKTREE)
     assert info.signature is None and info.parents == ()
     assert [c.status for c in source.changed_paths(None, WORKTREE)] == ["added"] * 4
+
+
+def test_subdirectory_of_a_repository_is_read_from_disk(repo: GitRepo) -> None:
+    """A directory inside a work tree (like repo-template/ in this project) is read as files, not as the
+    enclosing repository's HEAD, so uncommitted edits are what gets checked."""
+    repo.commit("c", {"tmpl/gitopsq.yaml": "committed\n"})
+    (repo.path / "tmpl/gitopsq.yaml").write_text("edited\n")
+    source = open_any(str(repo.path / "tmpl"))
+    assert isinstance(source, DirectorySource)
+    assert source.read_file(source.resolve("HEAD"), "gitopsq.yaml") == b"edited\n"
