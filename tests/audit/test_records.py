@@ -159,3 +159,29 @@ def test_validate_record_names_envelope_problems(field: str, value: object, prob
 def test_utc_constant_is_used_for_records() -> None:
     """Record times built from UTC datetimes keep the instant unchanged."""
     assert r.parse_time(admitted(0).data["time"]) == T0.astimezone(UTC)
+
+
+def _schema() -> dict[str, object]:
+    import json
+    from importlib.resources import files
+
+    return json.loads(files("gitopsq.data").joinpath("audit/record.schema.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("record_type", list(BUILDERS), ids=lambda t: f"{t}-matches-the-published-schema")
+def test_chained_records_match_the_published_json_schema(record_type: str) -> None:
+    """What the builders and the chain produce is valid against gitopsq/data/audit/record.schema.json."""
+    import jsonschema
+
+    entry, _ = link(BUILDERS[record_type]().data, ChainHead())
+    jsonschema.validate(entry, _schema())
+
+
+def test_the_schema_rejects_an_unknown_change_action() -> None:
+    """The published schema is strict about enumerations, so a malformed record is caught by other tools too."""
+    import jsonschema
+
+    entry, _ = link(_attempt().data, ChainHead())
+    entry["changes"][0]["action"] = "deleted"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(entry, _schema())
