@@ -71,6 +71,8 @@ class _BudgetEvaluator(Evaluator):  # type: ignore[misc]
         error: Any = None
         for item in items:
             value = body(item)
+            if self.budget.exhausted:
+                return value
             if isinstance(value, celtypes.BoolType):
                 if bool(value) is stop:
                     return celtypes.BoolType(stop)

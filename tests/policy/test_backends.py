@@ -45,7 +45,7 @@ def test_iteration_budget_is_the_same_on_both_backends(backend: str, size: int, 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_nested_runaway_is_stopped(backend: str) -> None:
     """A cubic nested comprehension over a modest list is stopped and reported, not run for minutes."""
-    outcome = _run(backend, "object.all(a, object.all(b, object.all(c, a + b + c >= 0)))",
+    outcome = _run(backend, "object.all(a, object.all(b, object.all(c, true)))",
                    {"object": list(range(300))})
     assert outcome.over_budget and "10000" in outcome.error  # type: ignore[attr-defined]
 
