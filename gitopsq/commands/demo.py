@@ -1,0 +1,72 @@
+"""``gitopsq demo [--dir DIR]``: the no-cluster tour on the embedded repository template (docs/demo.md).
+
+Makes a local Git repository from ``repo-template/``, syncs and checks it like the controller, replays the
+template's sample trace on the admission engine, writes audit records to the repository's audit branch, and
+prints what happened and where to look. Exit 0 when every available step succeeded, 1 when one failed.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import click
+
+from gitopsq.errors import EXIT_OK, EXIT_REJECTED
+
+_MARK = {"ok": "✓", "failed": "✗", "unavailable": "–"}
+
+
+def _queue_table(result: object) -> list[str]:
+    from gitopsq.simulate.report import render_text
+
+    text = render_text(result)  # type: ignore[arg-type]
+    lines = text.splitlines()
+    if "ClusterQueues:" not in lines:
+        return []
+    start = lines.index("ClusterQueues:")
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].strip()), len(lines))
+    return lines[start:end]
+
+
+def describe(outcome: object) -> str:
+    """What happened and where to look, for a terminal."""
+    from gitopsq.demo import DemoOutcome
+
+    assert isinstance(outcome, DemoOutcome)
+    lines = ["gitopsq demo: a queue-definition repository, synced, checked, simulated and audited — no cluster.", ""]
+    lines += [f"  {_MARK[s.status]} {s.name:<10} {s.detail}" for s in outcome.steps]
+    if outcome.result is not None:
+        lines += ["", *_queue_table(outcome.result)]
+    lines += ["", "Where to look:", f"  repository     {outcome.repository}   (git -C {outcome.repository} log)"]
+    if outcome.report is not None:
+        lines.append(f"  report         {outcome.report}")
+    for chart in outcome.charts:
+        lines.append(f"  chart          {chart}")
+    if outcome.audit_branch:
+        lines.append(f"  audit branch   {outcome.audit_branch} in the repository")
+    lines += ["", "Next:"]
+    if outcome.audit_branch:
+        lines.append(f"  gitopsq audit verify {outcome.repository}")
+        lines.append(f"  gitopsq audit export {outcome.repository} --format html > audit.html")
+    lines.append(f"  gitopsq simulate {outcome.repository / 'traces' / 'sample.yaml'} --output text")
+    lines.append(f"  gitopsq check {outcome.repository}")
+    return "\n".join(lines)
+
+
+@click.command(name="demo")
+@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
+              help="Where to build the demo (new or empty). Default: a new temporary directory, kept.")
+@click.option("--template", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Repository template to start from (default: the embedded repo-template/).")
+@click.pass_context
+def command(ctx: click.Context, directory: Path | None, template: Path | None) -> None:
+    """The no-cluster tour: repository, sync, check, simulate, audit — and where to look."""
+    from gitopsq import logs
+    from gitopsq.demo import run_demo
+
+    logs.configure(json=False, level="warning")  # the tour prints its own account; only problems go to stderr
+    target = directory if directory is not None else Path(tempfile.mkdtemp(prefix="gitopsq-demo-"))
+    outcome = run_demo(target, template)
+    click.echo(describe(outcome))
+    ctx.exit(EXIT_OK if outcome.ok else EXIT_REJECTED)

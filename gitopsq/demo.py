@@ -1,0 +1,280 @@
+"""The no-cluster tour behind `gitopsq demo` (shell: files, Git, the audit writer; docs/demo.md).
+
+Steps, each reported as a `Step` (ok, failed, or unavailable — never faked):
+
+1. **repository**: copy ``repo-template/`` into ``<dir>/queues`` and commit it on ``main`` (pygit2);
+2. **sync**: open it through `gitopsq.source` as the controller would, and resolve ``main``;
+3. **check**: validate the revision with the same pipeline as `gitopsq check` (`gitopsq.manifests`);
+4. **simulate**: replay the template's ``traces/sample.yaml`` on the admission engine, with the queue objects
+   of the synced revision (the trace's own ``objects`` are ignored, so the demo shows the repository's truth);
+5. **audit**: record the sync and every admission, preemption, eviction and completion on the repository's
+   audit branch through `AuditTrail`, at the simulated times (t=0 is the commit time);
+6. **report**: write ``report.txt`` (timeline and per-ClusterQueue table) and ``usage.html`` / ``usage.svg``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pygit2
+import yaml
+
+from gitopsq import logs
+from gitopsq.errors import GitopsqError, UsageError
+
+_log = logs.get("demo")
+
+TRACE_PATH = "traces/sample.yaml"
+REPO_DIR = "queues"
+DEMO_AUTHOR = ("gitopsq demo", "demo@gitopsq.invalid")
+OK, FAILED, UNAVAILABLE = "ok", "failed", "unavailable"
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    name: str
+    status: str  # ok | failed | unavailable
+    detail: str
+
+
+@dataclass
+class DemoOutcome:
+    """Where everything is and what each step did."""
+
+    directory: Path
+    repository: Path
+    revision: str = ""
+    steps: list[Step] = field(default_factory=list)
+    result: Any = None  # gitopsq.simulate.result.Result once the simulation ran
+    report: Path | None = None
+    charts: tuple[Path, ...] = ()
+    audit_branch: str | None = None
+    audit_records: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return all(s.status != FAILED for s in self.steps)
+
+    def add(self, name: str, status: str, detail: str) -> None:
+        self.steps.append(Step(name, status, detail))
+        _log.debug("demo_step", step=name, status=status, detail=detail)
+
+
+def find_template(explicit: Path | None = None) -> Path:
+    """The template to copy: ``explicit``, else the package's embedded copy, else ``repo-template/`` beside it."""
+    package = Path(__file__).resolve().parent
+    candidates = [explicit] if explicit is not None else [package / "data" / "repo-template",
+                                                           package.parent / "repo-template"]
+    for candidate in candidates:
+        if candidate is not None and (candidate / "gitopsq.yaml").is_file():
+            return candidate
+    where = ", ".join(str(c) for c in candidates if c is not None)
+    raise UsageError(f"no repository template found (looked for gitopsq.yaml in {where}); pass --template DIR")
+
+
+def prepare_directory(directory: Path) -> Path:
+    """Create ``directory`` (it may exist only if empty) and return it resolved."""
+    directory = directory.expanduser().resolve()
+    if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+        raise UsageError(f"{directory} is not an empty directory; pick a new --dir")
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+def make_repository(template: Path, target: Path, when: datetime) -> str:
+    """Copy ``template`` to ``target`` as a fresh Git repository with one commit on ``main``; its id."""
+    shutil.copytree(template, target, ignore=shutil.ignore_patterns(".git", "__pycache__"))
+    repo = pygit2.init_repository(str(target), bare=False, initial_head="main")
+    repo.index.add_all()
+    repo.index.write()
+    tree = repo.index.write_tree()
+    signature = pygit2.Signature(*DEMO_AUTHOR, int(when.timestamp()), 0)
+    commit = repo.create_commit("refs/heads/main", signature, signature,
+                                "Queue definitions from the gitopsq repository template\n", tree, [])
+    return str(commit)
+
+
+# --- check: the same pipeline as `gitopsq check`, when it exists ------------------------------------------------
+
+def _check_pipeline() -> Callable[..., Any] | None:
+    """`gitopsq.manifests`' load-and-validate entry point, if that package provides one."""
+    for module_name, attr in (("gitopsq.manifests.check", "check_revision"),
+                              ("gitopsq.manifests.pipeline", "check_revision"),
+                              ("gitopsq.manifests", "check_revision")):
+        if importlib.util.find_spec(module_name) is None:
+            continue
+        module = importlib.import_module(module_name)
+        entry = getattr(module, attr, None)
+        if callable(entry):
+            return entry  # type: ignore[no-any-return]
+    return None
+
+
+def _decode_revision(source: Any, commit: str) -> list[Any]:
+    """Every queue object of the revision, decoded (no validation): the fallback when check is unavailable."""
+    from gitopsq.api.codec import decode
+    from gitopsq.api.model import Workload
+
+    objects = []
+    for entry in source.list_files(commit, ["**"], ["traces/**", "gitopsq.yaml", "policies/**"]):
+        for doc in yaml.safe_load_all(source.read_blob(entry.blob_id)):
+            if not isinstance(doc, dict) or "kind" not in doc:
+                continue
+            decoded = decode(doc, file=entry.path)
+            if decoded.obj is not None and not isinstance(decoded.obj, Workload):
+                objects.append(decoded.obj)
+    return objects
+
+
+def _sync_and_check(outcome: DemoOutcome) -> tuple[Any, list[Any]] | None:
+    from gitopsq.source import open_source
+
+    try:
+        source = open_source(str(outcome.repository))
+        outcome.revision = source.resolve("main")
+    except GitopsqError as err:
+        outcome.add("sync", FAILED, str(err))
+        return None
+    outcome.add("sync", OK, f"read {source.display} at main = {outcome.revision[:12]} through gitopsq.source")
+    pipeline = _check_pipeline()
+    if pipeline is None:
+        objects = _decode_revision(source, outcome.revision)
+        outcome.add("check", UNAVAILABLE, "the `gitopsq check` pipeline (gitopsq.manifests) is not available in "
+                                          f"this build; {len(objects)} objects decoded without validation")
+        return source, objects
+    report = pipeline(source, outcome.revision)
+    objects = list(getattr(report, "objects", ()))
+    errors = [f for f in getattr(report, "findings", ()) if getattr(f, "is_error", False)]
+    if errors:
+        outcome.add("check", FAILED, f"{len(errors)} error(s), first: {errors[0]}")
+        return None
+    outcome.add("check", OK, f"{len(objects)} objects valid (same pipeline as `gitopsq check`)")
+    return source, objects
+
+
+# --- simulate, audit, report -------------------------------------------------------------------------------------
+
+def _simulate(outcome: DemoOutcome, source: Any, objects: list[Any]) -> Any:
+    from gitopsq.simulate.engine import simulate
+    from gitopsq.simulate.scenario import parse_scenario
+
+    text = source.read_file(outcome.revision, TRACE_PATH)
+    if text is None:
+        outcome.add("simulate", FAILED, f"{TRACE_PATH} is missing from the repository")
+        return None
+    try:
+        scenario = parse_scenario(text.decode("utf-8"), f"{outcome.repository.name}/{TRACE_PATH}")
+    except GitopsqError as err:
+        outcome.add("simulate", FAILED, str(err))
+        return None
+    scenario = dataclasses.replace(scenario, objects=tuple(objects))
+    result = simulate(scenario)
+    outcome.result = result
+    outcome.add("simulate", OK, f"{len(scenario.workloads)} workloads replayed until t={result.end:g}s: "
+                                f"{result.count('Admitted')} admitted, {result.count('Preempted')} preempted, "
+                                f"{result.count('Finished')} finished")
+    return result
+
+
+def audit_records(result: Any, *, repository: str, revision: str, start: datetime) -> list[Any]:
+    """The audit records of a demo run: the sync, then one record per admission, preemption, eviction, finish."""
+    from gitopsq.audit import records
+
+    out = [records.sync_attempt(time=start, source_url=repository, revision=revision, previous_revision=None,
+                                result="applied", actor="gitopsq demo",
+                                message="demo: template synced and checked; sample trace replayed")]
+    kinds = {"Admitted": "admitted", "Preempted": "preempted", "Evicted": "evicted", "Finished": "finished"}
+    for event in result.events:
+        transition = kinds.get(event.type)
+        if transition is None:
+            continue
+        namespace, _, name = event.workload.partition("/")
+        when = start + timedelta(seconds=event.time)
+        out.append(records.admission(
+            transition, time=when, workload=records.WorkloadRef(namespace, name),
+            cluster_queue=event.cluster_queue, flavors={ps: dict(res) for ps, res in event.flavors},
+            reason=event.reason, message=event.message, times={transition: when}))
+    return out
+
+
+def _audit(outcome: DemoOutcome, start: datetime) -> None:
+    try:
+        from gitopsq.audit import AuditTrail, TrailSettings
+    except ImportError as err:  # the audit package is optional in partial builds
+        outcome.add("audit", UNAVAILABLE, f"gitopsq.audit is not available: {err}")
+        return
+    recs = audit_records(outcome.result, repository=str(outcome.repository), revision=outcome.revision,
+                         start=start)
+    settings = TrailSettings(batch_seconds=0.1, identity=DEMO_AUTHOR)
+    try:
+        trail = AuditTrail.open(str(outcome.repository), outcome.directory / "audit-wal", settings=settings,
+                                clock=lambda: start)
+        try:
+            for rec in recs:
+                trail.submit(rec)
+            pushed = trail.flush(timeout=60.0)
+        finally:
+            trail.close()
+    except GitopsqError as err:
+        outcome.add("audit", FAILED, str(err))
+        return
+    if not pushed:
+        outcome.add("audit", FAILED, "the audit records did not reach the audit branch within 60 s")
+        return
+    outcome.audit_branch, outcome.audit_records = settings.branch, len(recs)
+    outcome.add("audit", OK, f"{len(recs)} records committed to branch {settings.branch}")
+
+
+def _report(outcome: DemoOutcome, objects: list[Any]) -> None:
+    from gitopsq.simulate import chart
+    from gitopsq.simulate.report import render_text
+
+    outcome.report = outcome.directory / "report.txt"
+    outcome.report.write_text(render_text(outcome.result) + "\n", encoding="utf-8")
+    nominal = chart.nominal_quotas(objects)
+    paths = []
+    for suffix in (".html", ".svg"):
+        path = outcome.directory / f"usage{suffix}"
+        path.write_text(chart.render_chart(outcome.result, suffix, nominal), encoding="utf-8")
+        paths.append(path)
+    outcome.charts = tuple(paths)
+    outcome.add("report", OK, f"wrote {outcome.report.name} and {', '.join(p.name for p in paths)}")
+
+
+def write_chart(result: Any, path: Path, objects: list[Any] | None = None) -> Path:
+    """Write the usage chart of ``result`` to ``path`` (.svg or .html); UsageError for another suffix."""
+    from gitopsq.simulate import chart
+
+    try:
+        text = chart.render_chart(result, path.suffix, chart.nominal_quotas(objects or []))
+    except ValueError as err:
+        raise UsageError(f"{path}: {err}") from err
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def run_demo(directory: Path, template: Path | None = None, *, now: datetime | None = None) -> DemoOutcome:
+    """Run every step in ``directory`` (new or empty); a failed step stops the ones that need it."""
+    directory = prepare_directory(directory)
+    template = find_template(template)
+    start = (now or datetime.now(UTC)).replace(microsecond=0)
+    outcome = DemoOutcome(directory=directory, repository=directory / REPO_DIR)
+    commit = make_repository(template, outcome.repository, start)
+    outcome.add("repository", OK, f"{outcome.repository} from {template}, commit {commit[:12]} on main")
+    synced = _sync_and_check(outcome)
+    if synced is None:
+        return outcome
+    source, objects = synced
+    if _simulate(outcome, source, objects) is None:
+        return outcome
+    _audit(outcome, start)
+    _report(outcome, objects)
+    return outcome

@@ -1,0 +1,127 @@
+"""`gitopsq demo`: the no-cluster tour, end to end on the real template and on a small hand-made one."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pygit2
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from gitopsq.cli import cli
+from gitopsq.demo import DemoOutcome, audit_records, find_template, run_demo
+from gitopsq.errors import UsageError
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIO = ROOT / "tests" / "scenarios" / "preempted-victim-readmitted-after-finish.yaml"
+START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+def _template(tmp_path: Path) -> Path:
+    """A minimal template: one scenario's queue objects, and that scenario as the sample trace."""
+    data = yaml.safe_load(SCENARIO.read_text(encoding="utf-8"))
+    root = tmp_path / "template"
+    (root / "queues").mkdir(parents=True)
+    (root / "traces").mkdir()
+    (root / "queues" / "queues.yaml").write_text(yaml.safe_dump_all(data["objects"]), encoding="utf-8")
+    (root / "traces" / "sample.yaml").write_text(SCENARIO.read_text(encoding="utf-8"), encoding="utf-8")
+    (root / "gitopsq.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "gitopsq.dev/v1alpha1", "kind": "RepositoryConfig", "include": ["queues/"],
+        "platformTeam": "platform",
+        "teams": [{"name": "platform", "paths": ["**"], "namespaces": ["team-a"], "cohorts": [], "maintainers": []}],
+    }), encoding="utf-8")
+    return root
+
+
+def _statuses(outcome: DemoOutcome) -> dict[str, str]:
+    return {s.name: s.status for s in outcome.steps}
+
+
+def test_demo_runs_every_step_on_a_small_template(tmp_path: Path) -> None:
+    """Repository, sync, simulate, audit and report succeed; check is ok or says it is unavailable."""
+    outcome = run_demo(tmp_path / "demo", _template(tmp_path), now=START)
+    statuses = _statuses(outcome)
+    assert [s.name for s in outcome.steps] == ["repository", "sync", "check", "simulate", "audit", "report"]
+    assert statuses["check"] in ("ok", "unavailable")
+    assert {k: v for k, v in statuses.items() if k != "check"} == dict.fromkeys(
+        ["repository", "sync", "simulate", "audit", "report"], "ok")
+    assert outcome.ok
+    assert outcome.result.count("Preempted") == 1
+
+
+def test_demo_repository_is_a_git_repository_with_the_template_on_main(tmp_path: Path) -> None:
+    """The demo commits the template on main, dated at the demo's start, in <dir>/queues."""
+    outcome = run_demo(tmp_path / "demo", _template(tmp_path), now=START)
+    repo = pygit2.Repository(str(outcome.repository))
+    head = repo.revparse_single("refs/heads/main")
+    assert str(head.id) == outcome.revision
+    assert head.commit_time == int(START.timestamp())
+    assert (outcome.repository / "traces" / "sample.yaml").is_file()
+
+
+def test_demo_audit_branch_holds_one_record_per_transition_and_verifies(tmp_path: Path) -> None:
+    """The audit branch holds the sync plus every admission, preemption and completion; `audit verify` passes."""
+    outcome = run_demo(tmp_path / "demo", _template(tmp_path), now=START)
+    # 1 sync + low admitted, low preempted, high admitted, high finished, low admitted again
+    assert outcome.audit_records == 6
+    assert pygit2.Repository(str(outcome.repository)).references.get("refs/heads/gitopsq/audit") is not None
+    verify = CliRunner().invoke(cli, ["audit", "verify", str(outcome.repository)])
+    assert verify.exit_code == 0, verify.output
+    assert "intact" in verify.output and "6 records" in verify.output
+
+
+def test_audit_records_sit_at_simulated_times_from_the_start() -> None:
+    """Record times are the start plus the simulated seconds; the first record is the applied sync."""
+    from gitopsq.simulate.engine import simulate
+    from gitopsq.simulate.scenario import parse_scenario
+
+    result = simulate(parse_scenario(SCENARIO.read_text(encoding="utf-8"), str(SCENARIO)))
+    recs = audit_records(result, repository="/tmp/queues", revision="abc", start=START)
+    types = [r.data["type"] for r in recs]
+    assert types == ["sync.attempt", "admission.admitted", "admission.preempted", "admission.admitted",
+                     "admission.finished", "admission.admitted"]
+    assert [r.data["time"] for r in recs][-1] == "2026-03-02T09:01:50Z"
+    assert recs[2].data["reason"] == "InClusterQueue"
+
+
+def test_demo_writes_report_and_self_contained_charts(tmp_path: Path) -> None:
+    """report.txt holds the timeline and table; usage.html and usage.svg need no network and no script."""
+    outcome = run_demo(tmp_path / "demo", _template(tmp_path), now=START)
+    report = (outcome.directory / "report.txt").read_text(encoding="utf-8")
+    assert "Timeline:" in report and "ClusterQueues:" in report and "team-a/high" in report
+    for name in ("usage.html", "usage.svg"):
+        text = (outcome.directory / name).read_text(encoding="utf-8")
+        assert "<script" not in text and "team-a-cq" in text
+
+
+def test_demo_refuses_a_directory_that_is_not_empty(tmp_path: Path) -> None:
+    """--dir must be new or empty: the demo never writes over someone's files (usage error, exit 2)."""
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "keep.txt").write_text("mine", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["demo", "--dir", str(tmp_path / "busy"), "--template", str(_template(tmp_path))])
+    assert result.exit_code != 0
+    assert isinstance(result.exception, UsageError)
+    assert (tmp_path / "busy" / "keep.txt").read_text(encoding="utf-8") == "mine"
+
+
+def test_template_without_gitopsq_yaml_is_refused(tmp_path: Path) -> None:
+    """A template directory must hold gitopsq.yaml; otherwise a usage error says where it looked."""
+    with pytest.raises(UsageError, match="no repository template found"):
+        find_template(tmp_path)
+
+
+def test_readme_first_command_runs_on_the_embedded_template(tmp_path: Path) -> None:
+    """`gitopsq demo --dir DIR` on the real repo-template succeeds end to end and says where to look."""
+    result = CliRunner().invoke(cli, ["demo", "--dir", str(tmp_path / "tour")])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    for needle in ("✓ repository", "✓ sync", "✓ simulate", "✓ audit", "✓ report", "Where to look:",
+                   f"gitopsq audit verify {tmp_path / 'tour' / 'queues'}"):
+        assert needle in out, needle
+    assert "✗" not in out
+    trace = json.loads(CliRunner().invoke(
+        cli, ["simulate", str(tmp_path / "tour" / "queues" / "traces" / "sample.yaml"), "--output", "json"]).stdout)
+    assert trace["summary"]["admitted"] > 0
