@@ -65,6 +65,9 @@ def cli() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script; never lets a traceback reach the user for expected errors."""
+    from gitopsq import logs
+
+    logs.configure(json=False, level="warning")
     try:
         rv: Any = cli.main(args=argv, prog_name="gitopsq", standalone_mode=False)
     except GitopsqError as err:

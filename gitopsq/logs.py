@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import MutableMapping
 from typing import Any
 
 import structlog
@@ -11,7 +12,7 @@ import structlog
 _SECRET_KEYS = ("token", "password", "secret", "private_key", "authorization", "credentials")
 
 
-def _redact(_: Any, __: str, event: dict[str, Any]) -> dict[str, Any]:
+def _redact(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     """Replace the value of any key that looks like a credential, wherever a caller put it."""
     for key in list(event):
         if any(s in key.lower() for s in _SECRET_KEYS):
