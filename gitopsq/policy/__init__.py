@@ -3,7 +3,8 @@
 Entry points for callers (``gitopsq check``, plan, the sync loop, the webhook)::
 
     policies = load_policies(builtin=True, repo_files={"policies/x.yaml": text}, backend=name)
-    pi = build_policy_input(old_objects, new_objects, repo_config, previous_repo_config, commit, touched)
+    pi = build_policy_input(old_objects, new_objects, repo_config, previous_repo_config,
+                            commit=commit, touched_paths=touched)
     verdicts = evaluate(policies, pi, backend=name)
     for v in verdicts: if not v.allowed: print(format_verdict(v))
 
@@ -16,7 +17,15 @@ from gitopsq.policy.diff import desired_by_kind, diff_revisions, find_duplicates
 from gitopsq.policy.evaluate import denials, evaluate, format_verdict
 from gitopsq.policy.loader import load_policies, parse_policies
 from gitopsq.policy.model import (
-    Change, Duplicate, ObjectKey, Operation, Policy, PolicyInput, Severity, SourcedObject, Verdict,
+    Change,
+    Duplicate,
+    ObjectKey,
+    Operation,
+    Policy,
+    PolicyInput,
+    Severity,
+    SourcedObject,
+    Verdict,
 )
 from gitopsq.policy.repo import normalise_repo_config, owner_of_path
 from gitopsq.policy.testing import run_policy_tests

@@ -14,6 +14,7 @@ import celpy
 import lark
 from celpy import celtypes
 from celpy.adapter import json_to_cel
+from celpy.celparser import CELParseError
 from celpy.evaluation import Activation, CELEvalError, Evaluator, bool_eq, bool_ne
 
 from gitopsq.policy import functions as fn
@@ -36,15 +37,15 @@ class _Budget:
             raise CELEvalError(_OVER_BUDGET)
 
 
-class _BudgetEvaluator(Evaluator):  # type: ignore[misc]
+class _BudgetEvaluator(Evaluator):
     """An interpreter whose macro bodies spend from a shared iteration budget."""
 
-    def __init__(self, ast: lark.Tree, activation: Activation, budget: _Budget, counted: bool = False) -> None:
+    def __init__(self, ast: lark.Tree[Any], activation: Activation, budget: _Budget, counted: bool = False) -> None:
         super().__init__(ast, activation)
         self.budget = budget
         self.counted = counted
 
-    def sub_evaluator(self, ast: lark.Tree) -> Evaluator:
+    def sub_evaluator(self, ast: lark.Tree[Any]) -> Evaluator:
         return _BudgetEvaluator(ast, self.activation, self.budget, counted=True)
 
     def set_activation(self, values: Any) -> Evaluator:
@@ -59,8 +60,8 @@ class _BudgetEvaluator(Evaluator):  # type: ignore[misc]
             self.budget.spend()
         return super().evaluate(context)
 
-    def member_dot_arg(self, tree: lark.Tree) -> Any:
-        name = tree.children[1].value
+    def member_dot_arg(self, tree: lark.Tree[Any]) -> Any:
+        name = str(getattr(tree.children[1], "value", ""))
         if name not in ("all", "exists"):
             return super().member_dot_arg(tree)
         items = self.visit(tree.children[0])
@@ -134,11 +135,11 @@ def _equality(compare: Callable[[Any, Any], Any], different: bool) -> Callable[[
 _MACROS = frozenset({"map", "filter", "all", "exists", "exists_one"})
 
 
-def _undeclared(ast: lark.Tree) -> list[str]:
+def _undeclared(ast: lark.Tree[Any]) -> list[str]:
     """Identifiers that are neither context variables nor macro variables (cel-cpp rejects them at compile)."""
     bound: set[str] = set()
     for node in ast.find_data("member_dot_arg"):
-        if len(node.children) == 3 and node.children[1].value in _MACROS:
+        if len(node.children) == 3 and getattr(node.children[1], "value", None) in _MACROS:
             bound.update(str(tok.children[0]) for tok in node.children[2].children[0].find_data("ident"))
     names = {str(node.children[0]) for node in ast.find_data("ident")}
     return sorted(names - bound - set(VARIABLE_NAMES))
@@ -146,7 +147,7 @@ def _undeclared(ast: lark.Tree) -> list[str]:
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {"_==_": _equality(bool_eq, False), "_!=_": _equality(bool_ne, True)}
 FUNCTIONS |= {
-    name: _adapt(impl) for name, impl in {
+    name: _adapt(impl) for name, impl in dict[str, Callable[..., Any]]({
         "quantity": fn.quantity, "isQuantity": fn.is_quantity, "compareTo": fn.compare_to,
         "isGreaterThan": fn.is_greater_than, "isLessThan": fn.is_less_than, "add": fn.add, "sub": fn.sub,
         "asInteger": fn.as_integer, "asApproximateFloat": fn.as_approximate_float, "isInteger": fn.is_integer,
@@ -157,14 +158,14 @@ FUNCTIONS |= {
         "lowerAscii": fn.lower_ascii, "upperAscii": fn.upper_ascii, "trim": fn.trim, "replace": fn.replace,
         "split": fn.split, "join": fn.join, "substring": fn.substring, "charAt": fn.char_at,
         "find": fn.find, "findAll": fn.find_all,
-    }.items()
+    }).items()
 }
 
 
 class _ReferenceProgram:
     __slots__ = ("ast", "runner")
 
-    def __init__(self, runner: Any, ast: lark.Tree) -> None:
+    def __init__(self, runner: Any, ast: lark.Tree[Any]) -> None:
         self.runner = runner
         self.ast = ast
 
@@ -208,7 +209,7 @@ class ReferenceBackend:
     def compile(self, expression: str) -> _ReferenceProgram:
         try:
             ast = self._env.compile(expression)
-        except celpy.CELParseError as err:
+        except CELParseError as err:
             raise CelCompileError(_syntax_message(expression, err.line, err.column), err.line, err.column) from err
         unknown = _undeclared(ast)
         if unknown:

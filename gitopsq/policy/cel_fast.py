@@ -18,9 +18,9 @@ from gitopsq.policy import functions as fn
 from gitopsq.policy.backend import FAST, VARIABLE_NAMES, CelCompileError, Outcome
 
 T = cel.Type
-S, I, D, B = T.STRING, T.INT, T.DOUBLE, T.BOOL
+STR, INT, DBL, BOOL = T.STRING, T.INT, T.DOUBLE, T.BOOL
 L = T.List(T.DYN)
-ELEMENT_TYPES = {"int": I, "uint": T.UINT, "double": D, "string": S, "bool": B, "list": L,
+ELEMENT_TYPES = {"int": INT, "uint": T.UINT, "double": DBL, "string": STR, "bool": BOOL, "list": L,
                  "map": T.Map(T.DYN, T.DYN)}
 
 _STATUS = re.compile(r"^[A-Z_]+: ")
@@ -36,7 +36,7 @@ def _guard(impl: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
-def _overload(name: str, suffix: str, result: Any, params: list[Any], impl: Callable[..., Any],
+def _overload(name: str, suffix: str, result: Any, params: list[Any], impl: Callable[..., Any], *,
               member: bool = True) -> Any:
     return cel.Overload(f"gitopsq_{name}_{suffix}", result, params, is_member=member, impl=_guard(impl))
 
@@ -44,48 +44,48 @@ def _overload(name: str, suffix: str, result: Any, params: list[Any], impl: Call
 def _declarations() -> list[Any]:
     decls: dict[str, list[Any]] = {}
 
-    def add(name: str, suffix: str, result: Any, params: list[Any], impl: Callable[..., Any],
+    def add(name: str, suffix: str, result: Any, params: list[Any], impl: Callable[..., Any], *,
             member: bool = True) -> None:
-        decls.setdefault(name, []).append(_overload(name, suffix, result, params, impl, member))
+        decls.setdefault(name, []).append(_overload(name, suffix, result, params, impl, member=member))
 
-    add("quantity", "string", S, [S], fn.quantity, member=False)
-    add("isQuantity", "string", B, [S], fn.is_quantity, member=False)
-    add("compareTo", "quantity", I, [S, S], fn.compare_to)
-    add("isGreaterThan", "quantity", B, [S, S], fn.is_greater_than)
-    add("isLessThan", "quantity", B, [S, S], fn.is_less_than)
+    add("quantity", "string", STR, [STR], fn.quantity, member=False)
+    add("isQuantity", "string", BOOL, [STR], fn.is_quantity, member=False)
+    add("compareTo", "quantity", INT, [STR, STR], fn.compare_to)
+    add("isGreaterThan", "quantity", BOOL, [STR, STR], fn.is_greater_than)
+    add("isLessThan", "quantity", BOOL, [STR, STR], fn.is_less_than)
     for op, impl in (("add", fn.add), ("sub", fn.sub)):
-        add(op, "quantity", S, [S, S], impl)
-        add(op, "int", S, [S, I], impl)
-    add("asInteger", "quantity", I, [S], fn.as_integer)
-    add("asApproximateFloat", "quantity", D, [S], fn.as_approximate_float)
-    add("isInteger", "quantity", B, [S], fn.is_integer)
-    add("sign", "quantity", I, [S], fn.sign)
+        add(op, "quantity", STR, [STR, STR], impl)
+        add(op, "int", STR, [STR, INT], impl)
+    add("asInteger", "quantity", INT, [STR], fn.as_integer)
+    add("asApproximateFloat", "quantity", DBL, [STR], fn.as_approximate_float)
+    add("isInteger", "quantity", BOOL, [STR], fn.is_integer)
+    add("sign", "quantity", INT, [STR], fn.sign)
     add("sum", "list", T.DYN, [L], fn.list_sum)
     add("min", "list", T.DYN, [L], fn.list_min)
     add("max", "list", T.DYN, [L], fn.list_max)
-    add("isSorted", "list", B, [L], fn.list_is_sorted)
+    add("isSorted", "list", BOOL, [L], fn.list_is_sorted)
     for kind, element in ELEMENT_TYPES.items():
-        add("indexOf", f"list_{kind}", I, [L, element], fn.list_index_of)
-        add("lastIndexOf", f"list_{kind}", I, [L, element], fn.list_last_index_of)
-    add("indexOf", "string", I, [S, S], fn.string_index_of)
-    add("indexOf", "string_int", I, [S, S, I], fn.string_index_of)
-    add("lastIndexOf", "string", I, [S, S], fn.string_last_index_of)
-    add("lastIndexOf", "string_int", I, [S, S, I], fn.string_last_index_of)
-    add("lowerAscii", "string", S, [S], fn.lower_ascii)
-    add("upperAscii", "string", S, [S], fn.upper_ascii)
-    add("trim", "string", S, [S], fn.trim)
-    add("replace", "string", S, [S, S, S], fn.replace)
-    add("replace", "string_int", S, [S, S, S, I], fn.replace)
-    add("split", "string", T.List(S), [S, S], fn.split)
-    add("split", "string_int", T.List(S), [S, S, I], fn.split)
-    add("join", "list", S, [L], fn.join)
-    add("join", "list_string", S, [L, S], fn.join)
-    add("substring", "int", S, [S, I], fn.substring)
-    add("substring", "int_int", S, [S, I, I], fn.substring)
-    add("charAt", "int", S, [S, I], fn.char_at)
-    add("find", "string", S, [S, S], fn.find)
-    add("findAll", "string", T.List(S), [S, S], fn.find_all)
-    add("findAll", "string_int", T.List(S), [S, S, I], fn.find_all)
+        add("indexOf", f"list_{kind}", INT, [L, element], fn.list_index_of)
+        add("lastIndexOf", f"list_{kind}", INT, [L, element], fn.list_last_index_of)
+    add("indexOf", "string", INT, [STR, STR], fn.string_index_of)
+    add("indexOf", "string_int", INT, [STR, STR, INT], fn.string_index_of)
+    add("lastIndexOf", "string", INT, [STR, STR], fn.string_last_index_of)
+    add("lastIndexOf", "string_int", INT, [STR, STR, INT], fn.string_last_index_of)
+    add("lowerAscii", "string", STR, [STR], fn.lower_ascii)
+    add("upperAscii", "string", STR, [STR], fn.upper_ascii)
+    add("trim", "string", STR, [STR], fn.trim)
+    add("replace", "string", STR, [STR, STR, STR], fn.replace)
+    add("replace", "string_int", STR, [STR, STR, STR, INT], fn.replace)
+    add("split", "string", T.List(STR), [STR, STR], fn.split)
+    add("split", "string_int", T.List(STR), [STR, STR, INT], fn.split)
+    add("join", "list", STR, [L], fn.join)
+    add("join", "list_string", STR, [L, STR], fn.join)
+    add("substring", "int", STR, [STR, INT], fn.substring)
+    add("substring", "int_int", STR, [STR, INT, INT], fn.substring)
+    add("charAt", "int", STR, [STR, INT], fn.char_at)
+    add("find", "string", STR, [STR, STR], fn.find)
+    add("findAll", "string", T.List(STR), [STR, STR], fn.find_all)
+    add("findAll", "string_int", T.List(STR), [STR, STR, INT], fn.find_all)
     return [cel.FunctionDecl(name, overloads) for name, overloads in decls.items()]
 
 

@@ -31,7 +31,8 @@ def _person(raw: Any) -> dict[str, str]:
 
 def normalise_commit(raw: Mapping[str, Any], repo: Mapping[str, Any]) -> dict[str, Any]:
     """The ``commit`` variable, with the verified signer resolved to a maintainer of ``repo`` (or null)."""
-    sig = raw.get("signature") if isinstance(raw.get("signature"), Mapping) else {}
+    found = raw.get("signature")
+    sig: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     state = str(sig.get("state") or "unsigned")
     fingerprint = str(sig.get("fingerprint") or "")
     maintainer, teams = teams_of_fingerprint(repo, fingerprint) if state == "good" else (None, [])
@@ -89,11 +90,12 @@ def aggregate_quota(objects: Iterable[SourcedObject]) -> dict[str, Any]:
                     cell = (str(flavor.get("name") or ""), str(resource.get("name") or ""))
                     totals[cell] = totals.get(cell, 0) + milli
                     contributors.setdefault(cell, []).append(f"{item.key} ({item.path})")
-    quotas = [{"flavor": f, "resource": r, "nominalQuota": format_milli(totals[(f, r)]),
-               "contributors": contributors[(f, r)]} for f, r in sorted(totals)]
+    quotas: list[dict[str, Any]] = [
+        {"flavor": f, "resource": r, "nominalQuota": format_milli(totals[(f, r)]),
+         "contributors": contributors[(f, r)]} for f, r in sorted(totals)]
     nominal: dict[str, dict[str, str]] = {}
-    for q in quotas:
-        nominal.setdefault(q["flavor"], {})[q["resource"]] = q["nominalQuota"]
+    for f, r in sorted(totals):
+        nominal.setdefault(f, {})[r] = format_milli(totals[(f, r)])
     return {"nominalQuota": nominal, "quotas": quotas}
 
 
@@ -116,6 +118,7 @@ def build_policy_input(
     new_objects: Iterable[SourcedObject],
     repo_config: Mapping[str, Any] | None,
     previous_repo_config: Mapping[str, Any] | None = None,
+    *,
     commit: Mapping[str, Any] | None = None,
     touched_paths: Iterable[str] = (),
     first_revision: bool = False,

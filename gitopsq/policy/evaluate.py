@@ -71,8 +71,10 @@ def _request(change: Change, repo: Mapping[str, Any]) -> dict[str, Any]:
         "operation": change.operation.value, "path": change.path, "line": change.line,
         "kind": change.key.kind, "group": change.key.group, "namespace": change.key.namespace,
         "name": change.key.name, "key": str(change.key),
-        "movedFrom": change.old_path, "movedFromOwner": owner_of_path(repo, change.old_path) if change.old_path else None,
-        "movedTo": change.moved_to, "movedToOwner": owner_of_path(repo, change.moved_to) if change.moved_to else None,
+        "movedFrom": change.old_path,
+        "movedFromOwner": owner_of_path(repo, change.old_path) if change.old_path else None,
+        "movedTo": change.moved_to,
+        "movedToOwner": owner_of_path(repo, change.moved_to) if change.moved_to else None,
     }
 
 
@@ -147,7 +149,7 @@ def _message(session: _Session, act: object, validation: Validation) -> str:
     return validation.message or f"failed expression: {validation.expression}"
 
 
-def _run_policy(session: _Session, policy: Policy, index: int, values: dict[str, object],
+def _run_policy(session: _Session, policy: Policy, index: int, values: dict[str, object], *,
                 where: Change | None, scope_label: str | None) -> list[Verdict]:
     def verdict(allowed: bool, message: str, reason: str) -> Verdict:
         return Verdict(policy.name, policy.severity, allowed, scope_label,
@@ -226,12 +228,13 @@ def evaluate(policies: Sequence[Policy], policy_input: PolicyInput,
         for policy in object_policies:
             if matches(policy, change):
                 values = session.for_change(index, change, [])
-                verdicts.extend(_run_policy(session, policy, index, values, change, str(change.key)))
+                verdicts.extend(_run_policy(session, policy, index, values, where=change, scope_label=str(change.key)))
     for number, policy in enumerate(p for p in active if p.scope is Scope.REVISION):
         matched = [c for c in policy_input.changes if matches(policy, c)]
         if matched:
             values = session.for_change(-1 - number, None, matched)
-            verdicts.extend(_run_policy(session, policy, -1 - number, values, matched[0], str(matched[0].key)))
+            verdicts.extend(_run_policy(session, policy, -1 - number, values, where=matched[0],
+                                        scope_label=str(matched[0].key)))
     return tuple(verdicts)
 
 

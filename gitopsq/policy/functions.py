@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import re2  # type: ignore[import-untyped]  # RE2 syntax, as Kubernetes' regex library uses
+import re2  # RE2 syntax, as Kubernetes' regex library uses
 
 from gitopsq.api.quantity import QuantityError, QuantityFormat, format_milli, parse_quantity
 

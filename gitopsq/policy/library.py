@@ -8,7 +8,6 @@ from __future__ import annotations
 from importlib import resources
 
 
-
 def builtin_files() -> list[tuple[str, str]]:
     """(``policies/<file>``, text) for every built-in policy file, sorted by name."""
     root = resources.files("gitopsq").joinpath("data", "policies")

@@ -17,7 +17,14 @@ from gitopsq.errors import Location, PolicyError
 from gitopsq.policy.backend import Backend, CelCompileError, get_backend
 from gitopsq.policy.evaluate import program
 from gitopsq.policy.model import (
-    Match, Operation, Policy, PolicyTest, Scope, Severity, Validation, Variable,
+    Match,
+    Operation,
+    Policy,
+    PolicyTest,
+    Scope,
+    Severity,
+    Validation,
+    Variable,
 )
 
 API_VERSION = "gitopsq.dev/v1alpha1"
@@ -43,7 +50,8 @@ def _child(node: yaml.Node, key: str) -> yaml.Node | None:
     if isinstance(node, yaml.MappingNode):
         for k, v in node.value:
             if k.value == key:
-                return v
+                found: yaml.Node = v
+                return found
     return None
 
 

@@ -9,24 +9,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 JSON = Any  # a JSON-like value: dict, list, str, int, float, bool or None
 
 
-class Operation(str, Enum):
+class Operation(StrEnum):
     CREATE = "CREATE"
     UPDATE = "UPDATE"
     DELETE = "DELETE"
 
 
-class Severity(str, Enum):
+class Severity(StrEnum):
     DENY = "Deny"
     WARN = "Warn"
 
 
-class Scope(str, Enum):
+class Scope(StrEnum):
     """``Object``: once per matching changed object. ``Revision``: once per revision (aggregate rules)."""
 
     OBJECT = "Object"

@@ -85,6 +85,10 @@ def key_fingerprint(key: str) -> str:
     return text
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def _strings(value: Any) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
 
@@ -124,8 +128,8 @@ def normalise_repo_config(raw: Mapping[str, Any] | None) -> dict[str, Any]:
     zones = [{"name": str(z.get("name") or ""), "teams": _strings(z.get("teams")),
               "cohorts": _strings(z.get("cohorts"))}
              for z in raw.get("trustZones") or [] if isinstance(z, Mapping)]
-    signing = raw.get("signing") if isinstance(raw.get("signing"), Mapping) else {}
-    policies = raw.get("policies") if isinstance(raw.get("policies"), Mapping) else {}
+    signing = _mapping(raw.get("signing"))
+    policies = _mapping(raw.get("policies"))
     return {
         "apiVersion": str(raw.get("apiVersion") or ""),
         "kind": str(raw.get("kind") or ""),

@@ -78,7 +78,8 @@ def case_input(case: Mapping[str, Any]) -> Any:
         if operation != "DELETE":
             new.append(SourcedObject(path, obj))
     context = _objects(case.get("desired") or [])
-    return build_policy_input([*old, *context], [*new, *context], repo, previous, case.get("commit"), touched)
+    return build_policy_input([*old, *context], [*new, *context], repo, previous, commit=case.get("commit"),
+                              touched_paths=touched)
 
 
 def run_test(policy: Policy, test: PolicyTest, backend: str) -> TestOutcome:

@@ -46,23 +46,25 @@ def repo_config(**overrides: Any) -> dict[str, Any]:
 
 
 def signed_commit(email: str, fingerprint: str, sha: str = "c0ffee") -> dict[str, Any]:
-    return {"sha": sha, "author": {"name": email.split("@")[0], "email": email},
-            "committer": {"name": email.split("@")[0], "email": email},
+    return {"sha": sha, "author": {"name": email.split("@", maxsplit=1)[0], "email": email},
+            "committer": {"name": email.split("@", maxsplit=1)[0], "email": email},
             "signature": {"state": "good", "kind": "gpg", "signer": email, "fingerprint": fingerprint}}
 
 
 def unsigned_commit(email: str, sha: str = "deadbeef") -> dict[str, Any]:
-    return {"sha": sha, "author": {"name": email.split("@")[0], "email": email},
-            "committer": {"name": email.split("@")[0], "email": email}, "signature": {"state": "unsigned"}}
+    return {"sha": sha, "author": {"name": email.split("@", maxsplit=1)[0], "email": email},
+            "committer": {"name": email.split("@", maxsplit=1)[0], "email": email}, "signature": {"state": "unsigned"}}
 
 
 def cluster_queue(name: str, *, cohort: str | None = "research", namespaces: tuple[str, ...] = ("team-a",),
                   quota: dict[str, Any] | None = None, flavor: str = "default") -> dict[str, Any]:
+    amounts = quota or {"cpu": "10"}
+    resources = [{"name": r, "nominalQuota": q} for r, q in amounts.items()]
     spec: dict[str, Any] = {
         "namespaceSelector": {"matchExpressions": [
             {"key": "kubernetes.io/metadata.name", "operator": "In", "values": list(namespaces)}]},
-        "resourceGroups": [{"coveredResources": sorted((quota or {"cpu": "10"}).keys()), "flavors": [
-            {"name": flavor, "resources": [{"name": r, "nominalQuota": q} for r, q in (quota or {"cpu": "10"}).items()]}]}],
+        "resourceGroups": [{"coveredResources": sorted(amounts),
+                            "flavors": [{"name": flavor, "resources": resources}]}],
     }
     if cohort:
         spec["cohort"] = cohort

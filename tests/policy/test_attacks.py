@@ -15,7 +15,14 @@ import pytest
 from gitopsq.policy import SourcedObject, build_policy_input, diff_revisions, evaluate, load_policies
 
 from .helpers import (
-    BACKENDS, PLATFORM_KEY, TEAM_A_KEY, TEAM_B_KEY, cluster_queue, local_queue, repo_config, signed_commit,
+    BACKENDS,
+    PLATFORM_KEY,
+    TEAM_A_KEY,
+    TEAM_B_KEY,
+    cluster_queue,
+    local_queue,
+    repo_config,
+    signed_commit,
     unsigned_commit,
 )
 
@@ -116,14 +123,15 @@ def library() -> list[Any]:
 def _verdicts(library: list[Any], head: list[SourcedObject], commit: dict[str, Any],
               config: dict[str, Any], backend: str) -> list[Any]:
     touched = {c.path for c in diff_revisions(BASE, head)}
-    pi = build_policy_input(BASE, head, config, repo_config(), commit, touched)
+    pi = build_policy_input(BASE, head, config, repo_config(), commit=commit, touched_paths=touched)
     return list(evaluate(library, pi, backend))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_base_revision_passes(library: list[Any], backend: str) -> None:
-    """The unchanged base revision, re-checked by the platform team, draws no denial: rejections below are the attacks'."""
-    pi = build_policy_input([], BASE, repo_config(), None, PAT, {o.path for o in BASE}, first_revision=True)
+    """The base revision, created by the platform team, draws no denial: every rejection below is the attack's."""
+    pi = build_policy_input([], BASE, repo_config(), None, commit=PAT, touched_paths={o.path for o in BASE},
+                            first_revision=True)
     denied = [str(v) for v in evaluate(library, pi, backend) if not v.allowed]
     assert denied == []
 

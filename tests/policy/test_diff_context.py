@@ -89,7 +89,7 @@ def test_ssh_key_fingerprint_matches_ssh_keygen_format() -> None:
 
 
 def _actor(commit: dict, **config: object) -> dict:  # type: ignore[type-arg]
-    pi = build_policy_input([], [], repo_config(**config), repo_config(**config), commit)
+    pi = build_policy_input([], [], repo_config(**config), repo_config(**config), commit=commit)
     assert pi.actor is not None
     return dict(pi.actor)
 
@@ -111,20 +111,21 @@ def test_identity_is_bound_with_the_previous_trust_model() -> None:
     promoted = repo_config()
     promoted["teams"][0]["maintainers"].append({"name": "Ann", "email": "ann@example.com",
                                                 "signingKeys": [TEAM_A_KEY]})
-    pi = build_policy_input([], [], promoted, repo_config(), signed_commit("ann@example.com", TEAM_A_KEY))
+    pi = build_policy_input([], [], promoted, repo_config(), commit=signed_commit("ann@example.com", TEAM_A_KEY))
     assert pi.actor is not None and pi.actor["teams"] == ["team-a"] and not pi.actor["platform"]
 
 
 def test_touched_files_without_objects_become_file_changes() -> None:
     """A changed policy file or README is a File change, so ownership rules see every touched path."""
-    pi = build_policy_input([], [], repo_config(), repo_config(), signed_commit("pat@example.com", PLATFORM_KEY),
-                            ["policies/extra.yaml"])
+    pi = build_policy_input([], [], repo_config(), repo_config(),
+                            commit=signed_commit("pat@example.com", PLATFORM_KEY),
+                            touched_paths=["policies/extra.yaml"])
     assert [(c.key.kind, c.path) for c in pi.changes] == [("File", "policies/extra.yaml")]
 
 
 def test_config_change_is_a_repository_config_change() -> None:
     """An edited gitopsq.yaml appears as an UPDATE of RepositoryConfig/gitopsq.yaml with both versions."""
-    pi = build_policy_input([], [], repo_config(signing={"mode": "off"}), repo_config(), None)
+    pi = build_policy_input([], [], repo_config(signing={"mode": "off"}), repo_config())
     (change,) = pi.changes
     assert (change.operation, str(change.key)) == (Operation.UPDATE, "RepositoryConfig/gitopsq.yaml")
     assert change.old_object is not None and change.old_object["signing"] == {"mode": "required"}
@@ -137,6 +138,6 @@ def test_aggregate_sums_quota_over_files_and_kinds() -> None:
                   {"name": "cpu", "nominalQuota": "500m"}]}]}]}}
     new = [SourcedObject("a.yaml", cluster_queue("a", quota={"cpu": 2})), SourcedObject("b.yaml", cohort),
            SourcedObject("c.yaml", cluster_queue("c", quota={"cpu": "1", "memory": "1Gi"}))]
-    pi = build_policy_input([], new, repo_config(), None, None)
+    pi = build_policy_input([], new, repo_config(), None)
     cells = {(q["flavor"], q["resource"]): q["nominalQuota"] for q in pi.aggregate["quotas"]}
     assert cells == {("default", "cpu"): "3500m", ("default", "memory"): "1073741824"}

@@ -22,11 +22,12 @@ NAME_RULE = _policy(
     "  validations:\n"
     "    - expression: \"object.metadata.name.startsWith('team-')\"\n"
     "      messageExpression: \"'name ' + object.metadata.name + ' lacks the team- prefix'\"\n")
-OLD = [SourcedObject("teams/a/q.yaml", cluster_queue("team-a-cq"), 1), SourcedObject("teams/a/q.yaml", cluster_queue("x"), 9)]
+OLD = [SourcedObject("teams/a/q.yaml", cluster_queue("team-a-cq"), 1),
+       SourcedObject("teams/a/q.yaml", cluster_queue("x"), 9)]
 
 
-def _input(new: list[SourcedObject], **kwargs: object) -> object:
-    return build_policy_input(OLD, new, repo_config(), repo_config(), kwargs.get("commit"), ())
+def _input(new: list[SourcedObject]) -> object:
+    return build_policy_input(OLD, new, repo_config(), repo_config())
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -57,7 +58,7 @@ def test_evaluation_problem_is_a_denial_not_a_crash(backend: str, expression: st
     policy = _policy(f"  match: {{kinds: [ClusterQueue]}}\n  validations:\n    - expression: \"{expression}\"\n")
     many = [SourcedObject("teams/a/many.yaml", cluster_queue(f"team-a-{i}"), i) for i in range(30)]
     added = SourcedObject("teams/a/new.yaml", cluster_queue("team-a-new"))
-    pi = build_policy_input([*OLD, *many], [*OLD, *many, added], repo_config(), repo_config(), None)
+    pi = build_policy_input([*OLD, *many], [*OLD, *many, added], repo_config(), repo_config())
     (verdict,) = evaluate([policy], pi, backend)
     assert verdict.denies and verdict.reason == reason and text in verdict.message
 
@@ -97,7 +98,7 @@ def _disable(previous_disabled: list[str], commit: dict | None, first: bool = Fa
     config = repo_config(policies={"disabled": ["guard"]})
     previous = None if first else repo_config(policies={"disabled": previous_disabled})
     new = [SourcedObject("teams/a/q.yaml", cluster_queue("team-a-9"))]
-    pi = build_policy_input([], new, config, previous, commit)
+    pi = build_policy_input([], new, config, previous, commit=commit)
     return sorted({v.policy for v in evaluate([GUARD], pi, "cel-python") if not v.allowed})
 
 
@@ -121,5 +122,5 @@ def test_repository_policy_can_be_disabled_freely() -> None:
     mine = _policy("  validations: [{expression: 'false'}]\n", name="guard", builtin=False)
     config = repo_config(policies={"disabled": ["guard"]})
     pi = build_policy_input([], [SourcedObject("teams/a/q.yaml", cluster_queue("team-a-9"))], config, config,
-                            signed_commit("ann@example.com", TEAM_A_KEY))
+                            commit=signed_commit("ann@example.com", TEAM_A_KEY))
     assert evaluate([mine], pi, "cel-python") == ()

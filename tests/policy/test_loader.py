@@ -61,7 +61,8 @@ BAD = {
                      "Deny or Warn"),
     "bad operation": (_policy("  match: {operations: [PATCH]}\n  validations: [{expression: 'true'}]\n"),
                       "policies/p.yaml:5:", "unknown operation 'PATCH'"),
-    "wrong apiVersion": ("apiVersion: v1\nkind: Policy\nmetadata: {name: p}\nspec: {validations: [{expression: 'true'}]}\n",
+    "wrong apiVersion": ("apiVersion: v1\nkind: Policy\nmetadata: {name: p}\n"
+                         "spec: {validations: [{expression: 'true'}]}\n",
                          "policies/p.yaml:1:", "apiVersion must be gitopsq.dev/v1alpha1"),
     "invalid YAML": ("apiVersion: [\n", "policies/p.yaml:2:", "invalid YAML"),
     "test with a bad expectation": (
@@ -83,7 +84,7 @@ def test_bad_policy_is_refused_with_its_location(backend: str, text: str, where:
 def test_repository_policy_cannot_reuse_a_builtin_name() -> None:
     """A repository policy named like a built-in one is refused: it could otherwise shadow it."""
     text = GOOD.replace("{name: p}", "{name: team-owns-path}")
-    with pytest.raises(PolicyError, match="already used by policies/team-owns-path.yaml"):
+    with pytest.raises(PolicyError, match=r"already used by policies/team-owns-path\.yaml"):
         load_policies(builtin=True, repo_files={"policies/mine.yaml": text})
 
 
