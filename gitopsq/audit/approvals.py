@@ -1,76 +1,78 @@
-"""Approvals as the Git history shows them.
+"""Approvals and commit facts for audit records, from the Git source's own values (gitopsq.source.model).
 
-Two kinds of evidence count:
+Two kinds of approval evidence count:
 1. a merge commit: whoever authored the merge (the person who pressed "merge") approved what it brings in;
-2. ``Reviewed-by:`` and ``Approved-by:`` trailers (``Name <email>``) in the last paragraph of a commit message.
+2. ``Reviewed-by:`` and ``Approved-by:`` trailers (``Name <email>``); the trailer block is parsed once, by the
+   source (gitopsq.source.trailers), so the audit and the policies read the same approvals.
 
-``parse_trailers`` is pure. ``approvals_between`` walks a repository (pygit2) over the commits that ``revision``
-has and ``previous`` has not, which is what a sync applies.
+Typical use in the sync loop::
+
+    commits = source.commits_between(last_applied, revision)
+    approvals = approvals_from_commits(commits)
+    commit = commit_info(source.commit_info(revision), signature_status)
 """
 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta, timezone
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from gitopsq.audit.records import Approval
+from gitopsq.audit import records
+
+if TYPE_CHECKING:
+    from gitopsq.source.model import CommitInfo, Person, SignatureStatus
 
 APPROVAL_TRAILERS = ("Reviewed-by", "Approved-by")
-_TRAILER = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9-]*):\s*(?P<name>[^<]*?)\s*<(?P<email>[^>]+)>\s*$")
+_IDENTITY = re.compile(r"^\s*(?P<name>[^<]*?)\s*<(?P<email>[^<>\s]+)>\s*$")
+# The source's verdicts, in the words an auditor reads in a record.
+_SIGNATURE_STATES = {"good": "verified", "bad": "invalid", "unknown-key": "unverified", "unsigned": "unsigned"}
 
 
-def parse_trailers(message: str) -> list[tuple[str, str, str]]:
-    """``(trailer, name, email)`` for each approval trailer in the message's last paragraph, in order."""
-    paragraphs = [p for p in re.split(r"\n\s*\n", message.strip()) if p.strip()]
-    if len(paragraphs) < 2:  # a subject line alone carries no trailers
-        return []
-    found = []
-    for line in paragraphs[-1].splitlines():
-        match = _TRAILER.match(line.strip())
-        if match is None:
-            continue
-        key = next((t for t in APPROVAL_TRAILERS if t.lower() == match["key"].lower()), None)
-        if key is not None:
-            found.append((key, match["name"], match["email"]))
-    return found
+def parse_identity(value: str) -> tuple[str, str] | None:
+    """``("Name", "email")`` from ``Name <email>``; None when the value holds no email."""
+    match = _IDENTITY.match(value)
+    return (match["name"], match["email"]) if match else None
 
 
-def _when(signature: Any) -> datetime:
-    return datetime.fromtimestamp(signature.time, timezone(timedelta(minutes=signature.offset))).astimezone(UTC)
+def person(who: Person) -> records.Person:
+    return records.Person(who.name, who.email, who.when)
 
 
-def approvals_from_commit(commit: Any) -> list[Approval]:
-    """Approvals one pygit2 commit carries: its trailers, and its author if it is a merge."""
-    sha = str(commit.id)
-    out = [Approval(name, email, key, sha, _when(commit.committer))
-           for key, name, email in parse_trailers(commit.message)]
-    if len(commit.parent_ids) > 1:
-        out.append(Approval(commit.author.name, commit.author.email, "merge", sha, _when(commit.author)))
-    return out
-
-
-def approvals_between(repo: Any, revision: str, previous: str | None, *, limit: int = 1000) -> list[Approval]:
-    """Approvals on the commits reachable from ``revision`` but not from ``previous`` (newest first, unique)."""
-    import pygit2
-
-    walker = repo.walk(repo.revparse_single(revision).id, pygit2.enums.SortMode.TOPOLOGICAL)
-    if previous:
-        walker.hide(repo.revparse_single(previous).id)
+def approvals_from_commits(commits: Iterable[CommitInfo]) -> list[records.Approval]:
+    """Approvals the commits carry, in commit order, one per (approver, kind, commit)."""
     seen: set[tuple[str, str, str]] = set()
-    out: list[Approval] = []
-    for count, commit in enumerate(walker):
-        if count >= limit:
-            break
-        for approval in approvals_from_commit(commit):
-            key = (approval.email.lower(), approval.source, approval.commit)
-            if key not in seen:
-                seen.add(key)
-                out.append(approval)
+    out: list[records.Approval] = []
+
+    def add(approval: records.Approval) -> None:
+        key = (approval.email.lower(), approval.source, approval.commit)
+        if key not in seen:
+            seen.add(key)
+            out.append(approval)
+
+    for commit in commits:
+        for trailer in commit.trailers:
+            kind = next((t for t in APPROVAL_TRAILERS if t.lower() == trailer.key.lower()), None)
+            identity = parse_identity(trailer.value) if kind else None
+            if kind and identity:
+                add(records.Approval(identity[0], identity[1], kind, commit.sha, commit.committer.when))
+        if commit.is_merge:
+            add(records.Approval(commit.author.name, commit.author.email, "merge", commit.sha, commit.author.when))
     return out
 
 
-def independent_approvals(approvals: list[dict[str, Any]], author_email: str | None) -> list[dict[str, Any]]:
+def commit_info(commit: CommitInfo, signature: SignatureStatus | None = None) -> records.CommitInfo:
+    """The commit block of a sync record: who wrote and committed it, and what signature checking concluded."""
+    state = records.SignatureState()
+    if signature is not None:
+        state = records.SignatureState(_SIGNATURE_STATES.get(signature.state, signature.state), signature.signer,
+                                       signature.fingerprint)
+    elif commit.signature is not None:
+        state = records.SignatureState("unverified")
+    return records.CommitInfo(commit.sha, person(commit.author), person(commit.committer), commit.summary, state)
+
+
+def independent_approvals(approvals: Sequence[dict[str, Any]], author_email: str | None) -> list[dict[str, Any]]:
     """Approvals by someone other than the author (segregation of duties)."""
     author = (author_email or "").lower()
     return [a for a in approvals if str(a.get("email", "")).lower() != author]

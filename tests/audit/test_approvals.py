@@ -1,4 +1,4 @@
-"""Approvals read from Git history: merge commits and Reviewed-by / Approved-by trailers."""
+"""Approvals and commit facts for sync records, read through the real Git source."""
 
 from __future__ import annotations
 
@@ -6,25 +6,22 @@ import os
 import subprocess
 from pathlib import Path
 
-import pygit2
 import pytest
 
-from gitopsq.audit.approvals import approvals_between, independent_approvals, parse_trailers
+from gitopsq.audit.approvals import approvals_from_commits, commit_info, independent_approvals, parse_identity
+from gitopsq.source import open_source
+from gitopsq.source.model import SignatureStatus
 
 
-@pytest.mark.parametrize(("message", "expected"), [
-    ("Raise quota\n\nReviewed-by: Bob B <bob@example.com>\n", [("Reviewed-by", "Bob B", "bob@example.com")]),
-    ("Raise quota\n\nbody text\n\nApproved-by: Carol <carol@example.com>\nSigned-off-by: Ann <ann@example.com>",
-     [("Approved-by", "Carol", "carol@example.com")]),
-    ("Raise quota\n\nreviewed-by: Dan <dan@example.com>", [("Reviewed-by", "Dan", "dan@example.com")]),
-    ("Reviewed-by: Bob <bob@example.com>", []),
-    ("Raise quota\n\nReviewed-by: Bob <bob@example.com>\n\nlater paragraph without trailers", []),
-    ("Raise quota\n\nReviewed-by: no email here", []),
-], ids=["reviewed-by-trailer", "approved-by-among-other-trailers", "trailer-key-case-insensitive",
-        "subject-line-alone-is-not-a-trailer", "trailers-only-count-in-the-last-paragraph", "trailer-without-email"])
-def test_parse_trailers(message: str, expected: list[tuple[str, str, str]]) -> None:
-    """Approval trailers are read from the last paragraph only, with a name and an email."""
-    assert parse_trailers(message) == expected
+@pytest.mark.parametrize(("value", "expected"), [
+    ("Bob B <bob@example.com>", ("Bob B", "bob@example.com")),
+    ("<carol@example.com>", ("", "carol@example.com")),
+    ("no email here", None),
+    ("Two <a@x> <b@x>", None),
+], ids=["name-and-email", "email-only", "no-email-is-not-an-approval", "two-emails-is-ambiguous"])
+def test_parse_identity(value: str, expected: tuple[str, str] | None) -> None:
+    """An approval trailer value must be one `Name <email>` identity."""
+    assert parse_identity(value) == expected
 
 
 def _git(repo: Path, *args: str, who: str = "Ann") -> None:
@@ -33,19 +30,44 @@ def _git(repo: Path, *args: str, who: str = "Ann") -> None:
     subprocess.run(["git", "-C", str(repo), *args], check=True, env=env, capture_output=True)
 
 
-def test_approvals_between_revisions_come_from_merges_and_trailers(tmp_path: Path) -> None:
-    """Commits new since the previous revision yield the merger and the trailer approvers, nothing older."""
+@pytest.fixture
+def history(tmp_path: Path) -> tuple[Path, str]:
+    """main: base ← merge of a feature branch (Approved-by trailer) made by Bob."""
     repo = tmp_path / "queues"
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
     _git(repo, "commit", "--allow-empty", "-m", "base\n\nReviewed-by: Old <old@example.com>")
-    base = pygit2.Repository(str(repo)).head.target
+    base = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
     _git(repo, "checkout", "-q", "-b", "feature")
-    _git(repo, "commit", "--allow-empty", "-m", "raise quota\n\nApproved-by: Carol <carol@example.com>")
+    _git(repo, "commit", "--allow-empty", "-m",
+         "raise quota\n\nApproved-by: Carol <carol@example.com>\nReviewed-by: not an identity")
     _git(repo, "checkout", "-q", "main")
     _git(repo, "merge", "--no-ff", "-q", "-m", "Merge feature", "feature", who="Bob")
-    approvals = approvals_between(pygit2.Repository(str(repo)), "main", str(base))
-    assert sorted((a.email, a.source) for a in approvals) == [("bob@example.com", "merge"),
-                                                              ("carol@example.com", "Approved-by")]
+    return repo, base
+
+
+def test_approvals_since_the_last_revision_come_from_merges_and_trailers(history: tuple[Path, str]) -> None:
+    """Commits new since the previous revision yield the merger and the trailer approvers, nothing older."""
+    repo, base = history
+    source = open_source(str(repo))
+    approvals = approvals_from_commits(source.commits_between(base, "main"))
+    assert [(a.email, a.source) for a in approvals] == [("carol@example.com", "Approved-by"),
+                                                        ("bob@example.com", "merge")]
+
+
+@pytest.mark.parametrize(("state", "expected"), [
+    ("good", "verified"), ("bad", "invalid"), ("unknown-key", "unverified"), ("unsigned", "unsigned"),
+], ids=["good-signature-is-verified", "bad-signature-is-invalid", "unknown-key-is-unverified", "unsigned"])
+def test_commit_info_maps_the_source_signature_verdict(history: tuple[Path, str], state: str,
+                                                       expected: str) -> None:
+    """The sync record's commit block carries author, committer and the verifier's conclusion in audit words."""
+    repo, _ = history
+    source = open_source(str(repo))
+    status = SignatureStatus(state, "ssh", "bob" if state == "good" else None, "SHA256:abc", "")  # type: ignore[arg-type]
+    info = commit_info(source.commit_info("main"), status)
+    assert info.signature.state == expected
+    assert (info.author.email, info.committer.email, info.subject) == ("bob@example.com", "bob@example.com",
+                                                                       "Merge feature")
 
 
 def test_the_author_approving_their_own_change_is_not_independent() -> None:
