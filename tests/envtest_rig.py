@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import shutil
 import subprocess
 import sys
 import uuid
@@ -33,7 +32,7 @@ CLEANED_GROUPS = ("kueue.x-k8s.io", "gitopsq.dev")
 class Envtest:
     """A running rig as tests see it: where it is, clients for it, and the levers tests pull."""
 
-    def __init__(self, rig: Rig, kubectl_binary: str | None) -> None:
+    def __init__(self, rig: Rig, kubectl_binary: str) -> None:
         self.rig = rig
         self.kubeconfig: Path = rig.kubeconfig
         self.api_url: str = rig.api_url
@@ -55,8 +54,6 @@ class Envtest:
 
     def kubectl(self, *args: str, check: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         """Run the real kubectl against the rig; raises AssertionError with its stderr when ``check`` fails."""
-        if self._kubectl is None:
-            raise AssertionError("kubectl is not installed (scripts/envtest prepare needs it on PATH)")
         done = subprocess.run(
             [self._kubectl, *args], env=self.env(), input=stdin, capture_output=True, text=True, check=False
         )
@@ -71,7 +68,7 @@ class Envtest:
 
         name = f"{prefix}-{uuid.uuid4().hex[:8]}"
         with self.api_client() as api:
-            client.CoreV1Api(api).create_namespace({"metadata": {"name": name}})
+            client.CoreV1Api(api).create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
         return name
 
     def restart_apiserver(self) -> None:
@@ -100,7 +97,7 @@ class Envtest:
                 if crd.spec.scope == "Cluster":
                     custom.delete_collection_cluster_custom_object(crd.spec.group, version, plural)
                     continue
-                listed = custom.list_cluster_custom_object(crd.spec.group, version, plural)
+                listed: Any = custom.list_cluster_custom_object(crd.spec.group, version, plural)
                 for namespace in sorted({item["metadata"]["namespace"] for item in listed["items"]}):
                     custom.delete_collection_namespaced_custom_object(crd.spec.group, version, namespace, plural)
 
@@ -123,7 +120,7 @@ def envtest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Envtest]:
     rig = Rig.start(binaries, tmp_path_factory.mktemp("envtest"))
     _started.append(rig)
     try:
-        yield Envtest(rig, shutil.which("kubectl"))
+        yield Envtest(rig, str(binaries.kubectl))
     finally:
         _stop_started()
 

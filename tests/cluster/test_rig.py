@@ -6,7 +6,9 @@ import json
 import ssl
 import subprocess
 import sys
+import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 from envtest_rig import Envtest
@@ -85,6 +87,9 @@ def test_restart_apiserver_keeps_data_and_port(envtest: Envtest) -> None:
 def test_stop_pid_refuses_a_process_that_is_not_ours() -> None:
     """A recorded PID whose command line lacks our marker (a reused PID) is never signalled."""
     stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    deadline = time.monotonic() + 10
+    while "time.sleep(30)" not in Path(f"/proc/{stranger.pid}/cmdline").read_text() and time.monotonic() < deadline:
+        time.sleep(0.01)  # the kernel shows the new command line only once exec has finished
     try:
         assert stop_pid(stranger.pid, "gitopsq-envtest-marker-that-is-not-there") is False
         assert stranger.poll() is None

@@ -48,6 +48,7 @@ def main(argv: list[str]) -> int:
             binaries = prepare()
             print(f"kube-apiserver {binaries.kubernetes_version}: {binaries.kube_apiserver}")
             print(f"etcd: {binaries.etcd}")
+            print(f"kubectl: {binaries.kubectl}")
             return 0
         rig = _loaded()
         if verb == "up":

@@ -31,6 +31,7 @@ class Binaries:
     kube_apiserver: Path
     etcd: Path
     kubernetes_version: str
+    kubectl: Path
 
 
 def kubernetes_version() -> str:
@@ -55,20 +56,33 @@ def find_binaries() -> Binaries | None:
     """The cached binaries, or None when ``prepare`` still has work to do."""
     version = kubernetes_version()
     apiserver = version_dir(version) / "kube-apiserver"
-    etcd = _find_etcd()
-    if not _is_executable(apiserver) or etcd is None:
+    etcd, kubectl = _find_etcd(), _find_kubectl(version)
+    if not _is_executable(apiserver) or etcd is None or kubectl is None:
         return None
-    return Binaries(kube_apiserver=apiserver, etcd=etcd, kubernetes_version=version)
+    return Binaries(kube_apiserver=apiserver, etcd=etcd, kubernetes_version=version, kubectl=kubectl)
 
 
 def prepare(log: bool = True) -> Binaries:
-    """Install etcd and build kube-apiserver unless both are cached; idempotent."""
+    """Install etcd and build kube-apiserver (and kubectl, if none is installed) unless cached; idempotent."""
     etcd = _find_etcd() or _install_etcd(log)
     version = kubernetes_version()
     apiserver = version_dir(version) / "kube-apiserver"
     if not _is_executable(apiserver):
-        _build_apiserver(version, apiserver, log)
-    return Binaries(kube_apiserver=apiserver, etcd=etcd, kubernetes_version=version)
+        _build(version, "kube-apiserver", apiserver, log)
+    kubectl = _find_kubectl(version)
+    if kubectl is None:
+        kubectl = version_dir(version) / "kubectl"
+        _build(version, "kubectl", kubectl, log)
+    return Binaries(kube_apiserver=apiserver, etcd=etcd, kubernetes_version=version, kubectl=kubectl)
+
+
+def _find_kubectl(version: str) -> Path | None:
+    """kubectl from PATH (any recent one talks to the rig), else the one prepare built into the cache."""
+    found = shutil.which("kubectl")
+    if found:
+        return Path(found)
+    cached = version_dir(version) / "kubectl"
+    return cached if _is_executable(cached) else None
 
 
 def _is_executable(path: Path) -> bool:
@@ -134,27 +148,31 @@ def _version_ldflags(version: str) -> str:
     return " ".join(flags)
 
 
-def _build_apiserver(version: str, target: Path, log: bool) -> None:
+BUILD_MINUTES = {"kube-apiserver": "5-7", "kubectl": "1-3"}  # measured on 2 cores, see docs/envtest.md
+
+
+def _build(version: str, command: str, target: Path, log: bool) -> None:
     if shutil.which("go") is None:
-        raise PrepareError("kube-apiserver is not cached and no Go toolchain is on PATH")
+        raise PrepareError(f"{command} is not cached and no Go toolchain is on PATH")
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".partial")
-    _say(log, f"building kube-apiserver {version} from the Go module proxy (first time: about 6-8 min)")
+    minutes = BUILD_MINUTES[command]
+    _say(log, f"building {command} {version} from the Go module proxy (first time: about {minutes} min)")
     argv = [
         "go", "build", "-trimpath", "-buildvcs=false",
         "-ldflags", _version_ldflags(version),
-        "-o", str(partial), "k8s.io/kubernetes/cmd/kube-apiserver",
+        "-o", str(partial), f"k8s.io/kubernetes/cmd/{command}",
     ]  # fmt: skip
     started = time.monotonic()
     done = subprocess.run(argv, cwd=HACK_DIR, env=go_environment(), capture_output=True, text=True, check=False)
     if done.returncode != 0:
         partial.unlink(missing_ok=True)
-        raise PrepareError(f"go build kube-apiserver failed:\n{done.stderr.strip()[-2000:]}")
+        raise PrepareError(f"go build {command} failed:\n{done.stderr.strip()[-2000:]}")
     partial.replace(target)  # atomic: a half-written binary is never mistaken for a cached one
     seconds = round(time.monotonic() - started, 1)
     info = {"version": version, "buildSeconds": seconds, "go": _go_version()}
-    (target.parent / "build-info.json").write_text(json.dumps(info, indent=2) + "\n")
-    _say(log, f"built kube-apiserver {version} in {seconds}s -> {target}")
+    (target.parent / f"{command}.build-info.json").write_text(json.dumps(info, indent=2) + "\n")
+    _say(log, f"built {command} {version} in {seconds}s -> {target}")
 
 
 def _go_version() -> str:

@@ -6,7 +6,6 @@ down``) can stop exactly the processes this rig started, after checking each PID
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import os
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from envtestrig import pki
 from envtestrig.build import Binaries
+from envtestrig.kubeconfig import write_kubeconfig
 
 READY_TIMEOUT_SECONDS = 90.0
 STOP_TIMEOUT_SECONDS = 15.0
@@ -52,10 +52,6 @@ def free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
-
-
-def _b64(path: Path) -> str:
-    return base64.b64encode(path.read_bytes()).decode()
 
 
 def _cmdline(pid: int) -> str:
@@ -140,7 +136,7 @@ class Rig:
         try:
             rig._start_etcd()
             rig._start_apiserver()
-            rig.write_kubeconfig(credentials)
+            write_kubeconfig(rig.kubeconfig, rig.api_url, credentials)
         except BaseException:
             rig.stop()
             raise
@@ -267,32 +263,6 @@ class Rig:
             "kube-apiserver": _alive(self.state.apiserver_pid)
             and str(self.pki_dir) in _cmdline(self.state.apiserver_pid),
         }
-
-    # ---- kubeconfig -----------------------------------------------------------------------------------
-
-    def write_kubeconfig(self, credentials: pki.Pki) -> None:
-        """Admin by client certificate (default context), plus token contexts for admin and a no-rights user."""
-        cluster = {"server": self.api_url, "certificate-authority-data": _b64(credentials.serving_ca)}
-        users = [
-            ("envtest-admin", {"client-certificate-data": _b64(credentials.admin_cert),
-                               "client-key-data": _b64(credentials.admin_key)}),
-            ("envtest-admin-token", {"token": credentials.admin_token}),
-            ("envtest-nobody", {"token": credentials.nobody_token}),
-        ]  # fmt: skip
-        contexts = [("envtest", "envtest-admin"), ("envtest-token", "envtest-admin-token"),
-                    ("envtest-nobody", "envtest-nobody")]  # fmt: skip
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "envtest", "cluster": cluster}],
-            "users": [{"name": name, "user": user} for name, user in users],
-            "contexts": [{"name": n, "context": {"cluster": "envtest", "user": u}} for n, u in contexts],
-            "current-context": "envtest",
-            "preferences": {},
-        }
-        # JSON is YAML: kubectl and the Python client read it, and the rig needs no YAML library
-        self.kubeconfig.write_text(json.dumps(config, indent=2) + "\n")
-        self.kubeconfig.chmod(0o600)
 
     # ---- restarting and stopping ----------------------------------------------------------------------
 
