@@ -26,7 +26,10 @@ from gitopsq.sync import Syncer, SyncOptions
 from gitopsq.webhook_git import PATH as WEBHOOK_PATH
 from gitopsq.webhook_git import GitWebhook
 
-_log = logs.get("controller")
+
+def _log() -> Any:
+    """The logger, looked up at use: a module-level bound logger would freeze the configuration of import time."""
+    return logs.get("controller")
 
 
 class Runnable(Protocol):
@@ -73,7 +76,7 @@ class SyncLoop:
         self._on_result = on_result or (lambda _: None)
 
     def trigger(self, why: str = "requested") -> None:
-        _log.info("sync triggered", why=why)
+        _log().info("sync triggered", why=why)
         self._wake.set()
 
     def run(self, stop: threading.Event, may_write: Callable[[], bool]) -> None:
@@ -106,8 +109,7 @@ class SyncLoop:
             self.stats.last_success = time.monotonic()
         else:
             self.stats.consecutive_failures += 1
-        level = _log.info if outcome != "unchanged" else _log.debug
-        level("sync pass", outcome=outcome, revision=getattr(result, "revision", None), error=error)
+        _log().info("sync pass", outcome=outcome, revision=getattr(result, "revision", None), error=error)
         self._on_result(result if result is not None else outcome)
         return result
 
@@ -136,7 +138,7 @@ class Controller:
                                           daemon=True) for r in self.runnables]
         for thread in self._threads:
             thread.start()
-        _log.info("runnables started", runnables=[r.name for r in self.runnables])
+        _log().info("runnables started", runnables=[r.name for r in self.runnables])
 
     def _stop_runnables(self) -> None:
         if self._leadership_stop is None:
@@ -145,7 +147,7 @@ class Controller:
         for thread in self._threads:
             thread.join(timeout=60)
         self._leadership_stop, self._threads = None, []
-        _log.info("runnables stopped")
+        _log().info("runnables stopped")
 
     def _on_leadership(self, leading: bool) -> None:
         if leading:

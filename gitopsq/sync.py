@@ -24,7 +24,10 @@ from gitopsq.plan.inventory import Inventory, InventoryFormatError, version_of
 from gitopsq.plan.sync_plan import Plan, build_plan, inventory_after, key_of_document
 from gitopsq.source.port import Source
 
-_log = logs.get("sync")
+
+def _log() -> Any:
+    """The logger, looked up at use: a module-level bound logger would freeze the configuration of import time."""
+    return logs.get("sync")
 SyncOutcome = Literal["applied", "unchanged", "rejected", "failed"]
 
 
@@ -235,7 +238,7 @@ class Syncer:
             try:
                 self.audit.record(record)
             except Exception as err:  # the audit trail has its own WAL and retries; a sync never fails on it
-                _log.warning("audit record not written", error=str(err))
+                _log().warning("audit record not written", error=str(err))
 
 
 def _ready(state: SourceState) -> bool:

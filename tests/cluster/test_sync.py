@@ -18,7 +18,7 @@ from gitopsq.cluster.kube import ClusterNotFound
 from gitopsq.cluster.status import SourceRef
 from gitopsq.plan.inventory import Inventory
 from gitopsq.source import open_source
-from gitopsq.sync import SyncOptions, Syncer, Validated, from_report
+from gitopsq.sync import Syncer, SyncOptions, Validated, from_report
 
 pytestmark = pytest.mark.envtest
 
