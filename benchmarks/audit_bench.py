@@ -117,10 +117,13 @@ def sustained(work: Path, label: str, seconds: float, threads: int, group: int) 
         flush_start = time.monotonic()
         pushed = trail.flush(120)
         flush_s = time.monotonic() - flush_start
+    verify_start = time.monotonic()
     result = verify_branch(pygit2.Repository(str(remote)), "gitopsq/audit")
+    verify_s = time.monotonic() - verify_start
     total = sum(counts)
-    print(f"  {label:<34} {total / elapsed:9.0f} records/s durable  ({total} in {elapsed:.1f} s, "
-          f"{result.commits} commits, final flush {flush_s:.2f} s, pushed={pushed}, verified={result.ok})")
+    print(f"  {label:<30} {total / elapsed:7.0f} records/s durable ({total} in {elapsed:.1f} s, "
+          f"{result.commits} commits, final flush {flush_s:.2f} s, pushed={pushed}; "
+          f"verify {verify_s:.2f} s, ok={result.ok})")
 
 
 def main() -> None:
