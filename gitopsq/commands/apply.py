@@ -31,27 +31,34 @@ def default_source_name(repo: str) -> str:
                                                           "[default: from REPO's name].")
 @click.option("--namespace", default="gitopsq-system", show_default=True, help="Namespace of the GitSource.")
 @click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--retry-timeout", default="60s", show_default=True,
+              help="How long to keep retrying while the API server is unavailable (429, 5xx, unreachable).")
 @click.pass_context
 def command(ctx: click.Context, *, repo: str, rev: str, dry_run: bool, prune: bool, allow_empty: bool,
             kubeconfig: str | None, context: str | None, source_name: str | None, namespace: str,
-            output: str) -> None:
+            output: str, retry_timeout: str) -> None:
     """Validate REPO at REV like `gitopsq check`, then server-side apply it (field manager `gitopsq`).
 
     Exit 0 applied (or nothing to do), 1 revision rejected (the previous one stays), 3 API or Git failure,
     including a partial apply.
     """
-    from gitopsq.cluster.apply import KubeRest
+    from gitopsq.cluster.apply import Backoff, KubeRest
     from gitopsq.cluster.kube import load_api_client
     from gitopsq.cluster.status import SourceRef
+    from gitopsq.controller import parse_duration
     from gitopsq.source import open_any
     from gitopsq.sync import Syncer, SyncOptions
 
     if allow_empty and not prune:
         raise UsageError("--allow-empty only makes sense with --prune")
+    try:
+        backoff = Backoff(deadline=parse_duration(retry_timeout))
+    except ValueError as err:
+        raise UsageError(str(err)) from err
     source = open_any(repo)
     ref = SourceRef(namespace, source_name or default_source_name(repo))
     with load_api_client(kubeconfig, context) as api_client:
-        syncer = Syncer(source, KubeRest(api_client), ref, url=source.display)
+        syncer = Syncer(source, KubeRest(api_client, backoff=backoff), ref, url=source.display)
         result = syncer.sync(SyncOptions(rev=rev, prune=prune, dry_run=dry_run, allow_empty=allow_empty))
     report = result.to_json()
     if output == "json":
