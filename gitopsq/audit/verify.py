@@ -87,7 +87,7 @@ class Verification:
 
 def verify_branch(repo: pygit2.Repository, branch: str, *, since_head: str | None = None,
                   allowed_signers: str | None = None) -> Verification:
-    ref = repo.references.get(f"refs/heads/{branch}")
+    ref = repo.references.get(f"refs/heads/{branch}") or repo.references.get(f"refs/remotes/origin/{branch}")
     if ref is None:
         result = Verification(branch, None)
         result.problems.append(Problem("missing", f"no branch {branch!r} in the repository"))

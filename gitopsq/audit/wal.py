@@ -90,7 +90,9 @@ class WriteAheadLog:
 
     def _writer_id(self) -> str:
         path = self.directory / "writer.json"
-        if path.exists():
+        # A log with no segment at all is new or lost its files: it takes a new identity, so the branch's memory
+        # of the old one (its highest WAL number) can never hide records numbered afresh.
+        if path.exists() and self.segments():
             return str(json.loads(path.read_text(encoding="utf-8"))["writerId"])
         writer_id = str(uuid.uuid4())
         tmp = path.with_suffix(".tmp")

@@ -166,3 +166,11 @@ def test_a_missing_branch_fails_verification(remote: Path) -> None:
     """A repository without the audit branch does not verify."""
     result = CliRunner().invoke(command, ["verify", str(remote)])
     assert result.exit_code == 1 and "no branch" in result.output
+
+
+def test_verify_reads_the_branch_of_a_clone(branch: Path, tmp_path: Path) -> None:
+    """In a clone the audit branch exists as origin's remote-tracking branch; verify reads it there."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--no-checkout", str(branch), str(clone)], check=True)
+    result = CliRunner().invoke(command, ["verify", str(clone)])
+    assert result.exit_code == 0, result.output

@@ -96,8 +96,23 @@ def test_compaction_deletes_only_closed_segments_fully_pushed(tmp_path: Path) ->
 def test_the_writer_id_survives_reopening(tmp_path: Path) -> None:
     """The WAL keeps one writer id for its lifetime, which names it on the audit branch."""
     first = WriteAheadLog(tmp_path)
+    first.replay()
     writer = first.writer_id
     first.close()
     second = WriteAheadLog(tmp_path)
     assert second.writer_id == writer
+    second.close()
+
+
+def test_a_wal_that_lost_all_its_segments_takes_a_new_writer_id(tmp_path: Path) -> None:
+    """Without segments the numbering restarts, so the writer identity restarts too and no record is skipped."""
+    first = WriteAheadLog(tmp_path)
+    first.replay()
+    first.append(_records(2))
+    writer = first.writer_id
+    first.close()
+    for segment in tmp_path.glob("wal-*.jsonl"):
+        segment.unlink()
+    second = WriteAheadLog(tmp_path)
+    assert second.writer_id != writer
     second.close()
