@@ -1,0 +1,155 @@
+"""gitopsq.yaml as frozen data (docs/config.md), with path ownership, include matching and the policy view."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from gitopsq.api.frozenmap import FrozenMap
+from gitopsq.api.quantity import Quantity
+from gitopsq.manifests import paths
+
+CONFIG_PATH: Final = "gitopsq.yaml"
+CONFIG_API_VERSION: Final = "gitopsq.dev/v1alpha1"
+CONFIG_KIND: Final = "RepositoryConfig"
+SIGNING_MODES: Final = ("required", "optional", "off")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Maintainer:
+    name: str
+    email: str = ""
+    signing_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Team:
+    name: str
+    paths: tuple[str, ...] = ()
+    namespaces: tuple[str, ...] = ()
+    cohorts: tuple[str, ...] = ()
+    maintainers: tuple[Maintainer, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrustZone:
+    name: str
+    teams: tuple[str, ...] = ()
+    cohorts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuditTarget:
+    repository: str = ""
+    branch: str = "gitopsq/audit"
+    batch_seconds: int = 5
+    batch_records: int = 500
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AdmissionSettings:
+    """The ``admission`` block: present ``fairSharing`` enables fair sharing (``enable: false`` switches it off)."""
+
+    fair_sharing: bool = False
+    preemption_strategies: tuple[str, ...] = ()
+    declared: bool = False  # whether gitopsq.yaml had an admission block at all
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RepoConfig:
+    include: tuple[str, ...]
+    exclude: tuple[str, ...] = ()
+    policy_paths: tuple[str, ...] = ()
+    allow_kinds: tuple[str, ...] = ()  # "group/version/Kind" ("v1/ConfigMap" for the core group)
+    platform_team: str = ""
+    teams: tuple[Team, ...] = ()
+    capacity: FrozenMap[str, FrozenMap[str, Quantity]] = field(default_factory=FrozenMap)
+    trust_zones: tuple[TrustZone, ...] = ()
+    signing_mode: str = "off"
+    audit: AuditTarget = AuditTarget()
+    disabled_policies: tuple[str, ...] = ()
+    admission: AdmissionSettings = AdmissionSettings()
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def team(self, name: str) -> Team | None:
+        return next((t for t in self.teams if t.name == name), None)
+
+    def selects(self, path: str) -> bool:
+        """Whether ``path`` is a queue-definition file: YAML, under an include, not excluded, not a policy."""
+        if path == CONFIG_PATH or any(paths.matches(path, p) for p in self.policy_paths):
+            return False
+        return paths.selected(path, self.include, self.exclude)
+
+    def allows_kind(self, api_version: str, kind: str) -> bool:
+        return f"{api_version}/{kind}" in self.allow_kinds
+
+    def owner_of(self, path: str) -> str | None:
+        """The team owning ``path``: the most specific matching pattern wins; gitopsq.yaml is the platform's."""
+        if path == CONFIG_PATH and self.platform_team:
+            return self.platform_team
+        best: tuple[tuple[int, int], str] | None = None
+        for team in self.teams:
+            for pattern in team.paths:
+                if paths.matches(path, pattern):
+                    score = paths.specificity(pattern)
+                    if best is None or score > best[0]:
+                        best = (score, team.name)
+        return best[1] if best else None
+
+    def namespace_owner(self, namespace: str) -> str | None:
+        return next((t.name for t in self.teams if namespace in t.namespaces), None)
+
+    def as_policy_dict(self) -> dict[str, Any]:
+        """The normalised form CEL policies see as ``repo`` (docs/config.md "As policies see it")."""
+        teams = [{"name": t.name, "paths": list(t.paths), "namespaces": list(t.namespaces),
+                  "cohorts": list(t.cohorts),
+                  "maintainers": [{"name": m.name, "email": m.email.lower(), "signingKeys": list(m.signing_keys),
+                                   "fingerprints": [key_fingerprint(k) for k in m.signing_keys]}
+                                  for m in t.maintainers]}
+                 for t in self.teams]
+        zones = [{"name": z.name, "teams": list(z.teams), "cohorts": list(z.cohorts)} for z in self.trust_zones]
+        admission: dict[str, Any] = {}
+        if self.admission.declared and self.admission.fair_sharing:
+            admission["fairSharing"] = {"enable": True,
+                                        "preemptionStrategies": list(self.admission.preemption_strategies)}
+        return {
+            "apiVersion": CONFIG_API_VERSION,
+            "kind": CONFIG_KIND,
+            "include": list(self.include),
+            "exclude": list(self.exclude),
+            "policyPaths": list(self.policy_paths),
+            "allowKinds": list(self.allow_kinds),
+            "platformTeam": self.platform_team,
+            "teams": teams,
+            "teamsByName": {t["name"]: t for t in teams},
+            "capacity": {flavor: {res: str(q) for res, q in resources.items()}
+                         for flavor, resources in self.capacity.items()},
+            "trustZones": zones,
+            "trustZonesByName": {z["name"]: z for z in zones},
+            "signing": {"mode": self.signing_mode},
+            "audit": {"repository": self.audit.repository, "branch": self.audit.branch,
+                      "batchSeconds": self.audit.batch_seconds, "batchRecords": self.audit.batch_records},
+            "policies": {"disabled": list(self.disabled_policies)},
+            "admission": admission,
+            "namespaceOwner": {ns: t.name for t in self.teams for ns in t.namespaces},
+            "cohortZone": {c: z.name for z in self.trust_zones for c in z.cohorts},
+        }
+
+
+def key_fingerprint(key: str) -> str:
+    """``SHA256:…`` for an SSH public key (as ``ssh-keygen -l`` prints it); upper-case hex for a GPG fingerprint."""
+    text = key.strip()
+    parts = text.split()
+    if len(parts) == 1 and all(c in "0123456789abcdefABCDEF" for c in text):
+        return text.upper()
+    if len(parts) >= 2:
+        try:
+            blob = base64.b64decode(parts[1], validate=True)
+        except (binascii.Error, ValueError):
+            return text
+        return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
+    return text

@@ -1,0 +1,158 @@
+"""Check one revision: gitopsq.yaml, every selected file, every object, every rule → a `Report`.
+
+`check_files` is the pure pipeline over bytes. `check_revision` runs it over any object with the `Source` port's
+``read_file`` / ``list_files`` / ``read_blob`` methods (passed in; this module never imports the Git layer), so
+``check``, ``render``, the sync loop and the demo share one path.
+
+Per-file work (YAML, decoding, per-object rules) is cached by blob id, path and load settings: re-checking a
+revision that changes one file parses one file. Cross-object rules run on every check; they are cheap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from typing import Final, Protocol
+
+from gitopsq import __version__
+from gitopsq.api import findings
+from gitopsq.api.findings import Finding
+from gitopsq.errors import Location
+from gitopsq.manifests.config import CONFIG_PATH, parse_config
+from gitopsq.manifests.loader import FileResult, LoadSettings, load_file
+from gitopsq.manifests.references import validate_revision
+from gitopsq.manifests.report import LoadedObject, PassThrough, Report, sort_findings
+
+CACHE_VERSION: Final = f"gitopsq-{__version__}-manifests-1"
+
+
+class RevisionSource(Protocol):
+    """The part of gitopsq.source.Source the pipeline reads through."""
+
+    def read_file(self, commit: str, path: str) -> bytes | None: ...
+
+    def list_files(self, commit: str, include: Sequence[str], exclude: Sequence[str] = ()) -> Sequence[_Entry]: ...
+
+    def read_blob(self, blob_id: str) -> bytes: ...
+
+
+class _Entry(Protocol):
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def blob_id(self) -> str: ...
+
+
+class ParseCache(MutableMapping[str, FileResult]):
+    """A bounded in-memory cache of per-file results (oldest entries leave first)."""
+
+    def __init__(self, max_entries: int = 50_000) -> None:
+        self.max_entries = max_entries
+        self._data: dict[str, FileResult] = {}
+
+    def __getitem__(self, key: str) -> FileResult:
+        return self._data[key]
+
+    def __setitem__(self, key: str, value: FileResult) -> None:
+        self._data[key] = value
+        while len(self._data) > self.max_entries:
+            del self._data[next(iter(self._data))]
+
+    def __delitem__(self, key: str) -> None:
+        del self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+DEFAULT_CACHE: Final = ParseCache()
+
+
+def git_blob_id(data: bytes) -> str:
+    """The id Git gives a blob with these bytes (so caches agree with the Git source's ids)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def cache_key(blob_id: str, path: str, settings: LoadSettings) -> str:
+    return f"{CACHE_VERSION}|{blob_id}|{path}|{settings.fingerprint()}"
+
+
+def check_files(files: Mapping[str, bytes], config_bytes: bytes | None, *, revision: str | None = None,
+                blob_ids: Mapping[str, str] | None = None,
+                cache: MutableMapping[str, FileResult] | None = None) -> Report:
+    """Validate a revision given as ``{path: bytes}`` plus the bytes of its gitopsq.yaml (None: missing).
+
+    ``files`` may hold paths outside the include set; they are ignored. With ``blob_ids`` a cached file's bytes
+    are never read, so ``files`` may be a lazy mapping.
+    """
+    if config_bytes is None:
+        missing = findings.error("config-missing", f"{CONFIG_PATH} not found at the root of the repository: every "
+                                 "queue-definition repository needs one (docs/config.md)",
+                                 location=Location(CONFIG_PATH, None))
+        return Report(revision, None, (), (missing,))
+    parsed = parse_config(config_bytes)
+    config = parsed.config
+    if config is None:
+        return Report(revision, None, (), sort_findings(parsed.findings))
+    settings = LoadSettings(allow_kinds=config.allow_kinds)
+    cache = DEFAULT_CACHE if cache is None else cache
+    entries: list[LoadedObject] = []
+    passthrough: list[PassThrough] = []
+    problems: list[Finding] = list(parsed.findings)
+    selected = sorted(p for p in files if config.selects(p))
+    for path in selected:
+        blob = blob_ids[path] if blob_ids is not None and path in blob_ids else None
+        if blob is None:
+            data = files[path]
+            blob = git_blob_id(data)
+        key = cache_key(blob, path, settings)
+        result = cache.get(key)
+        if result is None:
+            result = load_file(path, files[path], settings)
+            cache[key] = result
+        entries.extend(result.entries)
+        passthrough.extend(result.passthrough)
+        problems.extend(result.findings)
+    problems.extend(validate_revision(entries, passthrough))
+    return Report(revision, config, tuple(entries), sort_findings(problems), tuple(passthrough), tuple(selected))
+
+
+class _LazyBlobs(Mapping[str, bytes]):
+    """``{path: bytes}`` over a source; a blob is read only when the pipeline asks for it."""
+
+    def __init__(self, source: RevisionSource, blob_ids: Mapping[str, str]) -> None:
+        self._source = source
+        self._ids = blob_ids
+
+    def __getitem__(self, path: str) -> bytes:
+        return self._source.read_blob(self._ids[path])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
+def check_revision(source: RevisionSource, commit: str, *,
+                   cache: MutableMapping[str, FileResult] | None = None) -> Report:
+    """Validate revision ``commit`` of ``source`` (resolved already). Source errors propagate as SourceError."""
+    config_bytes = source.read_file(commit, CONFIG_PATH)
+    include, exclude = _listing_patterns(config_bytes)
+    if not include:
+        return check_files({}, config_bytes, revision=commit, cache=cache)
+    listed = source.list_files(commit, include, exclude)
+    blob_ids = {entry.path: entry.blob_id for entry in listed}
+    return check_files(_LazyBlobs(source, blob_ids), config_bytes, revision=commit, blob_ids=blob_ids,
+                       cache=cache)
+
+
+def _listing_patterns(config_bytes: bytes | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    if config_bytes is None:
+        return (), ()
+    config = parse_config(config_bytes).config
+    return (config.include, config.exclude) if config is not None else ((), ())

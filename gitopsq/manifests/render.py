@@ -1,0 +1,47 @@
+"""A checked revision as normalised manifests: v1beta2, defaults written out, in apply order.
+
+Order (every kind before the kinds that refer to it; stable, ties broken by namespace, name, file, line):
+
+1. Namespace
+2. PriorityClass
+3. WorkloadPriorityClass
+4. ResourceFlavor
+5. AdmissionCheck
+6. Cohort
+7. ClusterQueue
+8. LocalQueue
+9. pass-through kinds (``allowKinds``), by apiVersion, kind, namespace, name
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import yaml
+
+from gitopsq.api.codec import encode
+from gitopsq.manifests.report import Report
+
+KIND_ORDER: Final = ("Namespace", "PriorityClass", "WorkloadPriorityClass", "ResourceFlavor", "AdmissionCheck",
+                     "Cohort", "ClusterQueue", "LocalQueue")
+_Dumper: Final[Any] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def render_order(report: Report) -> list[dict[str, Any]]:
+    """The report's objects as v1beta2 documents, in apply order."""
+    rank = {kind: i for i, kind in enumerate(KIND_ORDER)}
+    entries = sorted(report.entries, key=lambda e: (rank[e.obj.KIND], e.obj.meta.namespace or "", e.obj.meta.name,
+                                                    e.path, e.line))
+    docs = [encode(e.obj) for e in entries]
+    others = sorted(report.passthrough, key=lambda p: (p.api_version, p.kind, p.namespace, p.name, p.path, p.line))
+    docs.extend(dict(p.doc) for p in others)
+    return docs
+
+
+def render_documents(report: Report) -> str:
+    """Multi-document YAML, each document starting with ``---``."""
+    docs = render_order(report)
+    if not docs:
+        return ""
+    return yaml.dump_all(docs, Dumper=_Dumper, explicit_start=True, sort_keys=False, default_flow_style=False,
+                         allow_unicode=True, width=120)
