@@ -63,6 +63,16 @@ kind: ResourceFlavor
 metadata: {name: default}
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: high}
+value: 1000
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: shared}
+spec: {parentName: org}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
 metadata: {name: team-a}
 spec:
@@ -108,6 +118,8 @@ spec:
         pytest.param(["get", "wl", "-n", "NS"], ["NAME", "QUEUE", "RESERVED IN", "ADMITTED", "FINISHED", "AGE"],
                      ["job-1", "main"], id="wl"),
         pytest.param(["get", "rf"], ["NAME", "AGE"], ["default"], id="rf"),
+        pytest.param(["get", "wpc"], ["NAME", "VALUE"], ["high", "1000"], id="wpc"),
+        pytest.param(["get", "cohorts"], ["NAME", "PARENT", "AGE"], ["shared", "org"], id="cohorts"),
     ],
 )  # fmt: skip
 def test_kubectl_get_shows_kueue_columns(kueue_clean: Envtest, args: list[str], header: list[str],
@@ -142,6 +154,27 @@ def test_workload_shows_reservation_and_admission_from_status(kueue_clean: Envte
 
 PLURALS = {"ClusterQueue": "clusterqueues", "Cohort": "cohorts", "ResourceFlavor": "resourceflavors",
            "WorkloadPriorityClass": "workloadpriorityclasses"}  # fmt: skip
+
+
+def test_gitsource_columns_show_readiness_and_revision(kueue_clean: Envtest) -> None:
+    """`kubectl get gitsources` shows the Ready condition and the last applied revision from status."""
+    namespace = kueue_clean.new_namespace("gs")
+    source = {"apiVersion": "gitopsq.dev/v1alpha1", "kind": "GitSource", "metadata": {"name": "queues"},
+              "spec": {"url": "https://git.example/queues.git", "ref": "main"}}  # fmt: skip
+    status = {"status": {
+        "lastAppliedRevision": "main@sha1:0123abc",
+        "conditions": [{"type": "Ready", "status": "True", "reason": "ReconciliationSucceeded",
+                        "message": "Applied revision main@sha1:0123abc", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+    }}  # fmt: skip
+    with kueue_clean.api_client() as api:
+        custom = client.CustomObjectsApi(api)
+        where = ("gitopsq.dev", "v1alpha1", namespace, "gitsources")
+        custom.create_namespaced_custom_object(*where, source)
+        custom.patch_namespaced_custom_object_status(*where, "queues", status)
+    lines = kueue_clean.kubectl("get", "gs", "-n", namespace, "-o", "wide").stdout.splitlines()
+    assert lines[0].split()[:4] == ["NAME", "READY", "REVISION", "STATUS"]
+    assert lines[1].split()[:4] == ["queues", "True", "main@sha1:0123abc", "Applied"]
+
 
 REJECTED = [
     pytest.param(_cq({"resourceGroups": _group({"name": "cpu", "nominalQuota": "-1"})}),
