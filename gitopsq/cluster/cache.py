@@ -1,0 +1,375 @@
+"""A rate-limited API client and a watch-backed cache of the objects the admission loop reads.
+
+- `TokenBucket` / `Client`: every request the loop makes (reads, writes, the opening request of a watch)
+  takes a token first, client-go style: ``qps`` tokens per second, at most ``burst`` saved up.
+- `Informer`: one per resource. LIST (paged) then WATCH from the list's resourceVersion, with bookmarks;
+  a watch that ends is resumed from the last resourceVersion seen; a 410 Gone (the version fell out of
+  etcd's window) or any broken stream that cannot resume means a fresh LIST, whose result replaces the
+  store (objects deleted meanwhile disappear). Unreachable API → retry with backoff.
+- `Cache`: the informers of one loop, one "something changed" event, per-resource generations so the loop
+  can tell a topology change (queues, flavors) from workload churn.
+
+Our own writes are put into the store at once (`Cache.put`), keeping the newer of two resourceVersions, so
+the next pass does not act on a stale copy before the watch catches up.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from kubernetes import client as k8s_client
+from kubernetes.client.exceptions import ApiException
+
+from gitopsq import logs
+from gitopsq.cluster.apply import Backoff, KubeRest
+from gitopsq.cluster.kube import ClusterUnavailable, api_errors
+from gitopsq.errors import ClusterError
+
+_log = logs.get("cache")
+
+
+class TokenBucket:
+    """``qps`` tokens per second, up to ``burst`` banked; `take` blocks until a token is free."""
+
+    def __init__(self, qps: float, burst: int, *, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        if qps <= 0 or burst < 1:
+            raise ValueError("qps must be > 0 and burst >= 1")
+        self.qps, self.burst = qps, burst
+        self._clock, self._sleep = clock, sleep
+        self._tokens = float(burst)
+        self._last = clock()
+        self._lock = threading.Lock()
+        self.waited = 0.0  # seconds spent blocked (reported by the benchmark)
+
+    def take(self) -> None:
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
+            self._last = now
+            self._tokens -= 1.0
+            wait = -self._tokens / self.qps if self._tokens < 0 else 0.0
+        if wait > 0:
+            self.waited += wait
+            self._sleep(wait)
+
+
+class Client:
+    """`KubeRest` behind a token bucket; counts requests by verb (for the benchmark and metrics)."""
+
+    def __init__(self, api_client: k8s_client.ApiClient, *, qps: float = 50.0, burst: int = 100,
+                 backoff: Backoff | None = None) -> None:
+        import copy
+
+        configuration = copy.copy(api_client.configuration)
+        configuration.connection_pool_maxsize = 32  # ten long-lived watches plus the writers
+        api_client = k8s_client.ApiClient(configuration)
+        self.api_client = api_client
+        self.rest = KubeRest(api_client, backoff=backoff or Backoff(deadline=30.0))
+        self.bucket = TokenBucket(qps, burst)
+        self.counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def request(self, method: str, path: str, *, query: Sequence[tuple[str, str]] = (), body: Any = None,
+                content_type: str = "application/json", obj: str | None = None) -> Any:
+        self.bucket.take()
+        with self._lock:
+            self.counts[method] = self.counts.get(method, 0) + 1
+        return self.rest.request(method, path, query=query, body=body, content_type=content_type, obj=obj,
+                                 retry=False)
+
+    def open_stream(self, path: str, query: Sequence[tuple[str, str]], read_timeout: float) -> Any:
+        """A GET whose body is read incrementally (a watch); the caller closes ``.response``."""
+        self.bucket.take()
+        with self._lock:
+            self.counts["WATCH"] = self.counts.get("WATCH", 0) + 1
+        with api_errors(obj=path):
+            request = self.api_client.param_serialize("GET", path, query_params=list(query),
+                                                      header_params={"Accept": "application/json"},
+                                                      auth_settings=["BearerToken"])
+            response = self.api_client.call_api(*request, _request_timeout=(10.0, read_timeout))
+            if response.status != 200:
+                response.read()  # type: ignore[no-untyped-call]
+                raise ApiException(http_resp=response)
+        return response
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """One watched collection: its cache name and REST path."""
+
+    name: str
+    path: str
+
+
+RESOURCES: Final[Mapping[str, Resource]] = {r.name: r for r in (
+    Resource("namespaces", "/api/v1/namespaces"),
+    Resource("priorityclasses", "/apis/scheduling.k8s.io/v1/priorityclasses"),
+    Resource("resourceflavors", "/apis/kueue.x-k8s.io/v1beta2/resourceflavors"),
+    Resource("cohorts", "/apis/kueue.x-k8s.io/v1beta2/cohorts"),
+    Resource("clusterqueues", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues"),
+    Resource("localqueues", "/apis/kueue.x-k8s.io/v1beta2/localqueues"),
+    Resource("workloadpriorityclasses", "/apis/kueue.x-k8s.io/v1beta2/workloadpriorityclasses"),
+    Resource("admissionchecks", "/apis/kueue.x-k8s.io/v1beta2/admissionchecks"),
+    Resource("workloads", "/apis/kueue.x-k8s.io/v1beta2/workloads"),
+    Resource("jobs", "/apis/batch/v1/jobs"),
+)}
+TOPOLOGY: Final = ("namespaces", "priorityclasses", "resourceflavors", "cohorts", "clusterqueues", "localqueues",
+                   "workloadpriorityclasses", "admissionchecks")
+
+
+def key_of(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace")
+    return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
+
+
+def _rv(obj: Mapping[str, Any]) -> int:
+    text = (obj.get("metadata") or {}).get("resourceVersion") or "0"
+    return int(text) if text.isdigit() else 0
+
+
+def newer(candidate: Mapping[str, Any], current: Mapping[str, Any] | None) -> bool:
+    """Whether ``candidate`` should replace ``current`` (etcd resourceVersions grow; unparsable ones win)."""
+    return current is None or _rv(candidate) >= _rv(current) or _rv(current) == 0
+
+
+class _Expired(Exception):
+    """The watch's resourceVersion is too old (410 Gone): relist."""
+
+
+class Informer:
+    """LIST + WATCH one resource into ``store`` on a daemon thread (see the module docstring)."""
+
+    def __init__(self, client: Client, resource: Resource, on_change: Callable[[str], None], *,
+                 watch_seconds: int = 240) -> None:
+        self.client, self.resource, self.on_change = client, resource, on_change
+        self.store: dict[str, dict[str, Any]] = {}
+        self.lock = threading.Lock()
+        self.synced = threading.Event()
+        self.generation = 0
+        self.relists = 0
+        self.watch_seconds = watch_seconds
+        self._stop = threading.Event()
+        self._response: Any = None
+        self._thread = threading.Thread(target=self._run, name=f"informer-{resource.name}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        response = self._response
+        if response is not None:
+            try:
+                response.response.shutdown()
+            except Exception:  # noqa: BLE001 - best effort: the socket may already be gone
+                pass
+        self._thread.join(timeout=5)
+
+    def put(self, obj: dict[str, Any]) -> None:
+        key = key_of(obj)
+        with self.lock:
+            if newer(obj, self.store.get(key)):
+                self.store[key] = obj
+                self.generation += 1
+
+    def forget(self, key: str) -> None:
+        with self.lock:
+            if self.store.pop(key, None) is not None:
+                self.generation += 1
+
+    def _run(self) -> None:
+        rv: str | None = None
+        delays = iter(())
+        while not self._stop.is_set():
+            try:
+                if rv is None:
+                    rv = self._list()
+                rv = self._watch(rv)
+                delays = iter(())
+            except _Expired:
+                rv = None
+            except ClusterError as err:
+                if isinstance(err, ClusterError) and err.status == 410:
+                    rv = None
+                    continue
+                if self._stop.is_set():
+                    return
+                delay = next(delays, None)
+                if delay is None:
+                    delays = iter(Backoff(initial=0.2, maximum=5.0, deadline=float("inf")).delays())
+                    delay = 0.2
+                _log.warning("watch failed; retrying", resource=self.resource.name, error=str(err), delay=delay)
+                self._stop.wait(delay)
+            except Exception as err:  # noqa: BLE001 - a broken stream (urllib3 protocol error): relist
+                if self._stop.is_set():
+                    return
+                _log.warning("watch stream broke; relisting", resource=self.resource.name, error=repr(err))
+                rv = None
+                self._stop.wait(0.2)
+
+    def _list(self) -> str:
+        items: list[dict[str, Any]] = []
+        token, rv = "", ""
+        while True:
+            query = [("limit", "1000")] + ([("continue", token)] if token else [])
+            answer = self.client.request("GET", self.resource.path, query=query)
+            items.extend(answer.get("items") or [])
+            meta = answer.get("metadata") or {}
+            rv = rv or meta.get("resourceVersion") or ""
+            token = meta.get("continue") or ""
+            if not token:
+                break
+        kind = self.resource.name
+        with self.lock:
+            self.store = {key_of(o): o for o in items}
+            self.generation += 1
+            self.relists += 1
+        self.synced.set()
+        self.on_change(kind)
+        return rv
+
+    def _watch(self, rv: str) -> str:
+        query = [("watch", "1"), ("resourceVersion", rv), ("allowWatchBookmarks", "true"),
+                 ("timeoutSeconds", str(self.watch_seconds))]
+        response = self.client.open_stream(self.resource.path, query, self.watch_seconds + 30.0)
+        self._response = response
+        try:
+            for event in _events(response.response):
+                if self._stop.is_set():
+                    return rv
+                kind, obj = event.get("type"), event.get("object") or {}
+                if kind == "ERROR":
+                    if obj.get("code") == 410:
+                        raise _Expired()
+                    raise ClusterUnavailable(str(obj.get("message") or "watch error"), status=obj.get("code"))
+                rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
+                if kind == "BOOKMARK":
+                    continue
+                key = key_of(obj)
+                with self.lock:
+                    if kind == "DELETED":
+                        self.store.pop(key, None)
+                    elif newer(obj, self.store.get(key)):
+                        self.store[key] = obj
+                    self.generation += 1
+                self.on_change(self.resource.name)
+        finally:
+            self._response = None
+            response.response.release_conn()
+        return rv
+
+
+def _events(raw: Any) -> Iterator[dict[str, Any]]:
+    """JSON watch events from a chunked response body, one per line."""
+    buffer = b""
+    for chunk in raw.stream(amt=None, decode_content=True):
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            if line.strip():
+                yield json.loads(line)
+
+
+class Cache:
+    """The informers of one admission loop."""
+
+    def __init__(self, client: Client, names: Sequence[str] = tuple(RESOURCES), *, watch_seconds: int = 240) -> None:
+        self.client = client
+        self.changed = threading.Event()
+        self.informers = {n: Informer(client, RESOURCES[n], self._on_change, watch_seconds=watch_seconds)
+                          for n in names}
+
+    def _on_change(self, _: str) -> None:
+        self.changed.set()
+
+    def start(self) -> None:
+        for informer in self.informers.values():
+            informer.start()
+
+    def stop(self) -> None:
+        for informer in self.informers.values():
+            informer.stop()
+
+    def wait_synced(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for informer in self.informers.values():
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not informer.synced.wait(left):
+                return False
+        return True
+
+    def items(self, name: str) -> list[dict[str, Any]]:
+        informer = self.informers[name]
+        with informer.lock:
+            return list(informer.store.values())
+
+    def get(self, name: str, key: str) -> dict[str, Any] | None:
+        informer = self.informers[name]
+        with informer.lock:
+            return informer.store.get(key)
+
+    def put(self, name: str, obj: dict[str, Any]) -> None:
+        self.informers[name].put(obj)
+
+    def forget(self, name: str, key: str) -> None:
+        self.informers[name].forget(key)
+
+    def generation(self, names: Sequence[str]) -> tuple[int, ...]:
+        return tuple(self.informers[n].generation for n in names if n in self.informers)
+
+
+class EventRecorder:
+    """core/v1 Events, sent from a background thread through their own token bucket so that they never
+    delay admission writes (client-go's event broadcaster does the same); dropped when the queue is full."""
+
+    def __init__(self, client: Client, *, component: str = "gitopsq-admission", qps: float = 20.0,
+                 limit: int = 10_000) -> None:
+        import queue
+
+        self.client, self.component = client, component
+        self.bucket = TokenBucket(qps, int(max(1, qps * 2)))
+        self.queue: queue.Queue[dict[str, Any] | None] = queue.Queue(limit)
+        self.sent = self.dropped = 0
+        self._thread = threading.Thread(target=self._run, name="event-recorder", daemon=True)
+        self._thread.start()
+
+    def emit(self, obj: Mapping[str, Any], kind: str, reason: str, message: str, *, warning: bool = False) -> None:
+        import queue
+        from datetime import UTC, datetime
+
+        meta = obj.get("metadata") or {}
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        api_version = obj.get("apiVersion") or {"Workload": "kueue.x-k8s.io/v1beta2", "Job": "batch/v1"}.get(kind, "")
+        event = {"metadata": {"generateName": f"{meta.get('name')}.", "namespace": meta.get("namespace") or "default"},
+                 "involvedObject": {"apiVersion": api_version, "kind": kind, "name": meta.get("name"),
+                                    "namespace": meta.get("namespace"), "uid": meta.get("uid")},
+                 "reason": reason, "message": message[:1024], "type": "Warning" if warning else "Normal",
+                 "source": {"component": self.component}, "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+                 "reportingComponent": self.component}
+        try:
+            self.queue.put_nowait(event)
+        except queue.Full:
+            self.dropped += 1
+
+    def _run(self) -> None:
+        while True:
+            event = self.queue.get()
+            if event is None:
+                return
+            self.bucket.take()
+            try:
+                self.client.rest.request("POST", f"/api/v1/namespaces/{event['metadata']['namespace']}/events",
+                                         body=event, retry=False)
+                self.sent += 1
+            except ClusterError:
+                self.dropped += 1
+
+    def close(self) -> None:
+        self.queue.put(None)

@@ -1,0 +1,176 @@
+"""ClusterQueue and LocalQueue status as Kueue writes it, written only when it changed.
+
+ClusterQueue: ``Active`` condition (``Ready`` "Can admit new workloads", or the inactive reason and message),
+``pendingWorkloads``, ``reservingWorkloads`` (quota reserved), ``admittedWorkloads``, and per flavor and covered
+resource the ``total`` and ``borrowed`` (``max(0, total − nominal)``) of ``flavorsReservation`` (every
+quota-reserving workload) and ``flavorsUsage`` (admitted ones). LocalQueue: ``Active`` condition, the three
+counts, and ``flavorsReservation`` / ``flavorsUsage`` totals of its own workloads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gitopsq import logs
+from gitopsq.admission.topology import Topology
+from gitopsq.api.quantity import QuantityFormat, format_milli
+from gitopsq.cluster.workloads import ADMITTED, EVICTING, PENDING, MERGE_PATCH, LiveWorkload, is_true, read_workload
+from gitopsq.cluster.workloads import set_condition as _set
+from gitopsq.errors import ClusterError
+
+_log = logs.get("queue-status")
+Usage = dict[tuple[str, str], int]  # (flavor, resource) -> milli
+
+
+def fmt(resource: str, milli: int) -> str:
+    binary = resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-")
+    if binary and milli % 1000 == 0:
+        return format_milli(milli, QuantityFormat.BINARY_SI)
+    return format_milli(milli)
+
+
+def _usage(w: LiveWorkload) -> Usage:
+    out: Usage = {}
+    for ps in w.pod_sets:
+        per = w.flavors.get(ps.name, {})
+        for res, q in ps.requests.items():
+            if res in per:
+                out[(per[res], res)] = out.get((per[res], res), 0) + q.milli * ps.count
+    return out
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.pending = self.reserving = self.admitted = 0
+        self.reserved: Usage = {}
+        self.used: Usage = {}
+
+    def add(self, w: LiveWorkload) -> None:
+        if w.state == PENDING:
+            self.pending += 1
+            return
+        usage = _usage(w)
+        self.reserving += 1
+        for fr, v in usage.items():
+            self.reserved[fr] = self.reserved.get(fr, 0) + v
+        if is_true(w.raw, "Admitted"):
+            self.admitted += 1
+            for fr, v in usage.items():
+                self.used[fr] = self.used.get(fr, 0) + v
+
+
+def _flavors(topology: Topology, cq: str, usage: Usage, *, borrowed: bool) -> list[dict[str, Any]]:
+    spec = topology.queues[cq]
+    out = []
+    for group in spec.groups:
+        for flavor in group.flavors:
+            resources = []
+            for res in group.resources:
+                total = usage.get((flavor, res), 0)
+                item = {"name": res, "total": fmt(res, total)}
+                if borrowed:
+                    limits = spec.limits.get((flavor, res))
+                    item["borrowed"] = fmt(res, max(0, total - (limits.nominal if limits else 0)))
+                resources.append(item)
+            out.append({"name": flavor, "resources": resources})
+    return out
+
+
+def _lq_flavors(usage: Usage) -> list[dict[str, Any]]:
+    flavors: dict[str, list[dict[str, Any]]] = {}
+    for (flavor, res), total in sorted(usage.items()):
+        flavors.setdefault(flavor, []).append({"name": res, "total": fmt(res, total)})
+    return [{"name": f, "resources": r} for f, r in flavors.items()]
+
+
+def _same_conditions(old: list[Mapping[str, Any]], new: list[Mapping[str, Any]]) -> bool:
+    strip = [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in old]
+    return strip == [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in new]
+
+
+class QueueStatusWriter:
+    """Writes queue status; a queue is written at most once per ``min_interval`` seconds (``deferred`` then
+    tells the loop to come back), so a burst of admissions costs one status write, not one per workload."""
+
+    def __init__(self, cache: Any, writer: Any, *, min_interval: float = 2.0, clock: Any = None) -> None:
+        import time
+
+        self.cache, self.writer, self.min_interval = cache, writer, min_interval
+        self.clock = clock or time.monotonic
+        self._written: dict[str, float] = {}
+        self.deferred = False
+
+    def run(self, topology: Topology, now: float) -> None:
+        self.deferred = False
+        cq_tally = {name: _Tally() for name in topology.queues}
+        lq_tally: dict[str, _Tally] = {}
+        for raw in self.cache.items("workloads"):
+            w = read_workload(raw)
+            if w is None or w.state not in (ADMITTED, EVICTING, PENDING):
+                continue
+            lq = topology.local_queues.get((w.namespace, w.queue))
+            cq = w.cluster_queue if w.state != PENDING else (lq.cluster_queue if lq else None)
+            if cq in cq_tally:
+                cq_tally[cq].add(w)
+            lq_tally.setdefault(f"{w.namespace}/{w.queue}", _Tally()).add(w)
+        for raw in self.cache.items("clusterqueues"):
+            name = raw["metadata"]["name"]
+            if name in topology.queues:
+                self._cluster_queue(raw, topology, cq_tally[name], now)
+        for raw in self.cache.items("localqueues"):
+            key = f"{raw['metadata']['namespace']}/{raw['metadata']['name']}"
+            self._local_queue(raw, topology, lq_tally.get(key) or _Tally(), now)
+
+    def _cluster_queue(self, raw: Mapping[str, Any], topology: Topology, t: _Tally, now: float) -> None:
+        spec = topology.queues[raw["metadata"]["name"]]
+        old = raw.get("status") or {}
+        conds = [dict(c) for c in old.get("conditions") or ()]
+        if spec.active:
+            _set(conds, "Active", "True", "Ready", "Can admit new workloads", now)
+        else:
+            _set(conds, "Active", "False", spec.inactive_reason.split(",")[0], spec.inactive_message, now)
+        status = {"conditions": conds, "pendingWorkloads": t.pending, "reservingWorkloads": t.reserving,
+                  "admittedWorkloads": t.admitted,
+                  "flavorsReservation": _flavors(topology, spec.name, t.reserved, borrowed=True),
+                  "flavorsUsage": _flavors(topology, spec.name, t.used, borrowed=True)}
+        self._write("clusterqueues", raw, old, status, f"/apis/kueue.x-k8s.io/v1beta2/clusterqueues/{spec.name}")
+
+    def _local_queue(self, raw: Mapping[str, Any], topology: Topology, t: _Tally, now: float) -> None:
+        meta = raw["metadata"]
+        old = raw.get("status") or {}
+        conds = [dict(c) for c in old.get("conditions") or ()]
+        cq = (raw.get("spec") or {}).get("clusterQueue", "")
+        if ((raw.get("spec") or {}).get("stopPolicy") or "None") != "None":
+            _set(conds, "Active", "False", "Stopped", "LocalQueue is stopped", now)
+        elif cq not in topology.queues:
+            _set(conds, "Active", "False", "ClusterQueueDoesNotExist", "Can't submit new workloads to clusterQueue",
+                 now)
+        elif not topology.queues[cq].active:
+            _set(conds, "Active", "False", "ClusterQueueIsInactive", "Can't submit new workloads to clusterQueue",
+                 now)
+        else:
+            _set(conds, "Active", "True", "Ready", "Can submit new workloads to localQueue", now)
+        status = {"conditions": conds, "pendingWorkloads": t.pending, "reservingWorkloads": t.reserving,
+                  "admittedWorkloads": t.admitted, "flavorsReservation": _lq_flavors(t.reserved),
+                  "flavorsUsage": _lq_flavors(t.used)}
+        path = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{meta['namespace']}/localqueues/{meta['name']}"
+        self._write("localqueues", raw, old, status, path)
+
+    def _write(self, resource: str, raw: Mapping[str, Any], old: Mapping[str, Any], status: dict[str, Any],
+               path: str) -> None:
+        unchanged = all(old.get(k) == v for k, v in status.items() if k != "conditions")
+        if unchanged and _same_conditions(list(old.get("conditions") or ()), status["conditions"]):
+            return
+        tick = self.clock()
+        if tick - self._written.get(path, -1e9) < self.min_interval:
+            self.deferred = True
+            return
+        self._written[path] = tick
+        try:
+            answer = self.writer.client.request("PATCH", path + "/status", body={"status": status},
+                                                content_type=MERGE_PATCH, obj=path)
+            self.writer.writes += 1
+            self.writer.cache.put(resource, answer)
+        except ClusterError as err:
+            _log.info("queue status not written", queue=path, error=str(err))

@@ -1,0 +1,221 @@
+"""Live Workload objects ⇄ the admission core, and Workload status as Kueue writes it.
+
+`read_workload` classifies one Workload dict (finished / admitted / evicting / pending / inactive) and pulls
+out what the engine needs. `topology_of` decodes the live queue objects with the same codec `check` uses.
+Conditions follow metav1 rules: ``lastTransitionTime`` moves only when the status flips.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from gitopsq.admission.topology import Settings, Topology, build_topology
+from gitopsq.api import model as m
+from gitopsq.api.codec import decode
+from gitopsq.api.quantity import Quantity
+from gitopsq.api.reader import Reader
+from gitopsq.api.workload_codec import decode_pod_sets
+
+FINISHED, ADMITTED, EVICTING, PENDING, INACTIVE = "finished", "admitted", "evicting", "pending", "inactive"
+QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL: Final = "kueue.x-k8s.io/priority-class"
+JOB_UID_LABEL: Final = "kueue.x-k8s.io/job-uid"
+
+Flavors = Mapping[str, Mapping[str, str]]  # pod set -> resource -> flavor
+
+
+def iso(now: float) -> str:
+    return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: str | None) -> float:
+    if not text:
+        return 0.0
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+
+
+def condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    for c in (obj.get("status") or {}).get("conditions") or ():
+        if c.get("type") == kind:
+            return c  # type: ignore[no-any-return]
+    return None
+
+
+def is_true(obj: Mapping[str, Any], kind: str) -> bool:
+    c = condition(obj, kind)
+    return c is not None and c.get("status") == "True"
+
+
+def set_condition(conditions: list[dict[str, Any]], kind: str, status: str, reason: str, message: str,
+                  now: float) -> None:
+    """Set one condition in place; keep its transition time unless the status flips (metav1 semantics)."""
+    for c in conditions:
+        if c.get("type") == kind:
+            if c.get("status") != status:
+                c["lastTransitionTime"] = iso(now)
+            c.update(status=status, reason=reason, message=message[:32768])
+            return
+    conditions.append({"type": kind, "status": status, "reason": reason, "message": message[:32768],
+                       "lastTransitionTime": iso(now)})
+
+
+@dataclass(frozen=True, slots=True)
+class LiveWorkload:
+    """One Workload as the loop sees it."""
+
+    key: str  # namespace/name
+    namespace: str
+    name: str
+    uid: str
+    queue: str
+    priority: int | None
+    priority_class: str | None
+    created: float
+    pod_sets: tuple[m.PodSet, ...]
+    state: str
+    cluster_queue: str | None  # where it holds quota (admitted / evicting)
+    flavors: Flavors
+    reserved_at: float
+    raw: Mapping[str, Any]
+
+
+_POD_SETS: dict[tuple[str, str], tuple[m.PodSet, ...]] = {}  # (uid, generation) -> pod sets; specs are immutable
+
+
+def _pod_sets(raw: Mapping[str, Any]) -> tuple[m.PodSet, ...] | None:
+    meta = raw.get("metadata") or {}
+    memo = (str(meta.get("uid")), str(meta.get("generation")))
+    if memo in _POD_SETS:
+        return _POD_SETS[memo]
+    r = Reader(file=None, doc_line=None, obj=f"Workload/{meta.get('namespace')}/{meta.get('name')}")
+    pod_sets = decode_pod_sets(r, (raw.get("spec") or {}).get("podSets"), ("spec", "podSets"))
+    if any(f.is_error for f in r.findings):
+        return None
+    if len(_POD_SETS) > 200_000:
+        _POD_SETS.clear()
+    _POD_SETS[memo] = pod_sets
+    return pod_sets
+
+
+def read_workload(raw: Mapping[str, Any]) -> LiveWorkload | None:
+    """The loop's view of a Workload, or None when its pod sets cannot be read (left alone, like Kueue)."""
+    meta = raw.get("metadata") or {}
+    spec = raw.get("spec") or {}
+    status = raw.get("status") or {}
+    pod_sets = _pod_sets(raw)
+    if pod_sets is None or meta.get("deletionTimestamp"):
+        return None
+    admission = status.get("admission")
+    if is_true(raw, "Finished"):
+        state = FINISHED
+    elif admission and is_true(raw, "QuotaReserved"):
+        state = EVICTING if is_true(raw, "Evicted") else ADMITTED
+    elif spec.get("active") is False:
+        state = INACTIVE
+    else:
+        state = PENDING
+    flavors: dict[str, dict[str, str]] = {}
+    cq = None
+    if admission and state in (ADMITTED, EVICTING):
+        cq = admission.get("clusterQueue")
+        for psa in admission.get("podSetAssignments") or ():
+            flavors[psa.get("name", "main")] = dict(psa.get("flavors") or {})
+    reserved = condition(raw, "QuotaReserved")
+    ref = spec.get("priorityClassRef") or {}
+    return LiveWorkload(
+        key=f"{meta.get('namespace')}/{meta.get('name')}", namespace=meta.get("namespace", ""),
+        name=meta.get("name", ""), uid=meta.get("uid", ""), queue=spec.get("queueName") or "",
+        priority=spec.get("priority"), priority_class=ref.get("name"),
+        created=parse_time(meta.get("creationTimestamp")), pod_sets=pod_sets, state=state, cluster_queue=cq,
+        flavors=flavors, reserved_at=parse_time(reserved.get("lastTransitionTime")) if reserved else 0.0, raw=raw)
+
+
+def topology_of(objects: Iterable[Mapping[str, Any]], settings: Settings | None = None) -> Topology:
+    """The engine's topology from live queue objects (undecodable objects are skipped, as Kueue's webhook
+    would have refused them)."""
+    decoded: list[m.QueueObject] = []
+    for raw in objects:
+        doc = {k: v for k, v in raw.items() if k != "status"}
+        obj = decode(doc, allow_status=True).obj
+        if obj is not None and not isinstance(obj, m.Workload):
+            decoded.append(obj)
+    return build_topology(decoded, settings)
+
+
+def usage_of(pod_sets: tuple[m.PodSet, ...]) -> dict[str, dict[str, Quantity]]:
+    """Per pod set: total quantity of each resource (per-pod request × count) — ``resourceUsage``."""
+    return {ps.name: {r: Quantity(q.milli * ps.count, q.fmt) for r, q in ps.requests.items()} for ps in pod_sets}
+
+
+def admission_status(cluster_queue: str, pod_sets: tuple[m.PodSet, ...], flavors: Flavors) -> dict[str, Any]:
+    """``status.admission`` as Kueue writes it."""
+    usage = usage_of(pod_sets)
+    return {"clusterQueue": cluster_queue, "podSetAssignments": [
+        {"name": ps.name, "flavors": dict(flavors.get(ps.name, {})),
+         "resourceUsage": {r: str(q) for r, q in sorted(usage[ps.name].items())}, "count": ps.count}
+        for ps in pod_sets]}
+
+
+WORKLOADS_PATH: Final = "/apis/kueue.x-k8s.io/v1beta2"
+MERGE_PATCH: Final = "application/merge-patch+json"
+
+
+def workload_path(namespace: str, name: str = "") -> str:
+    base = f"{WORKLOADS_PATH}/namespaces/{namespace}/workloads"
+    return f"{base}/{name}" if name else base
+
+
+class Writer:
+    """Every write of the loop, through the rate-limited client; answers go into the cache at once.
+
+    Status writes carry the resourceVersion they were computed from, so a concurrent change is a 409
+    (`ClusterConflict`) and the caller recomputes from fresh state on its next pass instead of overwriting.
+    """
+
+    def __init__(self, client: Any, cache: Any, events: Any | None = None) -> None:
+        self.client, self.cache, self.events = client, cache, events
+        self.writes = 0
+        self._mark = 0
+
+    def mark(self) -> None:
+        """Start counting the writes of a new pass."""
+        self._mark = self.writes
+
+    @property
+    def writes_since_pass(self) -> int:
+        return self.writes - self._mark
+
+    def workload_status(self, raw: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]:
+        meta = raw.get("metadata") or {}
+        body = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": status}
+        answer: dict[str, Any] = self.client.request(
+            "PATCH", workload_path(meta["namespace"], meta["name"]) + "/status", body=body,
+            content_type=MERGE_PATCH, obj=f"Workload/{meta['namespace']}/{meta['name']}")
+        self.writes += 1
+        self.cache.put("workloads", answer)
+        return answer
+
+    def patch(self, resource: str, path: str, body: Mapping[str, Any], obj: str) -> dict[str, Any]:
+        answer: dict[str, Any] = self.client.request("PATCH", path, body=dict(body), content_type=MERGE_PATCH,
+                                                     obj=obj)
+        self.writes += 1
+        self.cache.put(resource, answer)
+        return answer
+
+    def create(self, resource: str, path: str, body: Mapping[str, Any], obj: str) -> dict[str, Any]:
+        answer: dict[str, Any] = self.client.request("POST", path, body=dict(body), obj=obj)
+        self.writes += 1
+        self.cache.put(resource, answer)
+        return answer
+
+    def delete(self, resource: str, path: str, key: str, obj: str) -> None:
+        self.client.request("DELETE", path, obj=obj)
+        self.writes += 1
+        self.cache.forget(resource, key)
+
+    def event(self, obj: Mapping[str, Any], kind: str, reason: str, message: str, *, warning: bool = False) -> None:
+        if self.events is not None:
+            self.events.emit(obj, kind, reason, message, warning=warning)
