@@ -19,7 +19,7 @@ from gitopsq import logs
 from gitopsq.api.model import ObjectKey
 from gitopsq.cluster.apply import Execution, Executor, KubeRest, read_live
 from gitopsq.cluster.status import SourceRef, SourceState, StatusStore, build_status
-from gitopsq.errors import EXIT_OK, EXIT_REJECTED, EXIT_RUNTIME, ClusterError, RuntimeFailure, SourceError
+from gitopsq.errors import EXIT_OK, EXIT_REJECTED, EXIT_RUNTIME, ClusterError, SourceError
 from gitopsq.plan.inventory import Inventory, InventoryFormatError, version_of
 from gitopsq.plan.sync_plan import Plan, build_plan, inventory_after, key_of_document
 from gitopsq.source.port import Source
@@ -318,38 +318,27 @@ def audit_records(syncer: Syncer, result: SyncResult, state: SourceState) -> lis
 
 
 def check_pipeline_validator() -> Validator:
-    """The Validator that runs `gitopsq check`'s pipeline (gitopsq.manifests.check_revision, policies included)."""
+    """The Validator running `gitopsq check`'s pipeline (gitopsq.manifests.check_revision), with a parse cache
+    of its own so that a new revision re-parses only the files that changed."""
+    from gitopsq.manifests import ParseCache, check_revision
+
+    cache = ParseCache()
 
     def validate(source: Source, commit: str, previous: str | None) -> Validated:
-        from gitopsq import manifests
-
-        check_revision = getattr(manifests, "check_revision", None)
-        if check_revision is None:
-            raise RuntimeFailure("this build has no validation pipeline (gitopsq.manifests.check_revision)")
-        return from_report(check_revision(source, commit))
+        return from_report(check_revision(source, commit, cache=cache))
 
     return validate
 
 
 def from_report(report: Any) -> Validated:
-    """Adapt a check Report (objects + findings, policy verdicts) to the sync's Validated."""
+    """Adapt a check Report (objects, pass-through documents, findings) to the sync's Validated."""
     from gitopsq.api.codec import encode
+    from gitopsq.manifests import finding_json
 
-    raw = tuple(getattr(report, "findings", ()))
-    findings = tuple(_finding_json(f) for f in raw)
-    errors = [j for f, j in zip(raw, findings, strict=True) if getattr(f, "is_error", j["severity"] == "error")]
-    rejected = bool(getattr(report, "rejected", bool(errors)))
-    documents = tuple(encode(o) for o in getattr(report, "objects", ()))
-    policy = any(str(j.get("code", "")).startswith("policy") or j.get("policy") for j in errors)
-    reason = f"{len(errors)} error(s), first: {errors[0]['message']}" if errors else ("rejected" if rejected else "")
-    return Validated(documents, findings, rejected, reason, "PolicyDenied" if policy else "ValidationFailed")
-
-
-def _finding_json(finding: Any) -> dict[str, Any]:
-    if hasattr(finding, "to_json"):
-        return dict(finding.to_json())
-    location = getattr(finding, "location", None)
-    severity = getattr(finding, "severity", "error")
-    return {"severity": str(getattr(severity, "value", severity)), "reason": str(getattr(finding, "code", "")),
-            "message": str(getattr(finding, "message", finding)), "path": getattr(location, "path", None),
-            "line": getattr(location, "line", None), "object": getattr(finding, "obj", None)}
+    findings = tuple({**finding_json(f), "reason": f.code} for f in report.findings)
+    errors = [f for f in report.findings if f.is_error]
+    documents = tuple(encode(o) for o in report.objects) + tuple(dict(p.doc) for p in report.passthrough)
+    policy = any(f.code.startswith("policy") for f in errors)
+    reason = f"{len(errors)} error(s), first: {errors[0]}" if errors else ""
+    return Validated(documents, findings, bool(report.rejected), reason,
+                     "PolicyDenied" if policy else "ValidationFailed")

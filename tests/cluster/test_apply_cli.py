@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 from envtest_rig import Envtest
-from test_controller import BOOT, ROOT
+from test_controller import ROOT
 from test_sync import QueueRepo, cpu_of, cq_live
 
 pytestmark = pytest.mark.envtest
 
 
 def gitopsq(env: Envtest, *args: str, kubeconfig: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", BOOT, *args, "--kubeconfig", kubeconfig or str(env.kubeconfig)],
+    return subprocess.run([sys.executable, "-m", "gitopsq", *args, "--kubeconfig", kubeconfig or str(env.kubeconfig)],
                           cwd=ROOT, capture_output=True, text=True, check=False, timeout=120)
 
 

@@ -26,13 +26,6 @@ pytestmark = pytest.mark.envtest
 ROOT = Path(__file__).resolve().parents[2]
 NS = "gitopsq-system"
 SECRET = b"webhook-secret-for-tests"
-# TEMPORARY until gitopsq.manifests.check_revision lands: the interim codec validator of test_sync.
-BOOT = (f"import sys; sys.path[:0] = [{str(ROOT / 'tests' / 'cluster')!r}, {str(ROOT / 'tests')!r}, "
-        f"{str(ROOT / 'hack' / 'envtest')!r}]\n"
-        "import gitopsq.manifests, gitopsq.sync, test_sync\n"
-        "if not hasattr(gitopsq.manifests, 'check_revision'):\n"
-        "    gitopsq.sync.check_pipeline_validator = lambda: test_sync._interim_validator\n"
-        "from gitopsq.cli import main; main(sys.argv[1:])\n")
 
 
 def free_port() -> int:
@@ -53,7 +46,7 @@ class ControllerProcess:
                 "--lease-name", f"lease-{repo.tag}", "--identity", identity, "--lease-duration", "4s",
                 "--renew-deadline", "3s", "--retry-period", "1s", "--log-format", "json", *extra]
         with self.log.open("wb") as out:
-            self.proc = subprocess.Popen([sys.executable, "-c", BOOT, *args], cwd=ROOT, stdout=out,
+            self.proc = subprocess.Popen([sys.executable, "-m", "gitopsq", *args], cwd=ROOT, stdout=out,
                                          stderr=subprocess.STDOUT)
 
     def events(self) -> list[dict[str, Any]]:

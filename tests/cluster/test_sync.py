@@ -18,11 +18,19 @@ from gitopsq.cluster.kube import ClusterNotFound
 from gitopsq.cluster.status import SourceRef
 from gitopsq.plan.inventory import Inventory
 from gitopsq.source import open_source
-from gitopsq.sync import Syncer, SyncOptions, Validated, from_report
+from gitopsq.sync import Syncer, SyncOptions
 
 pytestmark = pytest.mark.envtest
 
 NS = "gitopsq-system"
+CONFIG = """apiVersion: gitopsq.dev/v1alpha1
+kind: RepositoryConfig
+include: [namespaces.yaml, flavors.yaml, queues/, many/]
+platformTeam: platform
+teams:
+  - name: platform
+    paths: ["**"]
+"""
 
 
 def cq_yaml(name: str, cpu: str = "8", extra: str = "") -> str:
@@ -53,6 +61,7 @@ class QueueRepo:
         self.team_a, self.team_b = f"{tag}-a", f"{tag}-b"
         path.mkdir(parents=True)
         self._git("init", "-q", "-b", "main")
+        self.write("gitopsq.yaml", CONFIG)
         self.write("namespaces.yaml", "".join(
             f"---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: {n}\n" for n in (self.team_a, self.team_b)))
         self.write("flavors.yaml", f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\n"
@@ -100,31 +109,9 @@ def rig(kueue_clean: Envtest) -> Iterator[Envtest]:
     yield kueue_clean
 
 
-def _interim_validator(source: Any, sha: str, previous: str | None) -> Validated:
-    # TEMPORARY until gitopsq.manifests.check_revision lands: decode with the shared codec.
-    import yaml
-
-    from gitopsq.api.codec import decode, encode
-
-    docs, findings = [], []
-    for entry in source.list_files(sha, ["**"]):
-        for doc in yaml.safe_load_all(source.read_blob(entry.blob_id)):
-            decoded = decode(doc, file=entry.path)
-            findings.extend(decoded.findings)
-            if decoded.obj is not None:
-                docs.append(encode(decoded.obj))
-    class R:
-        pass
-    report = R()
-    report.findings = findings
-    v = from_report(report)
-    return Validated(tuple(docs), v.findings, v.rejected, v.reason, v.reason_code)
-
-
 def make_syncer(env: Envtest, repo: QueueRepo, rest: KubeRest | None = None) -> Syncer:
     rest = rest or KubeRest(env.api_client())
-    return Syncer(open_source(str(repo.path)), rest, SourceRef(NS, repo.tag), url=str(repo.path),
-                  validator=_interim_validator)
+    return Syncer(open_source(str(repo.path)), rest, SourceRef(NS, repo.tag), url=str(repo.path))
 
 
 def get(env: Envtest, path: str) -> dict[str, Any] | None:
@@ -299,7 +286,7 @@ def test_dry_run_writes_nothing(rig: Envtest, repo: QueueRepo) -> None:
 def test_partial_failure_is_reported_and_retried(rig: Envtest, repo: QueueRepo) -> None:
     """An object the API refuses fails the sync (others applied, prunes held); the next sync completes it."""
     missing = f"{repo.tag}-later"
-    repo.write("queues/extra.yaml", repo.lq(missing))
+    repo.write("queues/extra.yaml", repo.lq(missing).replace(f"clusterQueue: {missing}", f"clusterQueue: {repo.team_a}"))
     repo.commit("queue in a namespace nobody created")
     syncer = make_syncer(rig, repo)
     result = syncer.sync()
