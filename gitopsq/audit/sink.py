@@ -41,6 +41,7 @@ class TrailSettings:
     backoff_initial: float = 1.0       # first wait after the remote was unreachable
     backoff_max: float = 60.0
     dedup_window: int = 100_000        # a re-emitted id is dropped if among this many recent records
+    memory_records: int = 50_000       # waiting records held in memory; beyond, they are read back from the WAL
     identity: tuple[str, str] = ("gitopsq", "gitopsq@localhost")
     signing_key: str | None = None
 
@@ -53,6 +54,7 @@ class TrailStatus:
     head: ChainHead         # chain head of the branch as last seen
     last_error: str | None
     torn: TornLine | None   # the torn WAL line dropped when the trail opened, if any
+    in_memory: int = 0      # waiting records held in memory (the rest of the backlog is only in the WAL)
 
 
 

@@ -25,12 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from gitopsq import logs
+from gitopsq.audit.backlog import Backlog
 from gitopsq.audit.gitstore import AuditBranch, PushRejectedError, RemoteUnreachableError
 from gitopsq.audit.records import Record, validate_record
 from gitopsq.audit.redact import redact
 from gitopsq.audit.signing import SshSigner
 from gitopsq.audit.sink import TrailSettings, TrailStatus
-from gitopsq.audit.wal import TornLine, WalEntry, WriteAheadLog
+from gitopsq.audit.wal import Replay, WalEntry, WriteAheadLog
 from gitopsq.errors import AuditError
 
 _log = logs.get("audit")
@@ -40,23 +41,23 @@ class AuditTrail:
     """Durable, batched, hash-chained audit writer. Thread-safe for callers."""
 
     def __init__(self, wal: WriteAheadLog, branch: AuditBranch, settings: TrailSettings, *,
-                 replayed: list[WalEntry], torn: TornLine | None, clock: Callable[[], datetime]) -> None:
-        self._wal, self._branch, self._settings, self._clock, self._torn = wal, branch, settings, clock, torn
+                 replay: Replay, clock: Callable[[], datetime]) -> None:
+        self._wal, self._branch, self._settings, self._clock = wal, branch, settings, clock
+        self._torn = replay.torn
         self._cond = threading.Condition()
         self._incoming: list[dict[str, Any]] = []
-        self._pending: list[WalEntry] = list(replayed)   # durable, not yet on the branch
+        self._backlog = Backlog(settings.memory_records, replay.entries, wal.next_seq - 1)
         self._ids: dict[str, None] = {}  # insertion-ordered set, bounded by settings.dedup_window
-        for entry in replayed:
+        for entry in replay.entries:
             self._remember(str(entry.record.get("id")))
-        self._submitted = self._durable = wal.next_seq - 1
-        self._pushed = 0
+        self._submitted = wal.next_seq - 1
         self._synced = False          # fetched the branch at least once since opening
         self._flush_requested = False
         self._compact_upto = 0
         self._closing = self._stopped = False
         self._last_error: str | None = None
         self._failures = 0            # commit rounds that failed: a flush() waiter stops waiting on one
-        self._oldest_wait: float | None = time.monotonic() if replayed else None
+        self._oldest_wait: float | None = time.monotonic() if len(self._backlog) else None
         self._wal_thread = threading.Thread(target=self._wal_loop, name="audit-wal", daemon=True)
         self._commit_thread = threading.Thread(target=self._commit_loop, name="audit-commit", daemon=True)
         self._wal_thread.start()
@@ -69,7 +70,7 @@ class AuditTrail:
         settings = settings or TrailSettings()
         wal = WriteAheadLog(wal_dir)
         try:
-            replay = wal.replay()
+            replay = wal.replay(keep=settings.memory_records)
             if replay.torn is not None:
                 _log.warning("audit_wal_torn_line_dropped", path=replay.torn.path, line=replay.torn.line,
                              bytes=replay.torn.size)
@@ -79,8 +80,7 @@ class AuditTrail:
         except BaseException:
             wal.close()
             raise
-        return cls(wal, branch, settings, replayed=replay.entries, torn=replay.torn,
-                   clock=clock or (lambda: datetime.now(UTC)))
+        return cls(wal, branch, settings, replay=replay, clock=clock or (lambda: datetime.now(UTC)))
 
     # -- the caller's side ------------------------------------------------------------------------------------
 
@@ -103,9 +103,9 @@ class AuditTrail:
         """Block until the record behind ``ticket`` (default: everything submitted) is fsync'd in the WAL."""
         with self._cond:
             goal = self._submitted if ticket is None else ticket
-            if not self._cond.wait_for(lambda: self._durable >= goal or self._stopped, timeout):
+            if not self._cond.wait_for(lambda: self._backlog.durable >= goal or self._stopped, timeout):
                 raise AuditError(f"audit record not durable after {timeout}s")
-            if self._durable < goal:
+            if self._backlog.durable < goal:
                 raise AuditError(f"audit trail stopped before the record was durable: {self._last_error}")
 
     def record(self, record: Record | Mapping[str, Any]) -> None:
@@ -116,17 +116,17 @@ class AuditTrail:
         """Commit and push everything submitted so far; False if it is not on the branch within ``timeout``."""
         self.wait_durable(timeout=timeout)
         with self._cond:
-            goal, failures = self._durable, self._failures
+            goal, failures = self._backlog.durable, self._failures
             self._flush_requested = True
             self._cond.notify_all()
-            self._cond.wait_for(lambda: self._pushed >= goal or self._stopped or self._failures > failures,
+            self._cond.wait_for(lambda: self._backlog.pushed >= goal or self._stopped or self._failures > failures,
                                 timeout)
-            return self._pushed >= goal
+            return self._backlog.pushed >= goal
 
     def status(self) -> TrailStatus:
         with self._cond:
-            return TrailStatus(self._submitted, self._durable, self._pushed, self._branch.tip.head,
-                               self._last_error, self._torn)
+            return TrailStatus(self._submitted, self._backlog.durable, self._backlog.pushed, self._branch.tip.head,
+                               self._last_error, self._torn, len(self._backlog.memory))
 
     def close(self, timeout: float = 30.0) -> None:
         """Make everything durable, try one last push, stop the threads and release the WAL lock."""
@@ -143,9 +143,9 @@ class AuditTrail:
                 self._cond.notify_all()
             self._wal_thread.join(timeout)
             self._commit_thread.join(timeout)
-            if self._pushed and not self._wal_thread.is_alive():
+            if self._backlog.pushed and not self._wal_thread.is_alive():
                 self._wal.rotate()
-                self._wal.compact(self._pushed)
+                self._wal.compact(self._backlog.pushed)
             self._wal.close()
 
     def __enter__(self) -> AuditTrail:
@@ -177,10 +177,9 @@ class AuditTrail:
                 first = last - len(batch) + 1
                 entries = [WalEntry(first + i, r) for i, r in enumerate(batch)]
                 with self._cond:
-                    self._durable = entries[-1].wal_seq
-                    if not self._pending:
+                    if not len(self._backlog):
                         self._oldest_wait = time.monotonic()
-                    self._pending.extend(entries)
+                    self._backlog.add(entries)
                     self._cond.notify_all()
             if compact_upto:
                 self._wal.rotate()
@@ -191,9 +190,10 @@ class AuditTrail:
     def _due(self) -> bool:
         if self._stopped:
             return True
-        if not self._pending:
+        waiting = len(self._backlog)
+        if not waiting:
             return False
-        if self._flush_requested or len(self._pending) >= self._settings.batch_records:
+        if self._flush_requested or waiting >= self._settings.batch_records:
             return True
         return self._oldest_wait is not None and \
             time.monotonic() - self._oldest_wait >= self._settings.batch_seconds
@@ -207,10 +207,9 @@ class AuditTrail:
                     return
                 if not self._due():
                     continue
-                batch = self._pending[: self._settings.max_batch]
                 flushing = self._flush_requested
             try:
-                self._commit(batch)
+                self._commit_round()
                 backoff = 0.0
             except RemoteUnreachableError as err:
                 backoff = min(max(backoff * 2, self._settings.backoff_initial), self._settings.backoff_max)
@@ -234,62 +233,69 @@ class AuditTrail:
         with self._cond:
             self._cond.wait_for(lambda: self._stopped or self._flush_requested, seconds)
 
-    def _commit(self, batch: list[WalEntry]) -> None:
+    def _first_sync(self) -> None:
+        """On the first fetch, learn which replayed records the branch already holds (crash after push)."""
+        self._branch.fetch()
+        watermark = self._branch.writer_watermark(self._wal.writer_id) if self._backlog.replayed_upto else 0
+        if watermark >= self._wal.next_seq:
+            # The WAL lost its files (numbering restarted): numbers prove nothing, ids still do.
+            _log.warning("audit_wal_numbering_behind_branch", watermark=watermark, next=self._wal.next_seq)
+            watermark = 0
+        known = self._branch.recent_ids(limit=self._settings.dedup_window)
+        with self._cond:
+            dropped = self._backlog.skip(watermark, known)
+            for record_id in known:
+                self._remember(record_id)
+            self._after_progress()
+        if dropped:
+            _log.info("audit_wal_replay_already_on_branch", dropped=dropped, watermark=watermark)
+        self._synced = True
+
+    def _commit_round(self) -> None:
+        """Commit and push the oldest waiting records (at most max_batch)."""
         if not self._synced:
-            self._branch.fetch()
-            watermark = self._branch.writer_watermark(self._wal.writer_id)
-            if watermark >= self._wal.next_seq:
-                # The WAL lost its files (numbering restarted): numbers prove nothing, ids still do.
-                _log.warning("audit_wal_numbering_behind_branch", watermark=watermark, next=self._wal.next_seq)
-                watermark = 0
-            self._drop_known(watermark, self._branch.recent_ids(limit=self._settings.dedup_window))
-            self._synced = True
-            with self._cond:
-                batch = self._pending[: self._settings.max_batch]
+            self._first_sync()
+        with self._cond:
+            batch, low, high = self._backlog.next_batch(self._settings.max_batch)
+        if high < low:
+            return
+        if batch is None:  # spilled: read the records back from the WAL
+            batch = self._wal.read_range(low, high)
+            if [e.wal_seq for e in batch] != list(range(low, high + 1)):
+                raise AuditError(f"write-ahead log is missing records {low}-{high}")
+        fresh = self._backlog.keep(batch)
+        if fresh:
+            self._push(fresh, writer={"id": self._wal.writer_id, "walSeq": high})
+        with self._cond:
+            self._backlog.done_through(high)
+            self._after_progress()
+
+    def _push(self, batch: list[WalEntry], *, writer: dict[str, Any]) -> None:
         for attempt in range(self._settings.push_retries):
-            if not batch:
-                return
-            writer = {"id": self._wal.writer_id, "walSeq": batch[-1].wal_seq}
             commit_id, head = self._branch.build([e.record for e in batch], writer=writer, now=self._clock())
             try:
                 self._branch.push(commit_id)
-                break
+                _log.info("audit_batch_pushed", records=len(batch), seq=head.seq, hash=head.hash)
+                return
             except PushRejectedError:
                 _log.info("audit_push_rejected_retrying", attempt=attempt + 1)
                 time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
                 self._branch.fetch()
                 # A push that landed although we saw an error shows up as our own writer near the tip.
                 landed = self._branch.writer_watermark(self._wal.writer_id, max_commits=64)
-                if landed:
-                    self._drop_known(landed, set())
-                    batch = [e for e in batch if e.wal_seq > landed]
-        else:
-            raise AuditError(f"audit push still rejected after {self._settings.push_retries} attempts")
-        _log.info("audit_batch_pushed", records=len(batch), seq=head.seq, hash=head.hash)
-        with self._cond:
-            self._pending = [e for e in self._pending if e.wal_seq > batch[-1].wal_seq]
-            self._after_progress()
-
-    def _drop_known(self, watermark: int, known_ids: set[str]) -> None:
-        """Forget WAL records the branch already has (crash after push, before compaction) or ids it holds."""
-        with self._cond:
-            kept = [e for e in self._pending
-                    if e.wal_seq > watermark and str(e.record.get("id")) not in known_ids]
-            if len(kept) != len(self._pending):
-                _log.info("audit_wal_replay_already_on_branch", dropped=len(self._pending) - len(kept))
-            for known in known_ids:
-                self._remember(known)
-            self._pending = kept
-            self._after_progress()
+                batch = [e for e in batch if e.wal_seq > landed]
+                if not batch:
+                    return
+        raise AuditError(f"audit push still rejected after {self._settings.push_retries} attempts")
 
     def _after_progress(self) -> None:
-        """Recompute what is on the branch, release flush waiters, let the WAL compact. Lock held."""
-        self._pushed = self._pending[0].wal_seq - 1 if self._pending else self._durable
-        self._oldest_wait = time.monotonic() if self._pending else None
-        if not self._pending:
+        """Release flush waiters and let the WAL compact what is on the branch. Lock held."""
+        waiting = len(self._backlog)
+        self._oldest_wait = time.monotonic() if waiting else None
+        if not waiting:
             self._flush_requested = False
-        if self._pushed > 0:
-            self._compact_upto = max(self._compact_upto, self._pushed)
+        if self._backlog.pushed > 0:
+            self._compact_upto = max(self._compact_upto, self._backlog.pushed)
         self._last_error = None
         self._cond.notify_all()
 

@@ -57,6 +57,7 @@ class TornLine:
 class Replay:
     entries: list[WalEntry]
     torn: TornLine | None
+    last_seq: int = 0
 
 
 def _segment_name(first_seq: int) -> str:
@@ -109,10 +110,15 @@ class WriteAheadLog:
                 found.append((int(digits), path))
         return sorted(found)
 
-    def replay(self) -> Replay:
-        """Read every segment, drop a torn last line, and open a fresh segment for appends."""
+    def replay(self, *, keep: int | None = None) -> Replay:
+        """Read every segment, drop a torn last line, and open a fresh segment for appends.
+
+        ``keep`` bounds how many entries come back (the oldest first); ``Replay.last_seq`` still names the
+        newest, and the rest can be read later with ``read_range``.
+        """
         entries: list[WalEntry] = []
         torn: TornLine | None = None
+        last_seq = 0
         segments = self.segments()
         for index, (_, path) in enumerate(segments):
             data = path.read_bytes()
@@ -128,13 +134,36 @@ class WriteAheadLog:
                         handle.truncate(offset)
                         os.fsync(handle.fileno())
                     break
-                entries.append(entry)
+                if keep is None or len(entries) < keep:
+                    entries.append(entry)
+                last_seq = entry.wal_seq
                 offset += len(raw)
         # A compacted log may be empty; its newest segment's name still says where numbering continues,
         # and numbers must never repeat (the audit branch remembers each writer's highest one).
-        self.next_seq = max(entries[-1].wal_seq + 1 if entries else 1, segments[-1][0] if segments else 1)
+        self.next_seq = max(last_seq + 1, segments[-1][0] if segments else 1)
         self._open_segment()
-        return Replay(entries, torn)
+        return Replay(entries, torn, last_seq)
+
+    def read_range(self, low: int, high: int) -> list[WalEntry]:
+        """Entries with ``low ≤ wal seq ≤ high`` (all fsync'd), read back from the segments.
+
+        Safe while appends continue: lines up to ``high`` are complete, and a half-written line beyond it is
+        skipped.
+        """
+        segments = self.segments()
+        out: list[WalEntry] = []
+        for (first, path), next_first in zip(segments, [*(f for f, _ in segments[1:]), None], strict=True):
+            if first > high or (next_first is not None and next_first <= low):
+                continue
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:  # compacted meanwhile: it held only pushed records
+                continue
+            for raw in data.splitlines(keepends=True):
+                entry = _parse(raw)
+                if entry is not None and low <= entry.wal_seq <= high:
+                    out.append(entry)
+        return out
 
     def _open_segment(self) -> None:
         if self._active is not None:

@@ -201,3 +201,34 @@ def test_settings_come_from_the_gitopsq_yaml_audit_block() -> None:
     assert (settings.branch, settings.batch_seconds, settings.batch_records) == ("audit/queues", 2.0, 50)
     assert audit_target(block, "https://git.example.com/q.git") == "https://git.example.com/q.git"
     assert audit_target({"repository": "/srv/audit.git"}, "https://x") == "/srv/audit.git"
+
+
+def test_a_long_outage_spills_to_the_wal_instead_of_memory(remote: Path, tmp_path: Path) -> None:
+    """Beyond memory_records the backlog lives only in the WAL; after the outage and a restart all land in order."""
+    wal = tmp_path / "wal"
+    hidden = remote.with_name("away.git")
+    remote.rename(hidden)
+    settings = fast_settings(memory_records=10, max_batch=15)
+    with AuditTrail.open(str(remote), wal, settings=settings) as trail:
+        for i in range(40):
+            trail.record(admitted(i))
+        assert trail.status().in_memory <= 10
+        assert not trail.flush(2)
+    with AuditTrail.open(str(remote), wal, settings=settings) as trail:  # restart: replay keeps 10 in memory
+        assert trail.status().in_memory == 10
+        for i in range(40, 60):
+            trail.record(admitted(i))
+        hidden.rename(remote)
+        assert trail.flush(30)
+        assert trail.status().in_memory == 0
+    assert workload_names(remote) == [f"w{i}" for i in range(60)]
+    assert verified(remote).ok
+
+
+def test_flush_with_nothing_waiting_returns_at_once(remote: Path, tmp_path: Path) -> None:
+    """A reopened trail with an empty backlog reports everything pushed without waiting for a commit."""
+    with AuditTrail.open(str(remote), tmp_path / "wal", settings=fast_settings()) as trail:
+        trail.record(admitted(1))
+        assert trail.flush(30)
+    with AuditTrail.open(str(remote), tmp_path / "wal", settings=fast_settings(batch_seconds=60)) as trail:
+        assert trail.flush(0.5)
