@@ -4,28 +4,26 @@ Steps, each reported as a `Step` (ok, failed, or unavailable — never faked):
 
 1. **repository**: copy ``repo-template/`` into ``<dir>/queues`` and commit it on ``main`` (pygit2);
 2. **sync**: open it through `gitopsq.source` as the controller would, and resolve ``main``;
-3. **check**: validate the revision with the same pipeline as `gitopsq check` (`gitopsq.manifests`);
+3. **check**: validate the revision with the same pipeline as `gitopsq check` (`gitopsq.manifests.check_revision`);
 4. **simulate**: replay the template's ``traces/sample.yaml`` on the admission engine, with the queue objects
-   of the synced revision (the trace's own ``objects`` are ignored, so the demo shows the repository's truth);
-5. **audit**: record the sync and every admission, preemption, eviction and completion on the repository's
-   audit branch through `AuditTrail`, at the simulated times (t=0 is the commit time);
+   and the ``admission`` settings of the synced revision (the trace's own ``objects`` are ignored, so the demo
+   shows the repository's truth);
+5. **audit**: record the sync and every admission, preemption, eviction and completion on the audit branch
+   gitopsq.yaml names (default ``gitopsq/audit``) through `AuditTrail`, at the simulated times (t=0 is the commit
+   time);
 6. **report**: write ``report.txt`` (timeline and per-ClusterQueue table) and ``usage.html`` / ``usage.svg``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import importlib.util
 import shutil
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pygit2
-import yaml
 
 from gitopsq import logs
 from gitopsq.errors import GitopsqError, UsageError
@@ -102,39 +100,11 @@ def make_repository(template: Path, target: Path, when: datetime) -> str:
     return str(commit)
 
 
-# --- check: the same pipeline as `gitopsq check`, when it exists ------------------------------------------------
+# --- sync and check: the same source and pipeline as the controller and `gitopsq check` ------------------------
 
-def _check_pipeline() -> Callable[..., Any] | None:
-    """`gitopsq.manifests`' load-and-validate entry point, if that package provides one."""
-    for module_name, attr in (("gitopsq.manifests.check", "check_revision"),
-                              ("gitopsq.manifests.pipeline", "check_revision"),
-                              ("gitopsq.manifests", "check_revision")):
-        if importlib.util.find_spec(module_name) is None:
-            continue
-        module = importlib.import_module(module_name)
-        entry = getattr(module, attr, None)
-        if callable(entry):
-            return entry  # type: ignore[no-any-return]
-    return None
-
-
-def _decode_revision(source: Any, commit: str) -> list[Any]:
-    """Every queue object of the revision, decoded (no validation): the fallback when check is unavailable."""
-    from gitopsq.api.codec import decode
-    from gitopsq.api.model import Workload
-
-    objects = []
-    for entry in source.list_files(commit, ["**"], ["traces/**", "gitopsq.yaml", "policies/**"]):
-        for doc in yaml.safe_load_all(source.read_blob(entry.blob_id)):
-            if not isinstance(doc, dict) or "kind" not in doc:
-                continue
-            decoded = decode(doc, file=entry.path)
-            if decoded.obj is not None and not isinstance(decoded.obj, Workload):
-                objects.append(decoded.obj)
-    return objects
-
-
-def _sync_and_check(outcome: DemoOutcome) -> tuple[Any, list[Any]] | None:
+def _sync_and_check(outcome: DemoOutcome) -> tuple[Any, Any] | None:
+    """The source and the check report of ``main``, or None after recording the failed step."""
+    from gitopsq.manifests import check_revision
     from gitopsq.source import open_source
 
     try:
@@ -144,25 +114,31 @@ def _sync_and_check(outcome: DemoOutcome) -> tuple[Any, list[Any]] | None:
         outcome.add("sync", FAILED, str(err))
         return None
     outcome.add("sync", OK, f"read {source.display} at main = {outcome.revision[:12]} through gitopsq.source")
-    pipeline = _check_pipeline()
-    if pipeline is None:
-        objects = _decode_revision(source, outcome.revision)
-        outcome.add("check", UNAVAILABLE, "the `gitopsq check` pipeline (gitopsq.manifests) is not available in "
-                                          f"this build; {len(objects)} objects decoded without validation")
-        return source, objects
-    report = pipeline(source, outcome.revision)
-    objects = list(getattr(report, "objects", ()))
-    errors = [f for f in getattr(report, "findings", ()) if getattr(f, "is_error", False)]
-    if errors:
-        outcome.add("check", FAILED, f"{len(errors)} error(s), first: {errors[0]}")
+    report = check_revision(source, outcome.revision)
+    if report.errors:
+        first = report.errors[0]
+        outcome.add("check", FAILED, f"{len(report.errors)} error(s); first: {first}")
         return None
-    outcome.add("check", OK, f"{len(objects)} objects valid (same pipeline as `gitopsq check`)")
-    return source, objects
+    warned = f", {len(report.warnings)} warning(s)" if report.warnings else ""
+    outcome.add("check", OK, f"{len(report.files)} files, {len(report.entries)} objects valid{warned} "
+                             "(the `gitopsq check` pipeline)")
+    return source, report
 
 
 # --- simulate, audit, report -------------------------------------------------------------------------------------
 
-def _simulate(outcome: DemoOutcome, source: Any, objects: list[Any]) -> Any:
+def _settings(config: Any, fallback: Any) -> Any:
+    """The repository's ``admission`` block as simulation settings, when gitopsq.yaml declares one."""
+    from gitopsq.admission.topology import STRATEGIES, Settings
+
+    admission = getattr(config, "admission", None)
+    if admission is None or not admission.declared:
+        return fallback
+    return Settings(fair_sharing=admission.fair_sharing,
+                    preemption_strategies=tuple(admission.preemption_strategies) or STRATEGIES)
+
+
+def _simulate(outcome: DemoOutcome, source: Any, report: Any) -> Any:
     from gitopsq.simulate.engine import simulate
     from gitopsq.simulate.scenario import parse_scenario
 
@@ -175,7 +151,8 @@ def _simulate(outcome: DemoOutcome, source: Any, objects: list[Any]) -> Any:
     except GitopsqError as err:
         outcome.add("simulate", FAILED, str(err))
         return None
-    scenario = dataclasses.replace(scenario, objects=tuple(objects))
+    scenario = dataclasses.replace(scenario, objects=tuple(report.objects),
+                                   settings=_settings(report.config, scenario.settings))
     result = simulate(scenario)
     outcome.result = result
     outcome.add("simulate", OK, f"{len(scenario.workloads)} workloads replayed until t={result.end:g}s: "
@@ -205,7 +182,7 @@ def audit_records(result: Any, *, repository: str, revision: str, start: datetim
     return out
 
 
-def _audit(outcome: DemoOutcome, start: datetime) -> None:
+def _audit(outcome: DemoOutcome, start: datetime, config: Any) -> None:
     try:
         from gitopsq.audit import AuditTrail, TrailSettings
     except ImportError as err:  # the audit package is optional in partial builds
@@ -213,7 +190,8 @@ def _audit(outcome: DemoOutcome, start: datetime) -> None:
         return
     recs = audit_records(outcome.result, repository=str(outcome.repository), revision=outcome.revision,
                          start=start)
-    settings = TrailSettings(batch_seconds=0.1, identity=DEMO_AUTHOR)
+    branch = getattr(getattr(config, "audit", None), "branch", "") or TrailSettings().branch
+    settings = TrailSettings(branch=branch, batch_seconds=0.1, identity=DEMO_AUTHOR)
     try:
         trail = AuditTrail.open(str(outcome.repository), outcome.directory / "audit-wal", settings=settings,
                                 clock=lambda: start)
@@ -272,9 +250,9 @@ def run_demo(directory: Path, template: Path | None = None, *, now: datetime | N
     synced = _sync_and_check(outcome)
     if synced is None:
         return outcome
-    source, objects = synced
-    if _simulate(outcome, source, objects) is None:
+    source, report = synced
+    if _simulate(outcome, source, report) is None:
         return outcome
-    _audit(outcome, start)
-    _report(outcome, objects)
+    _audit(outcome, start, report.config)
+    _report(outcome, list(report.objects))
     return outcome
