@@ -41,13 +41,10 @@ def _statuses(outcome: DemoOutcome) -> dict[str, str]:
 
 
 def test_demo_runs_every_step_on_a_small_template(tmp_path: Path) -> None:
-    """Repository, sync, simulate, audit and report succeed; check is ok or says it is unavailable."""
+    """Repository, sync, check, simulate, audit and report all succeed, in that order."""
     outcome = run_demo(tmp_path / "demo", _template(tmp_path), now=START)
-    statuses = _statuses(outcome)
     assert [s.name for s in outcome.steps] == ["repository", "sync", "check", "simulate", "audit", "report"]
-    assert statuses["check"] in ("ok", "unavailable")
-    assert {k: v for k, v in statuses.items() if k != "check"} == dict.fromkeys(
-        ["repository", "sync", "simulate", "audit", "report"], "ok")
+    assert set(_statuses(outcome).values()) == {"ok"}
     assert outcome.ok
     assert outcome.result.count("Preempted") == 1
 
@@ -118,10 +115,25 @@ def test_readme_first_command_runs_on_the_embedded_template(tmp_path: Path) -> N
     result = CliRunner().invoke(cli, ["demo", "--dir", str(tmp_path / "tour")])
     assert result.exit_code == 0, result.output
     out = result.output
-    for needle in ("✓ repository", "✓ sync", "✓ simulate", "✓ audit", "✓ report", "Where to look:",
+    for needle in ("✓ repository", "✓ sync", "✓ check", "✓ simulate", "✓ audit", "✓ report", "Where to look:",
                    f"gitopsq audit verify {tmp_path / 'tour' / 'queues'}"):
         assert needle in out, needle
     assert "✗" not in out
     trace = json.loads(CliRunner().invoke(
         cli, ["simulate", str(tmp_path / "tour" / "queues" / "traces" / "sample.yaml"), "--output", "json"]).stdout)
     assert trace["summary"]["admitted"] > 0
+
+
+def test_demo_stops_at_a_rejected_revision(tmp_path: Path) -> None:
+    """A template that fails `gitopsq check` stops the demo at the check step (exit 1), never simulating it."""
+    template = _template(tmp_path)
+    (template / "queues" / "broken.yaml").write_text(
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: orphan, namespace: team-a}\n"
+        "spec: {clusterQueue: no-such-cq}\n", encoding="utf-8")
+    outcome = run_demo(tmp_path / "demo", template, now=START)
+    assert [(s.name, s.status) for s in outcome.steps][-1][0] == "check"
+    assert _statuses(outcome)["check"] == "failed"
+    assert outcome.result is None and not outcome.ok
+    result = CliRunner().invoke(cli, ["demo", "--dir", str(tmp_path / "again"), "--template", str(template)])
+    assert result.exit_code == 1
+    assert "✗ check" in result.output
