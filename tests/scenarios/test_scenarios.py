@@ -4,7 +4,7 @@ Three layers of checking, all independent of the engine's own `expect` checker:
 1. `expect` (the scenario's outcomes, derived by hand from Kueue's documented behaviour) is checked against the
    `--output json` object by this module, and `simulate` itself must agree (exit 0);
 2. `pins/<name>.yaml` holds what `expect` cannot say (event order and times, workloads that must see no event,
-   final usage, evictions);
+   final usage, per-ClusterQueue counts, evictions);
 3. `golden/<name>.json` is the whole JSON output, written only after it was checked by hand against 1 and 2.
 """
 
@@ -115,6 +115,9 @@ def _check_pins(name: str) -> None:
     for cq, usage in (pins.get("usage") or {}).items():
         got = output["final"]["clusterQueues"][cq]["usage"]
         assert got == usage, f"{cq}: expected usage {usage}, got {got}"
+    for cq, counts in (pins.get("queues") or {}).items():
+        got = output["final"]["clusterQueues"][cq]
+        assert {k: got.get(k) for k in counts} == counts, f"{cq}: expected {counts}, got {got}"
     for workload, want in (pins.get("evicted") or {}).items():
         evictions = [e for e in events if e["workload"] == workload and e["type"] == "Evicted"]
         assert evictions, f"{workload} was never evicted; events: {_events_of(events, workload)}"
