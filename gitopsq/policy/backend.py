@@ -62,6 +62,7 @@ class Backend(Protocol):
     """A CEL runtime: compile once, convert a revision's values once, evaluate many times."""
 
     name: str
+    inline_variables: bool  # True when re-evaluating a variable is cheaper than binding its value
 
     def compile(self, expression: str) -> Program:
         """Compile, raising `CelCompileError` with the position of the fault."""

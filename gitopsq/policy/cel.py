@@ -202,6 +202,7 @@ class ReferenceBackend:
     """cel-python, interpreted, with an iteration budget."""
 
     name = REFERENCE
+    inline_variables = False
 
     def __init__(self) -> None:
         self._env = celpy.Environment()

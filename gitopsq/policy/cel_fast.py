@@ -117,6 +117,7 @@ class FastBackend:
     """cel-expr-python with the Kubernetes library functions declared per argument type."""
 
     name = FAST
+    inline_variables = True
 
     def __init__(self) -> None:
         self._env = cel.NewEnv(variables=dict.fromkeys(VARIABLE_NAMES, T.DYN), functions=_declarations())

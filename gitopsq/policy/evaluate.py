@@ -14,12 +14,12 @@ exception. A policy with nothing failing yields one allowed verdict per change i
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from gitopsq.policy.backend import Backend, CelCompileError, Outcome, Program, get_backend
+from gitopsq.policy.expressions import inline_variables, mentions, prune, referenced_fields
 from gitopsq.policy.model import Change, Policy, PolicyInput, Scope, Severity, Validation, Verdict
 from gitopsq.policy.repo import owner_of_path, path_matches
 
@@ -35,6 +35,11 @@ def program(backend: Backend, expression: str) -> Program:
         found = backend.compile(expression)
         _PROGRAMS[key] = found
     return found
+
+
+def clear_program_cache() -> None:
+    """Forget compiled programs (benchmarks measure compilation; a long-running controller never needs it)."""
+    _PROGRAMS.clear()
 
 
 def _run(backend: Backend, expression: str, activation: object) -> Outcome:
@@ -53,10 +58,6 @@ def _expressions(policy: Policy) -> list[str]:
     return out
 
 
-def uses_desired(policy: Policy) -> bool:
-    return any(re.search(r"\bdesired\b", e) for e in _expressions(policy))
-
-
 def matches(policy: Policy, change: Change) -> bool:
     m = policy.match
     if m.kinds and change.key.kind not in m.kinds:
@@ -66,73 +67,95 @@ def matches(policy: Policy, change: Change) -> bool:
     return not m.paths or path_matches(change.path, m.paths)
 
 
-def _request(change: Change, repo: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "operation": change.operation.value, "path": change.path, "line": change.line,
-        "kind": change.key.kind, "group": change.key.group, "namespace": change.key.namespace,
-        "name": change.key.name, "key": str(change.key),
-        "movedFrom": change.old_path,
-        "movedFromOwner": owner_of_path(repo, change.old_path) if change.old_path else None,
-        "movedTo": change.moved_to,
-        "movedToOwner": owner_of_path(repo, change.moved_to) if change.moved_to else None,
-    }
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A policy readied for one backend: expressions to run, with variables inlined where that is cheaper."""
+
+    policy: Policy
+    variables: tuple[tuple[str, str], ...]             # evaluated in order (empty when inlined)
+    checks: tuple[tuple[Validation, str, str | None], ...]  # validation, expression, message expression
+
+    @property
+    def combined(self) -> str | None:
+        """Every validation in one list: one evaluation when all pass, the usual case."""
+        if len(self.checks) < 2:
+            return None
+        return "[" + ", ".join(f"({expression})" for _, expression, _ in self.checks) + "]"
 
 
-@dataclass
+def _prepare(policy: Policy, backend: Backend) -> _Prepared:
+    if not backend.inline_variables or not policy.variables:
+        return _Prepared(policy, tuple((v.name, v.expression) for v in policy.variables),
+                         tuple((v, v.expression, v.message_expression) for v in policy.validations))
+    pairs = [(v.name, v.expression) for v in policy.variables]
+    return _Prepared(policy, (), tuple(
+        (v, inline_variables(v.expression, pairs),
+         inline_variables(v.message_expression, pairs) if v.message_expression else None)
+        for v in policy.validations))
+
+
 class _Session:
-    """Values converted once per revision (shared) and once per change (shared by every policy)."""
+    """Values converted once per revision (shared) and once per change (shared by every policy).
 
-    backend: Backend
-    pi: PolicyInput
+    Only the fields of ``repo``, ``commit``, ``actor``... that some expression can reach are bound, and
+    ``desired`` only when some expression names it: binding is what costs on cel-cpp.
+    """
 
-    def __post_init__(self) -> None:
-        b, pi = self.backend, self.pi
+    def __init__(self, backend: Backend, pi: PolicyInput, policies: Sequence[Policy]) -> None:
+        self.backend, self.pi = backend, pi
+        texts = [e for p in policies for e in _expressions(p)]
+        fields = referenced_fields(texts)
+        b = backend
         self.shared = {
-            "repo": b.convert(dict(pi.repo)), "previousRepo": b.convert(pi.previous_repo),
-            "commit": b.convert(pi.commit), "actor": b.convert(pi.actor),
-            "aggregate": b.convert(dict(pi.aggregate)),
+            "repo": b.convert(prune(dict(pi.repo), fields["repo"])),
+            "previousRepo": b.convert(prune(pi.previous_repo, fields["previousRepo"])),
+            "commit": b.convert(prune(pi.commit, fields["commit"])),
+            "actor": b.convert(prune(pi.actor, fields["actor"])),
+            "aggregate": b.convert(prune(dict(pi.aggregate), fields["aggregate"])),
+            "desired": b.convert({k: list(v) for k, v in pi.desired.items()} if mentions(texts, "desired") else {}),
+            "variables": b.convert({}),
         }
-        self._desired: object = None
-        self._changes: dict[int, dict[str, object]] = {}
-        self._activations: dict[tuple[int, bool], object] = {}
+        self._changes: dict[int, tuple[dict[str, object], object]] = {}
+        self._owners: dict[str, str | None] = {}
 
-    def desired(self) -> object:
-        if self._desired is None:
-            self._desired = self.backend.convert({k: list(v) for k, v in self.pi.desired.items()})
-        return self._desired
+    def owner(self, path: str | None) -> str | None:
+        """The owning team's name, computed once per file (many objects share one)."""
+        if path is None:
+            return None
+        if path not in self._owners:
+            self._owners[path] = owner_of_path(self.pi.repo, path)
+        return self._owners[path]
 
-    def for_change(self, index: int, change: Change | None, matched: list[Change]) -> dict[str, object]:
+    def request(self, change: Change) -> dict[str, Any]:
+        return {
+            "operation": change.operation.value, "path": change.path, "line": change.line,
+            "kind": change.key.kind, "group": change.key.group, "namespace": change.key.namespace,
+            "name": change.key.name, "key": str(change.key),
+            "movedFrom": change.old_path, "movedFromOwner": self.owner(change.old_path),
+            "movedTo": change.moved_to, "movedToOwner": self.owner(change.moved_to),
+        }
+
+    def for_change(self, index: int, change: Change | None, matched: list[Change]) -> tuple[dict[str, object], object]:
+        """The change's bound values and the activation every variable-free policy shares."""
         cached = self._changes.get(index)
         if cached is None:
             b, repo = self.backend, self.pi.repo
-            owner_name = owner_of_path(repo, change.path) if change else None
-            cached = {
+            owner_name = self.owner(change.path) if change else None
+            values = {
+                **self.shared,
                 "object": b.convert(dict(change.object) if change and change.object else None),
                 "oldObject": b.convert(dict(change.old_object) if change and change.old_object else None),
                 "operation": change.operation.value if change else None,
                 "path": change.path if change else None,
                 "owner": b.convert(repo["teamsByName"].get(owner_name) if owner_name else None),
-                "request": b.convert(_request(change, repo) if change else None),
-                "changes": b.convert([_request(c, repo) for c in matched]),
+                "request": b.convert(self.request(change) if change else None),
+                "changes": b.convert([self.request(c) for c in matched]),
             }
-            self._changes[index] = cached
+            cached = self._changes[index] = (values, b.activation(values))
         return cached
 
-    def activation(self, index: int, values: dict[str, object], policy: Policy,
-                   variables: dict[str, Any]) -> object:
-        """Policies without variables share one activation per change (cel-cpp converts on creation)."""
-        if variables:
-            return self._build(values, policy, variables)
-        key = (index, uses_desired(policy))
-        found = self._activations.get(key)
-        if found is None:
-            found = self._activations[key] = self._build(values, policy, variables)
-        return found
-
-    def _build(self, values: dict[str, object], policy: Policy, variables: dict[str, Any]) -> object:
-        bound = {**self.shared, **values, "variables": self.backend.convert(variables)}
-        bound["desired"] = self.desired() if uses_desired(policy) else self.backend.convert({})
-        return self.backend.activation(bound)
+    def with_variables(self, values: dict[str, object], variables: dict[str, Any]) -> object:
+        return self.backend.activation({**values, "variables": self.backend.convert(variables)})
 
 
 def _error_text(outcome: Outcome, what: str) -> tuple[str, str]:
@@ -141,39 +164,63 @@ def _error_text(outcome: Outcome, what: str) -> tuple[str, str]:
     return f"{what} failed to evaluate: {outcome.error}", "EvaluationError"
 
 
-def _message(session: _Session, act: object, validation: Validation) -> str:
-    if validation.message_expression:
-        outcome = _run(session.backend, validation.message_expression, act)
+def _message(session: _Session, act: object, validation: Validation, message_expression: str | None) -> str:
+    if message_expression:
+        outcome = _run(session.backend, message_expression, act)
         if not outcome.failed and isinstance(outcome.value, str) and outcome.value:
             return outcome.value
     return validation.message or f"failed expression: {validation.expression}"
 
 
-def _run_policy(session: _Session, policy: Policy, index: int, values: dict[str, object], *,
-                where: Change | None, scope_label: str | None) -> list[Verdict]:
+def _run_policy(session: _Session, prepared: _Prepared, index: int, change: Change | None,
+                matched: list[Change]) -> list[Verdict]:
+    policy, where = prepared.policy, change or (matched[0] if matched else None)
+
     def verdict(allowed: bool, message: str, reason: str) -> Verdict:
-        return Verdict(policy.name, policy.severity, allowed, scope_label,
+        return Verdict(policy.name, policy.severity, allowed, str(where.key) if where else None,
                        where.path if where else None, where.line if where else None, message, reason)
 
+    values, act = session.for_change(index, change, matched)
     variables: dict[str, Any] = {}
-    for var in policy.variables:
-        act = session.activation(index, values, policy, variables)
-        outcome = _run(session.backend, var.expression, act)
+    for name, expression in prepared.variables:
+        outcome = _run(session.backend, expression, session.with_variables(values, variables) if variables else act)
         if outcome.failed:
-            return [verdict(False, *_error_text(outcome, f"variable {var.name!r}"))]
-        variables[var.name] = outcome.value
-    act = session.activation(index, values, policy, variables)
-    failures: list[Verdict] = []
-    for validation in policy.validations:
-        outcome = _run(session.backend, validation.expression, act)
+            return [verdict(False, *_error_text(outcome, f"variable {name!r}"))]
+        variables[name] = outcome.value
+    if variables:
+        act = session.with_variables(values, variables)
+    if prepared.combined is not None:
+        outcome = _run(session.backend, prepared.combined, act)
+        if not outcome.failed and outcome.value == [True] * len(prepared.checks):
+            return [verdict(True, "", "")]
+    failures: list[Verdict] = []  # evaluate one by one to say precisely what failed
+    for validation, expression, message_expression in prepared.checks:
+        outcome = _run(session.backend, expression, act)
         if outcome.failed:
             failures.append(verdict(False, *_error_text(outcome, "expression")))
         elif not isinstance(outcome.value, bool):
             failures.append(verdict(False, f"expression returned {type(outcome.value).__name__}, not a bool",
                                     "EvaluationError"))
         elif not outcome.value:
-            failures.append(verdict(False, _message(session, act, validation), validation.reason))
+            failures.append(verdict(False, _message(session, act, validation, message_expression),
+                                    validation.reason))
     return failures or [verdict(True, "", "")]
+
+
+def _batch(items: Sequence[_Prepared]) -> str | None:
+    """Every validation of several variable-free policies as one list expression (None when not possible)."""
+    if len(items) < 2 or any(item.variables for item in items):
+        return None
+    return "[" + ", ".join(f"({expression})" for item in items for _, expression, _ in item.checks) + "]"
+
+
+def _batch_passes(session: _Session, batch: str | None, index: int, change: Change) -> bool:
+    """Whether the batch evaluates to all-true; on any false or error the caller evaluates one by one."""
+    if batch is None:
+        return False
+    _, act = session.for_change(index, change, [])
+    outcome = _run(session.backend, batch, act)
+    return not outcome.failed and isinstance(outcome.value, list) and all(v is True for v in outcome.value)
 
 
 def select_policies(policies: Sequence[Policy], pi: PolicyInput) -> tuple[list[Policy], list[Verdict]]:
@@ -222,19 +269,25 @@ def evaluate(policies: Sequence[Policy], policy_input: PolicyInput,
     chosen = backend if backend is not None and not isinstance(backend, str) else get_backend(backend)
     active, verdicts = select_policies(policies, policy_input)
     verdicts.extend(_duplicate_verdicts(policy_input))
-    session = _Session(chosen, policy_input)
-    object_policies = [p for p in active if p.scope is Scope.OBJECT]
+    session = _Session(chosen, policy_input, active)
+    prepared = [_prepare(p, chosen) for p in active]
+    object_policies = [p for p in prepared if p.policy.scope is Scope.OBJECT]
+    batches: dict[tuple[int, ...], str | None] = {}
     for index, change in enumerate(policy_input.changes):
-        for policy in object_policies:
-            if matches(policy, change):
-                values = session.for_change(index, change, [])
-                verdicts.extend(_run_policy(session, policy, index, values, where=change, scope_label=str(change.key)))
-    for number, policy in enumerate(p for p in active if p.scope is Scope.REVISION):
-        matched = [c for c in policy_input.changes if matches(policy, c)]
+        chosen_items = [(n, item) for n, item in enumerate(object_policies) if matches(item.policy, change)]
+        key = tuple(n for n, _ in chosen_items)
+        if key not in batches:
+            batches[key] = _batch([item for _, item in chosen_items])
+        if _batch_passes(session, batches[key], index, change):
+            verdicts.extend(Verdict(item.policy.name, item.policy.severity, True, str(change.key), change.path,
+                                    change.line, "", "") for _, item in chosen_items)
+            continue
+        for _, item in chosen_items:
+            verdicts.extend(_run_policy(session, item, index, change, []))
+    for number, item in enumerate(p for p in prepared if p.policy.scope is Scope.REVISION):
+        matched = [c for c in policy_input.changes if matches(item.policy, c)]
         if matched:
-            values = session.for_change(-1 - number, None, matched)
-            verdicts.extend(_run_policy(session, policy, -1 - number, values, where=matched[0],
-                                        scope_label=str(matched[0].key)))
+            verdicts.extend(_run_policy(session, item, -1 - number, None, matched))
     return tuple(verdicts)
 
 
