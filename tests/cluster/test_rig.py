@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from envtest_rig import Envtest
-from envtestrig.rig import stop_pid
+from envtestrig.processes import stop_pid
 from kubernetes import client
 
 from gitopsq.cluster.kube import ClusterForbidden, api_errors
@@ -99,3 +99,22 @@ def test_stop_pid_refuses_a_process_that_is_not_ours() -> None:
         if stranger.poll() is None:
             stranger.kill()
             stranger.wait()
+
+
+def test_start_retries_when_a_probed_port_is_taken_before_bind(
+    envtest: Envtest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If another process binds a probed port first (here: the running rig's port), start tries fresh ports."""
+    from envtestrig import prepare
+    from envtestrig import rig as rig_module
+
+    taken = iter([envtest.rig.state.etcd_port])
+    real_free_port = rig_module.free_port
+    monkeypatch.setattr(rig_module, "free_port", lambda: next(taken, None) or real_free_port())
+    second = rig_module.Rig.start(prepare(log=False), tmp_path / "second")
+    try:
+        assert second.state.etcd_port != envtest.rig.state.etcd_port
+        assert all(second.running().values())
+        assert "address already in use" in (tmp_path / "second" / "logs" / "etcd.log").read_text()
+    finally:
+        second.stop()

@@ -6,17 +6,15 @@ down``) can stop exactly the processes this rig started, after checking each PID
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import signal
-import socket
 import ssl
 import subprocess
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -24,9 +22,10 @@ from pathlib import Path
 from envtestrig import pki
 from envtestrig.build import Binaries
 from envtestrig.kubeconfig import write_kubeconfig
+from envtestrig.processes import alive, cmdline, free_port, listens_on, stop_pid
 
 READY_TIMEOUT_SECONDS = 90.0
-STOP_TIMEOUT_SECONDS = 15.0
+START_ATTEMPTS = 3
 
 
 class RigError(RuntimeError):
@@ -47,53 +46,20 @@ class RigState:
     kubernetes_version: str
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    status = Path(f"/proc/{pid}/status")
-    return not (status.exists() and "\nState:\tZ" in status.read_text())
-
-
-def stop_pid(pid: int, marker: str, timeout: float = STOP_TIMEOUT_SECONDS) -> bool:
-    """SIGTERM then SIGKILL ``pid``, but only if its command line still contains ``marker`` (not a reused PID)."""
-    if pid <= 0 or not _alive(pid) or marker not in _cmdline(pid):
-        return False
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        _reap(pid)
-        if not _alive(pid):
-            return True
-        time.sleep(0.05)
-    os.kill(pid, signal.SIGKILL)
-    while _alive(pid):
-        _reap(pid)
-        time.sleep(0.05)
-    return True
-
-
-def _reap(pid: int) -> None:
-    # not our child when an earlier `scripts/envtest up` started it: init reaps it then
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)
+def _fresh_state(root: Path, version: str) -> RigState:
+    shm = Path("/dev/shm")  # tmpfs: etcd's fsyncs cost nothing there
+    data_parent = shm if shm.is_dir() and os.access(shm, os.W_OK) else root
+    etcd_data = tempfile.mkdtemp(prefix=f"gitopsq-envtest-etcd-{root.name}-", dir=data_parent)
+    return RigState(
+        workdir=str(root),
+        etcd_data=etcd_data,
+        etcd_port=free_port(),
+        etcd_peer_port=free_port(),
+        apiserver_port=free_port(),
+        etcd_pid=0,
+        apiserver_pid=0,
+        kubernetes_version=version,
+    )
 
 
 class Rig:
@@ -115,32 +81,26 @@ class Rig:
         root.mkdir(parents=True, exist_ok=True)
         (root / "logs").mkdir(exist_ok=True)
         credentials = pki.generate(root / "pki")
-        shm = Path("/dev/shm")  # tmpfs: etcd's fsyncs cost nothing there
-        data_parent = shm if shm.is_dir() and os.access(shm, os.W_OK) else root
-        etcd_data = Path(tempfile.mkdtemp(prefix=f"gitopsq-envtest-etcd-{root.name}-", dir=data_parent))
-        state = RigState(
-            workdir=str(root),
-            etcd_data=str(etcd_data),
-            etcd_port=free_port(),
-            etcd_peer_port=free_port(),
-            apiserver_port=free_port(),
-            etcd_pid=0,
-            apiserver_pid=0,
-            kubernetes_version=binaries.kubernetes_version,
-        )
         tokens = root / "tokens.json"
         tokens.write_text(json.dumps({"admin": credentials.admin_token, "nobody": credentials.nobody_token}))
         tokens.chmod(0o600)
-        rig = cls(state)
-        rig._binaries = binaries
-        try:
-            rig._start_etcd()
-            rig._start_apiserver()
-            write_kubeconfig(rig.kubeconfig, rig.api_url, credentials)
-        except BaseException:
-            rig.stop()
-            raise
-        return rig
+        for attempt in range(1, START_ATTEMPTS + 1):
+            rig = cls(_fresh_state(root, binaries.kubernetes_version))
+            rig._binaries = binaries
+            try:
+                rig._start_etcd()
+                rig._start_apiserver()
+                write_kubeconfig(rig.kubeconfig, rig.api_url, credentials)
+                return rig
+            except RigError as err:
+                rig.stop()
+                # another process may grab a port between free_port() and the bind: try fresh ports
+                if "address already in use" not in str(err) or attempt == START_ATTEMPTS:
+                    raise
+            except BaseException:
+                rig.stop()
+                raise
+        raise AssertionError("unreachable")
 
     @classmethod
     def load(cls, workdir: Path) -> Rig:
@@ -240,14 +200,15 @@ class Rig:
         deadline = time.monotonic() + timeout
         last = "no answer"
         while time.monotonic() < deadline:
-            if not _alive(pid):
+            if not alive(pid):
                 raise RigError(f"{log_name.removesuffix('.log')} exited during start-up:\n{self.log_tail(log_name)}")
             request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
             try:
                 with urllib.request.urlopen(request, timeout=2, context=context) as answer:
-                    if answer.status == 200:
+                    # the answer must come from our process, not from another one already on that port
+                    if answer.status == 200 and listens_on(pid, int(urllib.parse.urlsplit(url).port or 0)):
                         return
-                    last = f"HTTP {answer.status}"
+                    last = f"HTTP {answer.status}, or the port belongs to another process"
             except (urllib.error.URLError, OSError) as err:
                 last = str(err)
             time.sleep(0.1)
@@ -259,9 +220,9 @@ class Rig:
 
     def running(self) -> dict[str, bool]:
         return {
-            "etcd": _alive(self.state.etcd_pid) and self.state.etcd_data in _cmdline(self.state.etcd_pid),
-            "kube-apiserver": _alive(self.state.apiserver_pid)
-            and str(self.pki_dir) in _cmdline(self.state.apiserver_pid),
+            "etcd": alive(self.state.etcd_pid) and self.state.etcd_data in cmdline(self.state.etcd_pid),
+            "kube-apiserver": alive(self.state.apiserver_pid)
+            and str(self.pki_dir) in cmdline(self.state.apiserver_pid),
         }
 
     # ---- restarting and stopping ----------------------------------------------------------------------
