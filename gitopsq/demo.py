@@ -17,7 +17,9 @@ Steps, each reported as a `Step` (ok, failed, or unavailable — never faked):
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -27,6 +29,7 @@ import pygit2
 
 from gitopsq import logs
 from gitopsq.errors import GitopsqError, UsageError
+from gitopsq.simulate.chart import nominal_quotas
 
 _log = logs.get("demo")
 
@@ -52,6 +55,7 @@ class DemoOutcome:
     revision: str = ""
     steps: list[Step] = field(default_factory=list)
     result: Any = None  # gitopsq.simulate.result.Result once the simulation ran
+    scenario: Any = None  # the replayed gitopsq.simulate.scenario.Scenario (with the repository's objects)
     report: Path | None = None
     charts: tuple[Path, ...] = ()
     audit_branch: str | None = None
@@ -154,31 +158,72 @@ def _simulate(outcome: DemoOutcome, source: Any, report: Any) -> Any:
     scenario = dataclasses.replace(scenario, objects=tuple(report.objects),
                                    settings=_settings(report.config, scenario.settings))
     result = simulate(scenario)
-    outcome.result = result
+    outcome.result, outcome.scenario = result, scenario
     outcome.add("simulate", OK, f"{len(scenario.workloads)} workloads replayed until t={result.end:g}s: "
                                 f"{result.count('Admitted')} admitted, {result.count('Preempted')} preempted, "
                                 f"{result.count('Finished')} finished")
     return result
 
 
-def audit_records(result: Any, *, repository: str, revision: str, start: datetime) -> list[Any]:
-    """The audit records of a demo run: the sync, then one record per admission, preemption, eviction, finish."""
+def _usage_at(result: Any, time: float) -> dict[str, Any]:
+    """Per-ClusterQueue usage once instant ``time`` settled (the last timeline entry at or before it)."""
+    usage: dict[str, Any] = {}
+    for at, snapshot in result.timeline:
+        if at > time:
+            break
+        usage = snapshot
+    return usage
+
+
+def audit_records(result: Any, *, repository: str, revision: str, start: datetime, scenario: Any = None,
+                  nominal: Mapping[str, Mapping[tuple[str, str], int]] | None = None) -> list[Any]:
+    """The audit records of a demo run: the sync, then one record per admission, preemption, eviction, finish.
+
+    With the ``scenario`` and the ``nominal`` quotas, records also carry what auditors' evidence reads: the
+    LocalQueue and priority, the milestones (created, quotaReserved, admitted) and, for an admission, whether
+    the ClusterQueue stayed within its nominal quota.
+    """
     from gitopsq.audit import records
 
     out = [records.sync_attempt(time=start, source_url=repository, revision=revision, previous_revision=None,
                                 result="applied", actor="gitopsq demo",
                                 message="demo: template synced and checked; sample trace replayed")]
+
+    def at(seconds: float) -> datetime:
+        return start + timedelta(seconds=seconds)
+
+    traces = {t.key: t for t in (scenario.workloads if scenario is not None else ())}
+    classes = {o.meta.name: o.value for o in (scenario.objects if scenario is not None else ())
+               if getattr(o, "KIND", "") == "WorkloadPriorityClass"}
     kinds = {"Admitted": "admitted", "Preempted": "preempted", "Evicted": "evicted", "Finished": "finished"}
+    reserved: dict[str, float] = {}
     for event in result.events:
+        if event.type == "QuotaReserved":
+            reserved[event.workload] = event.time
         transition = kinds.get(event.type)
         if transition is None:
             continue
         namespace, _, name = event.workload.partition("/")
-        when = start + timedelta(seconds=event.time)
+        trace = traces.get(event.workload)
+        times = {transition: at(event.time)}
+        within = None
+        if trace is not None:
+            times["created"] = at(trace.submit_at)
+        if transition == "admitted":
+            times["quotaReserved"] = at(reserved.get(event.workload, event.time))
+            if nominal is not None and event.cluster_queue in nominal:
+                quota = nominal[event.cluster_queue]
+                used = _usage_at(result, event.time).get(event.cluster_queue, {})
+                within = all(v <= quota.get(fr, 0) for fr, v in used.items())
+        preemptor = re.search(r"UID: ([^/,]+)/([^,]+),", event.message) if transition == "preempted" else None
         out.append(records.admission(
-            transition, time=when, workload=records.WorkloadRef(namespace, name),
+            transition, time=at(event.time), workload=records.WorkloadRef(namespace, name),
             cluster_queue=event.cluster_queue, flavors={ps: dict(res) for ps, res in event.flavors},
-            reason=event.reason, message=event.message, times={transition: when}))
+            reason=event.reason, message=event.message, times=times, within_nominal_quota=within,
+            preempted_by=records.WorkloadRef(*preemptor.groups()) if preemptor else None,
+            local_queue=trace.queue if trace else None,
+            priority=(trace.priority if trace.priority is not None else classes.get(trace.priority_class or ""))
+            if trace else None))
     return out
 
 
@@ -189,7 +234,7 @@ def _audit(outcome: DemoOutcome, start: datetime, config: Any) -> None:
         outcome.add("audit", UNAVAILABLE, f"gitopsq.audit is not available: {err}")
         return
     recs = audit_records(outcome.result, repository=str(outcome.repository), revision=outcome.revision,
-                         start=start)
+                         start=start, scenario=outcome.scenario, nominal=nominal_quotas(outcome.scenario.objects))
     branch = getattr(getattr(config, "audit", None), "branch", "") or TrailSettings().branch
     settings = TrailSettings(branch=branch, batch_seconds=0.1, identity=DEMO_AUTHOR)
     try:

@@ -137,3 +137,25 @@ def test_demo_stops_at_a_rejected_revision(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["demo", "--dir", str(tmp_path / "again"), "--template", str(template)])
     assert result.exit_code == 1
     assert "✗ check" in result.output
+
+
+def test_audit_records_carry_the_evidence_auditors_read() -> None:
+    """Records name LocalQueue, priority, milestones, nominal-quota standing and the preemptor."""
+    from gitopsq.simulate.chart import nominal_quotas
+    from gitopsq.simulate.engine import simulate
+    from gitopsq.simulate.scenario import parse_scenario
+
+    scenario = parse_scenario(SCENARIO.read_text(encoding="utf-8"), str(SCENARIO))
+    recs = audit_records(simulate(scenario), repository="/tmp/queues", revision="abc", start=START,
+                         scenario=scenario, nominal=nominal_quotas(scenario.objects))
+    high = next(r.data for r in recs if r.data["type"] == "admission.admitted" and r.data["workload"]["name"] == "high")
+    assert high["localQueue"] == "team-a-queue" and high["priority"] == 100
+    assert high["times"] == {"admitted": "2026-03-02T09:00:10Z", "created": "2026-03-02T09:00:10Z",
+                             "quotaReserved": "2026-03-02T09:00:10Z"}
+    assert high["withinNominalQuota"] is True
+    preempted = next(r.data for r in recs if r.data["type"] == "admission.preempted")
+    assert preempted["preemptedBy"] == {"namespace": "team-a", "name": "high", "uid": None}
+    readmitted = [r.data for r in recs
+                  if r.data["type"] == "admission.admitted" and r.data["workload"]["name"] == "low"]
+    assert readmitted[-1]["times"]["created"] == "2026-03-02T09:00:00Z"
+    assert readmitted[-1]["times"]["admitted"] == "2026-03-02T09:01:50Z"
