@@ -36,6 +36,7 @@ from gitopsq.cluster.queue_status import QueueStatusWriter
 from gitopsq.cluster.workloads import (
     ADMITTED,
     EVICTING,
+    FINISHED,
     PENDING,
     LiveWorkload,
     Writer,
@@ -144,7 +145,9 @@ class AdmissionPass:
         self._topology: Topology | None = None
         self._topology_generation: tuple[int, ...] = ()
         self._message_written: dict[str, float] = {}
+        self._running: set[str] = set()
         self.last: Decisions = Decisions()
+        self.reasons: list[tuple[str, str]] = []
 
     def topology(self) -> Topology:
         generation = self.cache.generation(TOPOLOGY)
@@ -168,8 +171,16 @@ class AdmissionPass:
             fault("after-reserve")
         for key, (reason, message) in sorted(decisions.pending.items()):
             self._pending(live[key], reason, message, now)
+        self.reasons = []
+        for key, (reason, _) in decisions.pending.items():
+            lq = topology.local_queues.get((live[key].namespace, live[key].queue))
+            self.reasons.append((lq.cluster_queue if lq else "", reason))
         if self.metrics is not None:
-            self.metrics.observe_pass(topology, live, decisions, time.monotonic() - started, now)
+            self.metrics.attempt(len(decisions.admit), len(decisions.pending), time.monotonic() - started)
+            for key, w in live.items():
+                if w.state == FINISHED and key in self._running:
+                    self.metrics.workload_finished(w)
+            self._running = {k for k, w in live.items() if w.state in (ADMITTED, EVICTING)} | set(decisions.admit)
         self.last = decisions
         return decisions
 
@@ -202,7 +213,7 @@ class AdmissionPass:
         if self._write(w, status):
             self.writer.event(w.raw, "Workload", "Preempted" if kind == "Preempted" else "Evicted", message)
             if self.metrics is not None:
-                self.metrics.evicted(w, kind, reason)
+                self.metrics.evicted(w, kind, reason, message)
 
     def _admit(self, w: LiveWorkload, cq: str, flavors: Mapping[str, Mapping[str, str]], checks: tuple[str, ...],
                now: float) -> None:
@@ -264,7 +275,7 @@ _KINDS = {"namespaces": ("v1", "Namespace"), "priorityclasses": ("scheduling.k8s
 
 def _with_kinds(cache: Cache) -> list[dict[str, Any]]:
     """Watch and list items lack apiVersion/kind; the codec needs them."""
-    out = []
+    out: list[dict[str, Any]] = []
     for name, (api_version, kind) in _KINDS.items():
         if name in cache.informers:
             out.extend({**o, "apiVersion": api_version, "kind": kind} for o in cache.items(name))
@@ -317,10 +328,47 @@ class AdmissionLoop:
         try:
             self.jobs.reconcile()
             self.admission.run()
-            self.queues.run(self.admission.topology(), time.time())
+            topology = self.admission.topology()
+            cq_tally, lq_tally = self.queues.run(topology, time.time())
+            if self.metrics is not None:
+                self.metrics.observe_queues(topology, cq_tally, lq_tally, self.admission.reasons,
+                                            {n: t.finished for n, t in cq_tally.items()})
         except ClusterError as err:
             _log.warning("admission pass failed; retrying", error=str(err))
             time.sleep(0.5)
 
 
 __all__ = ["AdmissionLoop", "AdmissionPass", "Decisions", "LoopOptions", "QueueStatusWriter", "decide", "fault"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m gitopsq.cluster.admission_loop``: the loop alone, no leader election (tests, benchmarks)."""
+    import argparse
+
+    from gitopsq.cluster.kube import load_api_client
+
+    parser = argparse.ArgumentParser(prog="gitopsq-admission-loop")
+    parser.add_argument("--kubeconfig")
+    parser.add_argument("--qps", type=float, default=50.0)
+    parser.add_argument("--burst", type=int, default=100)
+    parser.add_argument("--metrics-addr", default="")
+    parser.add_argument("--no-events", action="store_true")
+    args = parser.parse_args(argv)
+    logs.configure(json=True)
+    metrics = None
+    if args.metrics_addr:
+        from gitopsq.metrics import KueueMetrics, serve
+
+        metrics = KueueMetrics()
+        serve(args.metrics_addr, metrics.registry)
+    loop = AdmissionLoop(load_api_client(args.kubeconfig),
+                         LoopOptions(qps=args.qps, burst=args.burst, events=not args.no_events), metrics=metrics)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    loop.run(stop, lambda: True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

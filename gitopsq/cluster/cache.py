@@ -15,6 +15,7 @@ the next pass does not act on a stale copy before the watch catches up.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -139,7 +140,7 @@ def newer(candidate: Mapping[str, Any], current: Mapping[str, Any] | None) -> bo
     return current is None or _rv(candidate) >= _rv(current) or _rv(current) == 0
 
 
-class _Expired(Exception):
+class _ExpiredError(Exception):
     """The watch's resourceVersion is too old (410 Gone): relist."""
 
 
@@ -166,10 +167,8 @@ class Informer:
         self._stop.set()
         response = self._response
         if response is not None:
-            try:
+            with contextlib.suppress(Exception):  # best effort: the socket may already be gone
                 response.response.shutdown()
-            except Exception:  # noqa: BLE001 - best effort: the socket may already be gone
-                pass
         self._thread.join(timeout=5)
 
     def put(self, obj: dict[str, Any]) -> None:
@@ -186,14 +185,14 @@ class Informer:
 
     def _run(self) -> None:
         rv: str | None = None
-        delays = iter(())
+        delays: Iterator[float] = iter(())
         while not self._stop.is_set():
             try:
                 if rv is None:
                     rv = self._list()
                 rv = self._watch(rv)
-                delays = iter(())
-            except _Expired:
+                delays = iter(())  # a watch that worked resets the backoff
+            except _ExpiredError:
                 rv = None
             except ClusterError as err:
                 if isinstance(err, ClusterError) and err.status == 410:
@@ -207,7 +206,7 @@ class Informer:
                     delay = 0.2
                 _log.warning("watch failed; retrying", resource=self.resource.name, error=str(err), delay=delay)
                 self._stop.wait(delay)
-            except Exception as err:  # noqa: BLE001 - a broken stream (urllib3 protocol error): relist
+            except Exception as err:
                 if self._stop.is_set():
                     return
                 _log.warning("watch stream broke; relisting", resource=self.resource.name, error=repr(err))
@@ -247,7 +246,7 @@ class Informer:
                 kind, obj = event.get("type"), event.get("object") or {}
                 if kind == "ERROR":
                     if obj.get("code") == 410:
-                        raise _Expired()
+                        raise _ExpiredError()
                     raise ClusterUnavailable(str(obj.get("message") or "watch error"), status=obj.get("code"))
                 rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
                 if kind == "BOOKMARK":

@@ -189,12 +189,12 @@ class JobReconciler:
     def _release(self, wl: dict[str, Any]) -> None:
         """The evicted job has stopped: give the quota back and requeue (Kueue ``UnsetQuotaReservation``)."""
         evicted = condition(wl, "Evicted") or {}
-        status = {"admission": None,
-                  "conditions": [dict(c) for c in (wl.get("status") or {}).get("conditions") or ()]}
+        conds = [dict(c) for c in (wl.get("status") or {}).get("conditions") or ()]
+        status = {"admission": None, "conditions": conds}
         now = self.now()
-        set_condition(status["conditions"], "QuotaReserved", "False", "Pending", str(evicted.get("message", "")), now)
-        set_condition(status["conditions"], "Admitted", "False", "NoReservation", "The workload has no reservation",
+        set_condition(conds, "QuotaReserved", "False", "Pending", str(evicted.get("message", "")), now)
+        set_condition(conds, "Admitted", "False", "NoReservation", "The workload has no reservation",
                       now)
         if evicted.get("reason") == "Preempted":
-            set_condition(status["conditions"], "Requeued", "True", "Preempted", "The workload was preempted", now)
+            set_condition(conds, "Requeued", "True", "Preempted", "The workload was preempted", now)
         self.writer.workload_status(wl, status)

@@ -15,7 +15,16 @@ from typing import Any
 from gitopsq import logs
 from gitopsq.admission.topology import Topology
 from gitopsq.api.quantity import QuantityFormat, format_milli
-from gitopsq.cluster.workloads import ADMITTED, EVICTING, PENDING, MERGE_PATCH, LiveWorkload, is_true, read_workload
+from gitopsq.cluster.workloads import (
+    ADMITTED,
+    EVICTING,
+    FINISHED,
+    MERGE_PATCH,
+    PENDING,
+    LiveWorkload,
+    is_true,
+    read_workload,
+)
 from gitopsq.cluster.workloads import set_condition as _set
 from gitopsq.errors import ClusterError
 
@@ -42,7 +51,7 @@ def _usage(w: LiveWorkload) -> Usage:
 
 class _Tally:
     def __init__(self) -> None:
-        self.pending = self.reserving = self.admitted = 0
+        self.pending = self.reserving = self.admitted = self.finished = 0
         self.reserved: Usage = {}
         self.used: Usage = {}
 
@@ -101,12 +110,15 @@ class QueueStatusWriter:
         self._written: dict[str, float] = {}
         self.deferred = False
 
-    def run(self, topology: Topology, now: float) -> None:
+    def run(self, topology: Topology, now: float) -> tuple[dict[str, _Tally], dict[str, _Tally]]:
+        """Write what changed; return the per-ClusterQueue and per-LocalQueue tallies (for metrics)."""
         self.deferred = False
         cq_tally = {name: _Tally() for name in topology.queues}
         lq_tally: dict[str, _Tally] = {}
         for raw in self.cache.items("workloads"):
             w = read_workload(raw)
+            if w is not None and w.state == FINISHED and w.cluster_queue in cq_tally:
+                cq_tally[w.cluster_queue].finished += 1
             if w is None or w.state not in (ADMITTED, EVICTING, PENDING):
                 continue
             lq = topology.local_queues.get((w.namespace, w.queue))
@@ -121,6 +133,7 @@ class QueueStatusWriter:
         for raw in self.cache.items("localqueues"):
             key = f"{raw['metadata']['namespace']}/{raw['metadata']['name']}"
             self._local_queue(raw, topology, lq_tally.get(key) or _Tally(), now)
+        return cq_tally, lq_tally
 
     def _cluster_queue(self, raw: Mapping[str, Any], topology: Topology, t: _Tally, now: float) -> None:
         spec = topology.queues[raw["metadata"]["name"]]

@@ -49,7 +49,7 @@ def is_true(obj: Mapping[str, Any], kind: str) -> bool:
     return c is not None and c.get("status") == "True"
 
 
-def set_condition(conditions: list[dict[str, Any]], kind: str, status: str, reason: str, message: str,
+def set_condition(conditions: list[dict[str, Any]], kind: str, status: str, reason: str, message: str,  # noqa: PLR0917
                   now: float) -> None:
     """Set one condition in place; keep its transition time unless the status flips (metav1 semantics)."""
     for c in conditions:
@@ -119,7 +119,7 @@ def read_workload(raw: Mapping[str, Any]) -> LiveWorkload | None:
         state = PENDING
     flavors: dict[str, dict[str, str]] = {}
     cq = None
-    if admission and state in (ADMITTED, EVICTING):
+    if admission and state in (ADMITTED, EVICTING, FINISHED):
         cq = admission.get("clusterQueue")
         for psa in admission.get("podSetAssignments") or ():
             flavors[psa.get("name", "main")] = dict(psa.get("flavors") or {})

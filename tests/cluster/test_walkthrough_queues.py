@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 from envtest_rig import Envtest
 from test_admission_support import (
-    RunningLoop,
-    admission,  # noqa: F401 - fixture
+    admission,  # noqa: F401 - the fixture, used through usefixtures
     admitted,
     apply,
     cluster_queue,
@@ -20,7 +19,7 @@ from test_admission_support import (
     workload_of,
 )
 
-pytestmark = pytest.mark.envtest
+pytestmark = [pytest.mark.envtest, pytest.mark.usefixtures("admission")]
 
 
 def cq(name: str, cpu: str, *, flavor: str = "default-flavor", selector: str = "{}", cohort: str = "",
@@ -62,7 +61,7 @@ def pending(env: Envtest, ns: str, name: str, reason: str) -> dict[str, str] | N
     return c if c is not None and c["status"] == "False" and c["reason"] == reason else None
 
 
-def test_namespace_outside_selector_waits_until_labelled(admission: RunningLoop, kueue_clean: Envtest) -> None:
+def test_namespace_outside_selector_waits_until_labelled(kueue_clean: Envtest) -> None:
     """A job from a namespace the ClusterQueue's selector does not match stays Misconfigured; labelling the
     namespace admits it."""
     env = kueue_clean
@@ -77,7 +76,7 @@ def test_namespace_outside_selector_waits_until_labelled(admission: RunningLoop,
     wait_for("admitted after labelling", lambda: admitted(env, ns, "outsider"))
 
 
-def test_missing_flavor_keeps_cluster_queue_inactive_until_applied(admission: RunningLoop,
+def test_missing_flavor_keeps_cluster_queue_inactive_until_applied(
                                                                    kueue_clean: Envtest) -> None:
     """A ClusterQueue naming an absent ResourceFlavor is Active=False (FlavorNotFound) and its workloads wait as
     Suspended; applying the flavor activates it and admits them."""
@@ -99,7 +98,7 @@ def test_missing_flavor_keeps_cluster_queue_inactive_until_applied(admission: Ru
     assert (active["reason"], active["message"]) == ("Ready", "Can admit new workloads")
 
 
-def test_cohort_borrowing_then_reclaim_with_preemption(admission: RunningLoop, kueue_clean: Envtest) -> None:
+def test_cohort_borrowing_then_reclaim_with_preemption(kueue_clean: Envtest) -> None:
     """Team A borrows team B's idle quota; when team B submits, team A's borrowing job is preempted
     (InCohortReclamation), suspended and requeued, and team B's job is admitted."""
     env = kueue_clean

@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 from envtest_rig import Envtest
 from test_admission_support import (
-    RunningLoop,
-    admission,  # noqa: F401 - fixture
+    admission,  # noqa: F401 - the fixture, used through usefixtures
     admitted,
     apply,
     cluster_queue,
@@ -22,7 +21,7 @@ from test_admission_support import (
     workloads,
 )
 
-pytestmark = pytest.mark.envtest
+pytestmark = [pytest.mark.envtest, pytest.mark.usefixtures("admission")]
 
 
 def queues(ns: str, *, cpu: str = "4", memory: str = "8Gi", flavor: str = "default-flavor") -> str:
@@ -51,7 +50,7 @@ spec: {{clusterQueue: cluster-queue}}
 """
 
 
-def test_third_job_waits_with_kueue_message_until_one_completes(admission: RunningLoop, kueue_clean: Envtest) -> None:
+def test_third_job_waits_with_kueue_message_until_one_completes(kueue_clean: Envtest) -> None:
     """Jobs of 1 and 2 CPU are admitted into a 4 CPU queue; a third of 2 CPU waits with Kueue's message and is
     admitted, unsuspended, once the first completes."""
     env = kueue_clean
@@ -94,7 +93,7 @@ def columns(table: str, *names: str) -> list[tuple[str, ...]]:
     return [tuple(row[s:e].strip() for s, e in zip(starts, ends, strict=True)) for row in rows]
 
 
-def test_gpu_flavor_admits_exactly_its_nominal_quota(admission: RunningLoop, kueue_clean: Envtest) -> None:
+def test_gpu_flavor_admits_exactly_its_nominal_quota(kueue_clean: Envtest) -> None:
     """33 jobs of 2 GPUs against nominalQuota 64: 32 admitted, the 33rd waits for nvidia.com/gpu in the flavor,
     and flavorsUsage shows 64."""
     env = kueue_clean
