@@ -159,3 +159,19 @@ def test_audit_records_carry_the_evidence_auditors_read() -> None:
                   if r.data["type"] == "admission.admitted" and r.data["workload"]["name"] == "low"]
     assert readmitted[-1]["times"]["created"] == "2026-03-02T09:00:00Z"
     assert readmitted[-1]["times"]["admitted"] == "2026-03-02T09:01:50Z"
+
+
+def test_demo_without_dir_builds_in_a_new_kept_temporary_directory(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --dir the demo builds in a fresh gitopsq-demo-* temporary directory and leaves it to look at."""
+    import tempfile
+
+    template = _template(tmp_path)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    result = CliRunner().invoke(cli, ["demo", "--template", str(template)])
+    assert result.exit_code == 0, result.output
+    (made,) = scratch.glob("gitopsq-demo-*")
+    assert (made / "queues" / ".git").is_dir() and (made / "report.txt").is_file()
+    assert f"gitopsq audit verify {made / 'queues'}" in result.output
