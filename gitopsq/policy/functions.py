@@ -115,11 +115,12 @@ def _numeric(value: object) -> bool:
 
 
 def list_sum(items: Sequence[Any]) -> Any:
-    """Sum of ints or doubles (0 for an empty list); a list of quantity strings sums to a quantity."""
+    """Sum of ints or doubles (0 for an empty list); quantities (with ints as whole units) sum to a quantity."""
     if not items:
         return 0
-    if all(isinstance(v, str) for v in items):
-        return _canonical(sum(_milli(v) for v in items))
+    if any(isinstance(v, str) for v in items):
+        # gitopsq extension: quantities (ints count as whole units, so an empty inner sum of 0 mixes in)
+        return _canonical(sum(_operand(v) for v in items))
     if not all(_numeric(v) for v in items):
         raise CelFunctionError("sum() needs a list of numbers or of quantities")
     if all(isinstance(v, int) for v in items):

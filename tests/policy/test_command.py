@@ -80,3 +80,13 @@ def test_syntax_error_names_file_line_and_column(tmp_path: Path) -> None:
 def test_usage_errors_exit_2(args: list[str]) -> None:
     """A directory that does not exist or an unknown backend is a usage error (exit 2)."""
     assert _run(*args).returncode == 2
+
+
+def test_documented_example_policy_passes_its_tests(tmp_path: Path) -> None:
+    """The example policy in docs/policy.md loads and passes its embedded tests on both backends."""
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "policy.md").read_text(encoding="utf-8")
+    example = next(block.split("\n", 1)[1] for block in docs.split("```yaml")[1:] if "name: gpu-cap" in block)
+    (tmp_path / "gpu.yaml").write_text(example.split("```")[0], encoding="utf-8")
+    result = _run(str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 policies, 2 tests" in result.stdout

@@ -33,6 +33,7 @@ TRUE_EXPRESSIONS = {
     "sum of doubles": "[1.0, 2.5].sum() == 3.5",
     "sum of an empty list": "[].sum() == 0",
     "sum of quantities (gitopsq extension)": "[quantity('1'), quantity('500m')].sum() == quantity('1.5')",
+    "sum of quantities with an empty inner sum": "[quantity('1'), [].sum()].sum() == quantity('1')",
     "min": "[3, 1, 2].min() == 1",
     "max of strings": "['b', 'a'].max() == 'b'",
     "indexOf a missing value": "[1, 2].indexOf(3) == -1",
