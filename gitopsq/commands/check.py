@@ -7,55 +7,140 @@ files on disk between runs (keyed by blob id, path and gitopsq version), print f
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
+import marshal
 import os
 import pickle
 import tempfile
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import click
 
 from gitopsq.errors import EXIT_OK, EXIT_REJECTED
-from gitopsq.manifests import FileResult, Report, check_revision
+from gitopsq.manifests import DEFAULT_CACHE, FileResult, LoadedObject, Report, check_revision
 from gitopsq.manifests.pipeline import CACHE_VERSION
 
-NOTE_PLAIN_DIRECTORY = ("note: {repo} is not the root of a Git repository; checking the files on disk as revision WORKTREE "
-                        "(commit them to check what the controller will see)")
+NOTE_PLAIN_DIRECTORY = ("note: {repo} is not the root of a Git repository; checking the files on disk as revision "
+                        "WORKTREE (commit them to check what the controller will see)")
+
+
+def _construct(cls: type, fields: dict[str, Any]) -> Any:
+    return cls(**fields)
+
+
+class _MarshalledLines(Mapping[Any, int]):
+    """An object's field-line index, kept as marshal bytes until a finding needs a line (most checks: never)."""
+
+    __slots__ = ("_blob", "_data")
+
+    def __init__(self, blob: bytes) -> None:
+        self._blob = blob
+        self._data: dict[Any, int] | None = None
+
+    def _lines(self) -> dict[Any, int]:
+        if self._data is None:
+            self._data = marshal.loads(self._blob)
+        return self._data
+
+    def __getitem__(self, key: Any) -> int:
+        return self._lines()[key]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._lines())
+
+    def __len__(self) -> int:
+        return len(self._lines())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _MarshalledLines, (self._blob,)
+
+
+class _FastPickler(pickle.Pickler):
+    """Pickles slotted dataclasses as a call of the class with their fields: unpickling them runs the generated
+    ``__init__``, several times faster than the dataclasses module's generic ``__setstate__``."""
+
+    _fields: ClassVar[dict[type, tuple[str, ...]]] = {}
+
+    def reducer_override(self, obj: Any) -> Any:
+        cls = type(obj)
+        names = self._fields.get(cls)
+        if names is None:
+            if not (dataclasses.is_dataclass(obj) and not isinstance(obj, type) and hasattr(cls, "__slots__")
+                    and all(f.init for f in dataclasses.fields(obj))):
+                return NotImplemented
+            names = tuple(f.name for f in dataclasses.fields(obj))
+            self._fields[cls] = names
+        fields = {n: getattr(obj, n) for n in names}
+        if cls is LoadedObject and not isinstance(obj.lines, _MarshalledLines):
+            fields["lines"] = _MarshalledLines(marshal.dumps(dict(obj.lines)))
+        return _construct, (cls, fields)
+
+
+_IN_MEMORY: set[Path] = set()  # disk caches whose entries this process holds in DEFAULT_CACHE
 
 
 class DiskCache(MutableMapping[str, FileResult]):
-    """Parsed files of the last revision checked in one repository, as one pickle under the source cache.
+    """Parsed files of one repository, in memory (the process-wide cache) and on disk under the source cache.
 
-    Reading one file per run keeps a warm check cheap; only entries used by the latest check are written back,
-    so the file never grows past one revision's worth. A damaged or foreign file is ignored.
+    The disk file is a sequence of pickle frames: a header, a compacted frame, then one frame per later check
+    that parsed something new, so a warm check appends one small frame instead of rewriting every object. It is
+    compacted (rewritten with only the entries the latest check used) when the appended frames pile up. The disk
+    file is read only on the first miss in memory. A damaged or foreign file is ignored and replaced.
     """
 
-    def __init__(self, path: Path | None) -> None:
+    MAX_FRAMES = 24
+
+    def __init__(self, path: Path | None, memory: MutableMapping[str, FileResult] | None = None) -> None:
         self.path = path
-        self.loaded: dict[str, FileResult] = {}
+        self.memory: MutableMapping[str, FileResult] = DEFAULT_CACHE if memory is None else memory
+        self._loaded: dict[str, FileResult] | None = None
+        self._frames = 0
         self.used: dict[str, FileResult] = {}
-        self.dirty = False
-        if path is not None and path.is_file():
-            with contextlib.suppress(Exception):  # any unreadable cache is as good as none
-                data = pickle.loads(path.read_bytes())
-                if isinstance(data, dict) and data.get("version") == CACHE_VERSION:
-                    self.loaded = data["entries"]
+        self.new: dict[str, FileResult] = {}
+
+    @property
+    def loaded(self) -> dict[str, FileResult]:
+        if self._loaded is None:
+            self._loaded = {}
+            # Once read (or written) by this process, its entries are in memory already.
+            if self.path is not None and self.path not in _IN_MEMORY and self.path.is_file():
+                self._read(self.path)
+                _IN_MEMORY.add(self.path)
+        return self._loaded
+
+    def _read(self, path: Path) -> None:
+        assert self._loaded is not None
+        with contextlib.suppress(Exception), path.open("rb") as handle:  # unreadable: as good as none
+            if pickle.load(handle) != CACHE_VERSION:
+                return
+            while True:
+                try:
+                    frame = pickle.load(handle)
+                except EOFError:
+                    break
+                self._loaded.update(frame)
+                self._frames += 1
 
     def __getitem__(self, key: str) -> FileResult:
-        value = self.used.get(key) or self.loaded[key]
+        value = self.memory.get(key)
+        if value is None:
+            value = self.loaded[key]
+            self.memory[key] = value
         self.used[key] = value
         return value
 
     def __setitem__(self, key: str, value: FileResult) -> None:
         self.used[key] = value
-        self.dirty = True
+        self.memory[key] = value
+        self.new[key] = value
 
     def __delitem__(self, key: str) -> None:
-        self.used.pop(key, None)
-        self.loaded.pop(key, None)
+        for store in (self.used, self.memory, self.loaded, self.new):
+            store.pop(key, None)
 
     def __iter__(self) -> Iterator[str]:
         return iter({**self.loaded, **self.used})
@@ -64,14 +149,22 @@ class DiskCache(MutableMapping[str, FileResult]):
         return len({**self.loaded, **self.used})
 
     def save(self) -> None:
-        if self.path is None or (not self.dirty and len(self.used) == len(self.loaded)):
+        """Append what this check parsed; compact when the file holds too many frames or was unreadable."""
+        if self.path is None or not self.new:
             return
         with contextlib.suppress(OSError):
+            loaded = self.loaded
+            if loaded and self._frames < self.MAX_FRAMES:
+                with self.path.open("ab") as handle:
+                    _FastPickler(handle, protocol=pickle.HIGHEST_PROTOCOL).dump(self.new)
+                return
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".parsed-", dir=self.path.parent)
             with os.fdopen(fd, "wb") as handle:
-                pickle.dump({"version": CACHE_VERSION, "entries": self.used}, handle, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump(CACHE_VERSION, handle)
+                _FastPickler(handle, protocol=pickle.HIGHEST_PROTOCOL).dump(self.used)
             Path(tmp).replace(self.path)
+            _IN_MEMORY.add(self.path)
 
 
 def cache_file(display: str) -> Path | None:

@@ -34,7 +34,7 @@ class LoadSettings:
     def fingerprint(self) -> str:
         lim = self.limits
         return "|".join((*sorted(self.allow_kinds),
-                         f"{lim.max_bytes}:{lim.max_lines}:{lim.max_depth}:{lim.max_nodes}"))
+                         f"{lim.max_bytes}:{lim.max_lines}:{lim.max_depth}:{lim.max_nodes}:{lim.max_alias_nodes}"))
 
 
 @dataclass(frozen=True, slots=True)
