@@ -38,7 +38,11 @@ class RemoteUnreachableError(AuditError):
 
 
 class PushRejectedError(AuditError):
-    """The remote refused the update (someone else moved the branch, or a hook said no)."""
+    """The remote refused a non-fast-forward update: someone else moved the branch. Rebuild and retry."""
+
+
+class PushRefusedError(AuditError):
+    """The remote refused the update for another reason (a hook, a protected branch): retrying will not help."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +62,10 @@ def resolve_target(target: str) -> str:
 
 def git(args: list[str], *, cwd: Path, input_bytes: bytes | None = None,
         timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": os.environ.get(
-        "GIT_SSH_COMMAND", "ssh -o BatchMode=yes -o ConnectTimeout=10")}
+    # Variables that would point git at another repository than the cache are dropped.
+    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
+    env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": os.environ.get(
+        "GIT_SSH_COMMAND", "ssh -o BatchMode=yes -o ConnectTimeout=10")})
     try:
         return subprocess.run(["git", *args], cwd=cwd, input=input_bytes, capture_output=True, env=env,
                               timeout=timeout, check=False)
@@ -184,8 +190,11 @@ class AuditBranch:
             self.repo.references.create(self.tracking, pygit2.Oid(hex=commit_id), force=True)
             self.tip = BranchTip(commit_id, read_head(self.repo, commit_id))
             return
-        if "[rejected]" in out or "[remote rejected]" in out:
-            raise PushRejectedError(f"audit branch push rejected: {_rejection(out)}")
+        reason = _rejection(out)
+        if "[rejected]" in out or ("[remote rejected]" in out and any(m in reason for m in _LOST_RACE)):
+            raise PushRejectedError(f"audit branch push rejected: {reason}")
+        if "[remote rejected]" in out:
+            raise PushRefusedError(f"audit branch push refused by the remote: {reason}")
         raise RemoteUnreachableError(f"cannot push audit branch: {_last_line(result.stderr)}")
 
     def writer_watermark(self, writer_id: str, *, max_commits: int = 100_000) -> int:
@@ -218,6 +227,10 @@ class AuditBranch:
             for line in data.splitlines():
                 ids.add(str(json.loads(line).get("id")))
         return ids
+
+
+# What a receiving git says when another push updated the ref between our look and our update.
+_LOST_RACE = ("failed to update ref", "cannot lock ref", "incorrect old value", "failed to lock")
 
 
 def _last_line(stderr: bytes) -> str:

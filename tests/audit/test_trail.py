@@ -96,18 +96,21 @@ def test_a_closed_port_is_an_outage_not_a_loss(tmp_path: Path) -> None:
 
 def test_two_writers_racing_on_one_branch_keep_the_chain_intact(remote: Path, tmp_path: Path) -> None:
     """Two writers pushing concurrently: losers retry on the new tip; every record lands once, chain intact."""
+    flushes: list[bool] = []
+
     def run(prefix: str, wal: Path) -> None:
         with AuditTrail.open(str(remote), wal, settings=fast_settings(batch_seconds=0.01)) as trail:
             for i in range(60):
                 trail.record(admitted(i, prefix=prefix))
                 if i % 10 == 9:
-                    assert trail.flush(30)
+                    flushes.append(trail.flush(30))
 
     threads = [threading.Thread(target=run, args=(p, tmp_path / f"wal-{p}")) for p in ("a", "b")]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(120)
+    assert flushes == [True] * 12, "every flush of both writers reached the branch"
     result = verified(remote)
     assert result.ok, result.summary()
     names = [s.entry["workload"]["name"] for s in result.entries]
@@ -232,3 +235,17 @@ def test_flush_with_nothing_waiting_returns_at_once(remote: Path, tmp_path: Path
         assert trail.flush(30)
     with AuditTrail.open(str(remote), tmp_path / "wal", settings=fast_settings(batch_seconds=60)) as trail:
         assert trail.flush(0.5)
+
+
+def test_a_push_refused_by_a_hook_is_reported_and_the_records_wait(remote: Path, tmp_path: Path) -> None:
+    """A server-side refusal is not a race: it is reported as such and nothing is lost; it lands once allowed."""
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'audit branch is protected' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    with AuditTrail.open(str(remote), tmp_path / "wal", settings=fast_settings()) as trail:
+        trail.record(admitted(1))
+        assert not trail.flush(5)
+        assert "refused by the remote" in (trail.status().last_error or "")
+        hook.unlink()
+        assert trail.flush(30)
+    assert workload_names(remote) == ["w1"]
