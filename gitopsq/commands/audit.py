@@ -70,15 +70,19 @@ def verify(ctx: click.Context, *, repo: str, branch: str, since_head: str | None
               help="Write here instead of standard output.")
 @click.option("--bundle", "bundle_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write a zip with records, report, checksums and the verification result.")
+@click.option("--since-head", metavar="[SEQ:]HASH", help="Verify against a chain head checked before (see verify).")
+@click.option("--allowed-signers", type=click.Path(exists=True, dir_okay=False),
+              help="Verify audit commit signatures against this ssh allowed_signers file.")
 @click.pass_context
 def export(ctx: click.Context, *, repo: str, branch: str, since: str | None, until: str | None, fmt: str,
-           output_path: Path | None, bundle_path: Path | None) -> None:
+           output_path: Path | None, bundle_path: Path | None, since_head: str | None,
+           allowed_signers: str | None) -> None:
     """Export the change log, unapproved changes and admission evidence of a period."""
     start, end = _moment(since, "--since"), _moment(until, "--until")
     if start and end and start >= end:
         raise UsageError("--since must be before --until")
     with open_audit_repository(repo, branch) as repository:
-        result = verify_branch(repository, branch)
+        result = verify_branch(repository, branch, since_head=since_head, allowed_signers=allowed_signers)
     verification = result.to_json()
     evidence = build_evidence([s.entry for s in result.entries], since=start, until=end)
     text = {"jsonl": to_jsonl, "csv": records_csv}.get(fmt, lambda e: to_html(e, verification))(evidence)

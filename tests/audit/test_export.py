@@ -202,3 +202,12 @@ def test_cli_export_refuses_a_bad_period(populated: Path) -> None:
 
     result = CliRunner().invoke(command, ["export", str(populated), "--since", "last tuesday"])
     assert isinstance(result.exception, UsageError)
+
+
+def test_cli_export_verifies_against_a_previous_head(populated: Path, tmp_path: Path) -> None:
+    """--since-head on export fails the export's verification when that head is not in the chain."""
+    out = tmp_path / "r.html"
+    result = CliRunner().invoke(command, ["export", str(populated), "--output", str(out),
+                                          "--since-head", "1:" + "f" * 64])
+    assert result.exit_code == 1
+    assert "rewritten" in out.read_text()
