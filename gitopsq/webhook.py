@@ -1,0 +1,155 @@
+"""The Job admission webhook, served over HTTPS by the controller (certificates: gitopsq/webhook_certs.py).
+
+- ``POST /mutate-batch-v1-job``: a Job labelled ``kueue.x-k8s.io/queue-name`` is created suspended, so no pod
+  starts before the admission loop admits it (Kueue's ``ApplyDefaultForSuspend``).
+- ``POST /validate-batch-v1-job``: in the namespaces the repository marks as managed, a Job without a queue
+  label is refused; every Job created or updated is judged by the CEL policies that match kind ``Job``
+  (gitopsq.policy, the same engine as ``gitopsq check``); a Deny verdict refuses it, a Warn verdict is
+  returned as an admission warning.
+Requests and answers are ``admission.k8s.io/v1`` AdmissionReviews. A malformed review is answered 400.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from gitopsq import logs
+from gitopsq.cluster.workloads import QUEUE_LABEL
+from gitopsq.webhook_certs import MUTATE_PATH, VALIDATE_PATH
+
+_log = logs.get("webhook")
+MAX_BODY = 3 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class JobWebhookOptions:
+    managed_namespaces: frozenset[str] = frozenset()  # Jobs here must carry a queue label
+    policies: Sequence[Any] = field(default_factory=tuple)  # gitopsq.policy.Policy objects
+
+
+def _answer(uid: str, allowed: bool, *, message: str = "", patch: list[dict[str, Any]] | None = None,
+            warnings: Sequence[str] = ()) -> dict[str, Any]:
+    response: dict[str, Any] = {"uid": uid, "allowed": allowed}
+    if not allowed:
+        response["status"] = {"code": 403, "reason": "Forbidden", "message": message}
+    if patch:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(json.dumps(patch).encode()).decode()
+    if warnings:
+        response["warnings"] = list(warnings)
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+
+
+class JobWebhook:
+    """Decides AdmissionReviews for batch/v1 Jobs (no I/O: the server below feeds it)."""
+
+    def __init__(self, options: JobWebhookOptions | None = None) -> None:
+        self.options = options or JobWebhookOptions()
+
+    def mutate(self, review: Mapping[str, Any]) -> dict[str, Any]:
+        request = review["request"]
+        job = request.get("object") or {}
+        labels = (job.get("metadata") or {}).get("labels") or {}
+        if request.get("operation") == "CREATE" and labels.get(QUEUE_LABEL) and \
+                (job.get("spec") or {}).get("suspend") is not True:
+            return _answer(request["uid"], True, patch=[{"op": "add", "path": "/spec/suspend", "value": True}])
+        return _answer(request["uid"], True)
+
+    def validate(self, review: Mapping[str, Any]) -> dict[str, Any]:
+        request = review["request"]
+        job = request.get("object") or {}
+        meta = job.get("metadata") or {}
+        namespace = request.get("namespace") or meta.get("namespace") or ""
+        labels = meta.get("labels") or {}
+        if request.get("operation") == "CREATE" and namespace in self.options.managed_namespaces \
+                and not labels.get(QUEUE_LABEL):
+            return _answer(request["uid"], False, message=(
+                f"namespace {namespace} is managed by gitopsq: Jobs there need the label {QUEUE_LABEL} "
+                "naming a LocalQueue"))
+        denied, warnings = self._policies(request, job)
+        if denied:
+            return _answer(request["uid"], False, message="; ".join(denied), warnings=warnings)
+        return _answer(request["uid"], True, warnings=warnings)
+
+    def _policies(self, request: Mapping[str, Any], job: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+        if not self.options.policies:
+            return [], []
+        from gitopsq.policy import Change, ObjectKey, Operation, PolicyInput, evaluate
+
+        obj = {"apiVersion": "batch/v1", "kind": "Job", **job}
+        old = request.get("oldObject")
+        operation = Operation.UPDATE if request.get("operation") == "UPDATE" else Operation.CREATE
+        key = ObjectKey.of(obj)
+        change = Change(operation=operation, path=f"cluster/{key.namespace}/jobs/{key.name}", key=key, object=obj,
+                        old_object={"apiVersion": "batch/v1", "kind": "Job", **old} if old else None)
+        verdicts = evaluate(self.options.policies, PolicyInput(changes=(change,), desired={}, repo={}))
+        denied = [f"{v.policy}: {v.message}" for v in verdicts if not v.allowed and v.severity.value == "Deny"]
+        warnings = [f"{v.policy}: {v.message}" for v in verdicts if not v.allowed and v.severity.value == "Warn"]
+        return denied, warnings
+
+
+class WebhookServer:
+    """HTTPS server for `JobWebhook` on ``host:port``; `reload` picks up renewed certificates."""
+
+    def __init__(self, address: str, webhook: JobWebhook, cert_file: Path, key_file: Path) -> None:
+        host, _, port = address.rpartition(":")
+        self.cert_file, self.key_file = cert_file, key_file
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.minimum_version = ssl.TLSVersion.TLSv1_2
+        self.reload()
+        hook = webhook
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+                return
+
+            def _send(self, status: int, payload: Mapping[str, Any] | str) -> None:
+                data = (json.dumps(payload) if not isinstance(payload, str) else payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_POST(self) -> None:
+                decide = {MUTATE_PATH: hook.mutate, VALIDATE_PATH: hook.validate}.get(self.path.split("?")[0])
+                if decide is None:
+                    self._send(404, {"error": "not found"})
+                    return
+                length = int(self.headers.get("Content-Length") or 0)
+                if length > MAX_BODY:
+                    self._send(413, {"error": "body too large"})
+                    return
+                try:
+                    review = json.loads(self.rfile.read(length))
+                    answer = decide(review)
+                except (ValueError, KeyError, TypeError, AttributeError) as err:
+                    self._send(400, {"error": f"not an AdmissionReview: {err}"})
+                    return
+                _log.debug("admission review", path=self.path, allowed=answer["response"]["allowed"])
+                self._send(200, answer)
+
+        self.server = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
+        self.server.daemon_threads = True
+        self.server.socket = self.context.wrap_socket(self.server.socket, server_side=True)
+        self.port: int = self.server.server_address[1]
+        self._thread = threading.Thread(target=self.server.serve_forever, name="gitopsq-webhook", daemon=True)
+
+    def reload(self) -> None:
+        """Load the certificate files again (after `ensure_certificates` renewed them); new connections use them."""
+        self.context.load_cert_chain(str(self.cert_file), str(self.key_file))
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
