@@ -108,7 +108,7 @@ class WebhookServer:
         hook = webhook
 
         class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+            def log_message(self, format: str, *args: Any) -> None:
                 return
 
             def _send(self, status: int, payload: Mapping[str, Any] | str) -> None:
