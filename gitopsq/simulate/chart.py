@@ -63,21 +63,56 @@ def panels(result: Result, nominal: Nominal | None = None) -> tuple[Panel, ...]:
     for cq, per_fr in (nominal or {}).items():
         if cq in result.queues:
             keys.update((cq, flavor, res) for (flavor, res), val in per_fr.items() if val > 0)
+    # One pass over the timeline; a key missing from a snapshot means zero usage.
+    points: dict[tuple[str, str, str], list[tuple[float, int]]] = {k: [(start, 0)] for k in keys}
+    by_queue: dict[str, list[tuple[tuple[str, str], list[tuple[float, int]]]]] = {}
+    for (cq, flavor, res), series in points.items():
+        by_queue.setdefault(cq, []).append(((flavor, res), series))
+    empty: Mapping[FlavorResource, int] = {}
+    for time, usage in result.timeline:
+        for cq, entries in by_queue.items():
+            per_fr = usage.get(cq, empty)
+            for fr, series in entries:
+                val = per_fr.get(fr, 0)
+                if series[-1][1] == val:
+                    continue
+                if series[-1][0] == time:
+                    series[-1] = (time, val)
+                else:
+                    series.append((time, val))
     out = []
     for cq, res in sorted({(cq, res) for cq, _, res in keys}):
-        series = []
-        for flavor in sorted(f for c, f, r in keys if c == cq and r == res):
-            points: list[tuple[float, int]] = []
-            for time, usage in result.timeline:
-                val = usage.get(cq, {}).get((flavor, res), 0)
-                if not points or points[-1][1] != val:
-                    points.append((time, val))
-            if not points or points[0][0] > start:
-                points.insert(0, (start, 0))
-            quota = (nominal or {}).get(cq, {}).get((flavor, res))
-            series.append(Series(flavor, tuple(points), quota))
-        out.append(Panel(cq, res, tuple(series)))
+        flavors = sorted(f for c, f, r in keys if c == cq and r == res)
+        out.append(Panel(cq, res, tuple(
+            Series(f, tuple(points[(cq, f, res)]), (nominal or {}).get(cq, {}).get((f, res))) for f in flavors)))
     return tuple(out)
+
+
+def downsample(points: tuple[tuple[float, int], ...], start: float, end: float,
+               columns: int) -> list[tuple[float, int]]:
+    """At most four points per pixel column (first, highest, lowest, last), so peaks survive and size is bounded."""
+    if len(points) <= 4 * columns:
+        return list(points)
+    span = max(end - start, 1e-9)
+    out: list[tuple[float, int]] = []
+    bucket: list[tuple[float, int]] = []
+    current = None
+    for point in points:
+        column = int((point[0] - start) / span * columns)
+        if column != current and bucket:
+            out.extend(_summary(bucket))
+            bucket = []
+        current = column
+        bucket.append(point)
+    out.extend(_summary(bucket))
+    return out
+
+
+def _summary(bucket: list[tuple[float, int]]) -> list[tuple[float, int]]:
+    first, last = bucket[0], bucket[-1]
+    high = max(bucket, key=lambda p: p[1])
+    low = min(bucket, key=lambda p: p[1])
+    return sorted({first, high, low, last})
 
 
 def _num(value: float) -> str:
@@ -116,8 +151,9 @@ def _panel_svg(panel: Panel, index: int, start: float, end: float) -> list[str]:
                    f"{escape(_tick_label(t))}</text>")
     for i, s in enumerate(panel.series):
         colour = PALETTE[i % len(PALETTE)]
-        path = [f"M{x(s.points[0][0])} {y(s.points[0][1])}"]
-        for t, v in s.points[1:]:
+        drawn = downsample(s.points, start, end, plot_w)
+        path = [f"M{x(drawn[0][0])} {y(drawn[0][1])}"]
+        for t, v in drawn[1:]:
             path.append(f"H{x(t)} V{y(v)}")
         path.append(f"H{x(end)}")
         out.append(f'<path d="{" ".join(path)}" fill="none" stroke="{colour}" stroke-width="2"/>')

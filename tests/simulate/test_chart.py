@@ -96,3 +96,13 @@ def test_chart_is_deterministic_and_handles_an_idle_run() -> None:
     """Same result, same bytes; a run where nothing used quota says so."""
     assert chart.render_svg(_result()) == chart.render_svg(_result())
     assert "No ClusterQueue used any quota." in chart.render_svg(result(end=0.0))
+
+
+def test_long_series_are_bounded_per_pixel_column_and_keep_their_peaks() -> None:
+    """A series with far more steps than pixels keeps at most four points per column, including its peak."""
+    points = (*((t * 0.01, (t * 7919) % 1000) for t in range(100_000)), (1000.0, 5000))
+    drawn = chart.downsample(points, 0.0, 1000.0, 100)
+    assert len(drawn) <= 4 * 101
+    assert max(v for _, v in drawn) == 5000 and (0.0, 0) in drawn
+    assert [t for t, _ in drawn] == sorted(t for t, _ in drawn)
+    assert chart.downsample(points[:50], 0.0, 1000.0, 100) == list(points[:50])
