@@ -10,6 +10,7 @@ from pathlib import Path
 import pygit2
 
 from gitopsq.audit.gitstore import git, resolve_target
+from gitopsq.audit.redact import redact_text
 from gitopsq.errors import AuditError
 
 
@@ -32,5 +33,6 @@ def open_audit_repository(target: str, branch: str) -> Iterator[pygit2.Repositor
                       cwd=Path(tmp))
         if fetched.returncode != 0:
             detail = fetched.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise AuditError(f"cannot fetch {branch} from {target}: {detail[-1] if detail else 'failed'}")
+            reason = redact_text(detail[-1] if detail else "failed")
+            raise AuditError(f"cannot fetch {branch} from {redact_text(target)}: {reason}")
         yield pygit2.Repository(tmp)

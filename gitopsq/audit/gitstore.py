@@ -25,6 +25,7 @@ from typing import Any
 import pygit2
 
 from gitopsq.audit.canonical import ChainHead, canonical_json, link_all
+from gitopsq.audit.redact import redact_text
 from gitopsq.audit.signing import SshSigner
 from gitopsq.errors import AuditError
 
@@ -234,12 +235,13 @@ _LOST_RACE = ("failed to update ref", "cannot lock ref", "incorrect old value", 
 
 
 def _last_line(stderr: bytes) -> str:
+    """git's last words, with any credential in a URL masked (they end up in logs and status)."""
     lines = [line for line in stderr.decode("utf-8", "replace").splitlines() if line.strip()]
-    return lines[-1].strip() if lines else "no detail from git"
+    return redact_text(lines[-1].strip()) if lines else "no detail from git"
 
 
 def _rejection(out: str) -> str:
     for line in out.splitlines():
         if line.startswith("!"):
-            return line.split("\t")[-1].strip()
-    return out.strip() or "rejected"
+            return redact_text(line.split("\t")[-1].strip())
+    return redact_text(out.strip()) or "rejected"

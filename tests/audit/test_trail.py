@@ -249,3 +249,4 @@ def test_a_push_refused_by_a_hook_is_reported_and_the_records_wait(remote: Path,
         hook.unlink()
         assert trail.flush(30)
     assert workload_names(remote) == ["w1"]
+

@@ -174,3 +174,17 @@ def test_verify_reads_the_branch_of_a_clone(branch: Path, tmp_path: Path) -> Non
     subprocess.run(["git", "clone", "-q", "--no-checkout", str(branch), str(clone)], check=True)
     result = CliRunner().invoke(command, ["verify", str(clone)])
     assert result.exit_code == 0, result.output
+
+
+def test_an_unreachable_url_is_reported_without_its_credentials() -> None:
+    """verify on a URL that cannot be fetched fails with exit 3 and an error that hides the URL's token."""
+    import socket
+
+    from gitopsq.errors import AuditError
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    result = CliRunner().invoke(command, ["verify", f"http://bot:s3cr3t-token@127.0.0.1:{port}/queues.git"])
+    assert isinstance(result.exception, AuditError)
+    assert "s3cr3t" not in str(result.exception) and "127.0.0.1" in str(result.exception)
