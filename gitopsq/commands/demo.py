@@ -29,6 +29,18 @@ def _queue_table(result: object) -> list[str]:
     return lines[start:end]
 
 
+def _pending(result: object, width: int = 110) -> list[str]:
+    """Why the workloads still pending at the end wait, in Kueue's words (wrapped at ``width`` columns)."""
+    import textwrap
+
+    waiting = sorted((k, w) for k, w in result.workloads.items() if w.state == "Pending")  # type: ignore[attr-defined]
+    lines = ["", f"Still pending at the end ({len(waiting)}):"] if waiting else []
+    for key, w in waiting:
+        lines.append(f"  {key}: {w.reason}")
+        lines += textwrap.wrap(w.message, width, initial_indent="    ", subsequent_indent="    ")
+    return lines
+
+
 def describe(outcome: object) -> str:
     """What happened and where to look, for a terminal."""
     from gitopsq.demo import DemoOutcome
@@ -37,7 +49,7 @@ def describe(outcome: object) -> str:
     lines = ["gitopsq demo: a queue-definition repository, synced, checked, simulated and audited — no cluster.", ""]
     lines += [f"  {_MARK[s.status]} {s.name:<10} {s.detail}" for s in outcome.steps]
     if outcome.result is not None:
-        lines += ["", *_queue_table(outcome.result)]
+        lines += ["", *_queue_table(outcome.result), *_pending(outcome.result)]
     lines += ["", "Where to look:", f"  repository     {outcome.repository}   (git -C {outcome.repository} log)"]
     if outcome.report is not None:
         lines.append(f"  report         {outcome.report}")

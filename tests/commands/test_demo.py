@@ -119,6 +119,7 @@ def test_readme_first_command_runs_on_the_embedded_template(tmp_path: Path) -> N
                    f"gitopsq audit verify {tmp_path / 'tour' / 'queues'}"):
         assert needle in out, needle
     assert "✗" not in out
+    assert "Still pending at the end (1):" in out and "ml-research/train-llama-70b: ExceedsMaxQuota" in out
     trace = json.loads(CliRunner().invoke(
         cli, ["simulate", str(tmp_path / "tour" / "queues" / "traces" / "sample.yaml"), "--output", "json"]).stdout)
     assert trace["summary"]["admitted"] > 0
