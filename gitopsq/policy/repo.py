@@ -1,88 +1,44 @@
 """``gitopsq.yaml`` as policies see it (``repo``), path ownership, and signing-key fingerprints.
 
-`normalise_repo_config` is tolerant: validating the file is the manifest loader's job (docs/config.md); this
-module only shapes what the loader accepted into the form documented under "As policies see it", so that
-expressions never need ``has()`` for an optional list.
+The shape comes from the manifest loader (`gitopsq.manifests.config`, ``RepoConfig.as_policy_dict``), and path
+ownership and key fingerprints use its functions too: one set of rules for what a path or a key means.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
-import re
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 from typing import Any
 
-from gitopsq.policy import functions as fn
+import yaml
+
+from gitopsq.api.quantity import QuantityError, parse_quantity
+from gitopsq.manifests import paths
+from gitopsq.manifests.config import parse_config
+from gitopsq.manifests.config_model import CONFIG_PATH, key_fingerprint
+
+__all__ = ["key_fingerprint", "normalise_repo_config", "owner_of_path", "path_matches"]
 
 SIGNING_MODES = ("required", "optional", "off")
-_GPG_FINGERPRINT = re.compile(r"^[0-9A-Fa-f]{16,40}$")
-
-
-@lru_cache(maxsize=1024)
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """``*``/``?`` stay in one segment, ``**`` spans segments, a trailing ``/`` covers everything below."""
-    while pattern.startswith(("./", "/")):
-        pattern = pattern[2:] if pattern.startswith("./") else pattern[1:]
-    if pattern.endswith("/"):
-        pattern += "**"
-    out: list[str] = []
-    segments = pattern.split("/")
-    for index, segment in enumerate(segments):
-        last = index == len(segments) - 1
-        if segment == "**":
-            out.append(".*" if last else "(?:[^/]+/)*")
-            continue
-        part = "".join("[^/]*" if ch == "*" else "[^/]" if ch == "?" else re.escape(ch) for ch in segment)
-        out.append(part if last else part + "/")
-    return re.compile("^" + "".join(out) + "$")
 
 
 def path_matches(path: str, patterns: Sequence[str]) -> bool:
-    return any(glob_regex(p).match(path) for p in patterns)
-
-
-def _literal_length(pattern: str) -> int:
-    found = re.search(r"[*?\[]", pattern)
-    return len(pattern) if found is None else found.start()
+    """Whether ``path`` matches any pattern, with gitopsq.yaml's path rules (`gitopsq.manifests.paths`)."""
+    return any(paths.matches(path, p) for p in patterns)
 
 
 def owner_of_path(repo: Mapping[str, Any], path: str) -> str | None:
-    """The team owning ``path``: the matching pattern with the longest literal prefix wins (docs/config.md)."""
-    if path == "gitopsq.yaml" and repo.get("platformTeam"):
+    """The team owning ``path`` in a normalised ``repo``: the most specific matching pattern wins, and
+    gitopsq.yaml is the platform team's (docs/config.md rule 4 and 6, the same code as the manifest loader)."""
+    if path == CONFIG_PATH and repo.get("platformTeam"):
         return str(repo["platformTeam"])
-    best: tuple[int, str] | None = None
+    best: tuple[tuple[int, int], str] | None = None
     for team in repo.get("teams", []):
         for pattern in team.get("paths", []):
-            if glob_regex(pattern).match(path):
-                score = _literal_length(pattern)
+            if paths.matches(path, pattern):
+                score = paths.specificity(pattern)
                 if best is None or score > best[0]:
                     best = (score, team["name"])
     return best[1] if best else None
-
-
-def key_fingerprint(key: str) -> str:
-    """Normalise a signing key to the fingerprint form the source layer reports.
-
-    A GPG fingerprint becomes upper-case hex; an SSH public key (``type base64 comment``) becomes
-    ``SHA256:<unpadded base64 of the SHA-256 of the key blob>``, as ``ssh-keygen -l`` prints it.
-    """
-    text = key.strip()
-    compact = text.replace(" ", "")
-    if _GPG_FINGERPRINT.match(compact):
-        return compact.upper()
-    if text.startswith("SHA256:"):
-        return text
-    parts = text.split()
-    if len(parts) >= 2:
-        try:
-            blob = base64.b64decode(parts[1], validate=True)
-        except (binascii.Error, ValueError):
-            return text
-        return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
-    return text
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -101,14 +57,32 @@ def _maintainer(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 def _quantity_or_text(value: Any) -> str:
     try:
-        return fn.quantity(str(value))
-    except fn.CelFunctionError:
+        return str(parse_quantity(value))
+    except QuantityError:
         return str(value)
 
 
-def normalise_repo_config(raw: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The normalised ``repo`` variable: optional lists present, quantities canonical, lookup maps added."""
+def normalise_repo_config(raw: Mapping[str, Any] | Any | None) -> dict[str, Any]:
+    """The normalised ``repo`` variable (docs/config.md "As policies see it").
+
+    A parsed `RepoConfig` gives its own ``as_policy_dict()``. A raw dict goes through the same parser
+    (`gitopsq.manifests.config`); only a dict that parser cannot use at all is shaped leniently here, so that
+    policies still run while the configuration's own findings are reported elsewhere.
+    """
+    if raw is not None and hasattr(raw, "as_policy_dict"):
+        view: dict[str, Any] = raw.as_policy_dict()
+        return view
     raw = raw or {}
+    try:
+        parsed = parse_config(yaml.safe_dump(dict(raw), sort_keys=False).encode()).config
+    except yaml.YAMLError:
+        parsed = None
+    if parsed is not None:
+        return parsed.as_policy_dict()
+    return _lenient(raw)
+
+
+def _lenient(raw: Mapping[str, Any]) -> dict[str, Any]:
     teams = []
     for team in raw.get("teams") or []:
         if not isinstance(team, Mapping):
@@ -144,7 +118,8 @@ def normalise_repo_config(raw: Mapping[str, Any] | None) -> dict[str, Any]:
         "trustZones": zones,
         "trustZonesByName": {z["name"]: z for z in zones},
         "signing": {"mode": str(signing.get("mode") or "off")},
-        "audit": dict(raw.get("audit") or {}),
+        "audit": {"repository": "", "branch": "gitopsq/audit", "batchSeconds": 5, "batchRecords": 500,
+                  **_mapping(raw.get("audit"))},
         "policies": {"disabled": _strings(policies.get("disabled"))},
         "admission": dict(raw.get("admission") or {}),
         "namespaceOwner": {ns: t["name"] for t in teams for ns in t["namespaces"]},

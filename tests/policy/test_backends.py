@@ -38,7 +38,7 @@ def test_runtime_error_is_a_value(backend: str, expression: str) -> None:
 ], ids=["just under the budget", "at the budget"])
 def test_iteration_budget_is_the_same_on_both_backends(backend: str, size: int, stopped: bool) -> None:
     """Comprehension iterations are bounded at cel-cpp's 10,000 on either backend."""
-    outcome = _run(backend, "object.all(x, x >= 0)", {"object": list(range(size))})
+    outcome = _run(backend, "object.all(x, true)", {"object": list(range(size))})
     assert outcome.over_budget is stopped  # type: ignore[attr-defined]
 
 

@@ -6,7 +6,9 @@ import base64
 import hashlib
 
 import pytest
+import yaml
 
+from gitopsq.manifests.config import parse_config
 from gitopsq.policy import SourcedObject, build_policy_input, diff_revisions, find_duplicates, normalise_repo_config
 from gitopsq.policy.model import Operation
 from gitopsq.policy.repo import key_fingerprint, owner_of_path
@@ -72,11 +74,28 @@ def test_most_specific_pattern_wins() -> None:
 
 
 def test_normalised_repo_has_lookup_maps_and_defaults() -> None:
-    """The ``repo`` variable has optional lists present, canonical quantities and lookup maps."""
-    repo = normalise_repo_config(repo_config(signing=None, trustZones=None))
-    assert repo["signing"]["mode"] == "off" and repo["trustZones"] == []
-    assert repo["capacity"]["default"] == {"cpu": "100", "memory": "429496729600"}
+    """The ``repo`` variable has optional lists present, defaults filled and lookup maps added."""
+    config = repo_config()
+    del config["signing"], config["trustZones"]
+    repo = normalise_repo_config(config)
+    assert repo["signing"]["mode"] == "off" and repo["trustZones"] == [] and repo["cohortZone"] == {}
+    assert repo["capacity"]["default"] == {"cpu": "100", "memory": "400Gi"}
     assert repo["namespaceOwner"]["team-a-dev"] == "team-a" and repo["teamsByName"]["platform"]["namespaces"] == []
+
+
+def test_raw_and_parsed_configuration_give_the_same_repo() -> None:
+    """A raw gitopsq.yaml dict and the manifest loader's RepoConfig normalise to the same ``repo`` value."""
+    parsed = parse_config(yaml.safe_dump(repo_config()).encode()).config
+    assert parsed is not None
+    assert normalise_repo_config(parsed) == normalise_repo_config(repo_config()) == parsed.as_policy_dict()
+
+
+def test_unusable_configuration_still_gives_a_repo() -> None:
+    """A configuration the loader cannot use is shaped leniently, so policies run while the loader reports it."""
+    repo = normalise_repo_config({"teams": [{"name": "a", "paths": ["teams/a/**"], "namespaces": ["a"]}],
+                                  "include": "not-a-list", "capacity": {"x": {"cpu": 4}}})
+    assert repo["namespaceOwner"] == {"a": "a"} and repo["capacity"] == {"x": {"cpu": "4"}}
+    assert repo["signing"] == {"mode": "off"}
 
 
 def test_ssh_key_fingerprint_matches_ssh_keygen_format() -> None:
