@@ -117,8 +117,10 @@ class JobReconciler:
         for integration in self.integrations:
             for job in self.cache.items(integration.resource):
                 meta = job.get("metadata") or {}
+                if meta.get("deletionTimestamp"):
+                    continue  # being deleted: its Workload goes now, its quota with it
                 live_uids.add(f"{meta.get('namespace')}/{meta.get('uid')}")
-                if QUEUE_LABEL not in (meta.get("labels") or {}) or meta.get("deletionTimestamp"):
+                if QUEUE_LABEL not in (meta.get("labels") or {}):
                     continue
                 try:
                     self._job(integration, job, owned.get(f"{meta['namespace']}/{meta['uid']}", []))
