@@ -152,7 +152,7 @@ class _Session:
                 "oldObject": b.convert(dict(change.old_object) if change and change.old_object else None),
                 "operation": change.operation.value if change else None,
                 "path": change.path if change else None,
-                "owner": b.convert(repo["teamsByName"].get(owner_name) if owner_name else None),
+                "owner": b.convert(repo.get("teamsByName", {}).get(owner_name) if owner_name else None),
                 "request": b.convert(self.request(change) if change else None),
                 "changes": b.convert([self.request(c) for c in matched]),
             }

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gitopsq.policy import SourcedObject, build_policy_input, evaluate, format_verdict, parse_policies
-from gitopsq.policy.model import Policy
+from gitopsq.policy.model import Change, ObjectKey, Operation, Policy, PolicyInput
 
 from .helpers import BACKENDS, PLATFORM_KEY, TEAM_A_KEY, cluster_queue, local_queue, repo_config, signed_commit
 
@@ -124,3 +124,15 @@ def test_repository_policy_can_be_disabled_freely() -> None:
     pi = build_policy_input([], [SourcedObject("teams/a/q.yaml", cluster_queue("team-a-9"))], config, config,
                             commit=signed_commit("ann@example.com", TEAM_A_KEY))
     assert evaluate([mine], pi, "cel-python") == ()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_hand_built_input_without_a_repository_is_evaluated(backend: str) -> None:
+    """A PolicyInput built by hand (the admission webhook's Jobs) with an empty ``repo`` evaluates, never crashes."""
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "team-a"}}
+    change = Change(Operation.CREATE, "cluster/team-a/jobs/j", ObjectKey.of(job), job, None)
+    policy = _policy("  match: {kinds: [Job]}\n  validations:\n"
+                     "    - expression: \"owner == null && has(object.metadata.labels)\"\n"
+                     "      message: needs labels\n")
+    (verdict,) = evaluate([policy], PolicyInput(changes=(change,), desired={}, repo={}), backend)
+    assert verdict.denies and verdict.message == "needs labels"
