@@ -11,7 +11,8 @@ Steps, each reported as a `Step` (ok, failed, or unavailable — never faked):
 5. **audit**: record the sync and every admission, preemption, eviction and completion on the audit branch
    gitopsq.yaml names (default ``gitopsq/audit``) through `AuditTrail`, at the simulated times (t=0 is the commit
    time);
-6. **report**: write ``report.txt`` (timeline and per-ClusterQueue table) and ``usage.html`` / ``usage.svg``.
+6. **report**: write ``report.txt`` (timeline and per-ClusterQueue table), ``result.json`` (the ``simulate
+   --output json`` object) and ``usage.html`` / ``usage.svg``.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class DemoOutcome:
     result: Any = None  # gitopsq.simulate.result.Result once the simulation ran
     scenario: Any = None  # the replayed gitopsq.simulate.scenario.Scenario (with the repository's objects)
     report: Path | None = None
+    result_json: Path | None = None
     charts: tuple[Path, ...] = ()
     audit_branch: str | None = None
     audit_records: int = 0
@@ -259,9 +261,12 @@ def _audit(outcome: DemoOutcome, start: datetime, config: Any) -> None:
 def _report(outcome: DemoOutcome, objects: list[Any]) -> None:
     from gitopsq.simulate import chart
     from gitopsq.simulate.report import render_text
+    from gitopsq.simulate.result import to_json
 
     outcome.report = outcome.directory / "report.txt"
     outcome.report.write_text(render_text(outcome.result) + "\n", encoding="utf-8")
+    outcome.result_json = outcome.directory / "result.json"
+    outcome.result_json.write_text(to_json(outcome.result) + "\n", encoding="utf-8")
     nominal = chart.nominal_quotas(objects)
     paths = []
     for suffix in (".html", ".svg"):
@@ -269,7 +274,8 @@ def _report(outcome: DemoOutcome, objects: list[Any]) -> None:
         path.write_text(chart.render_chart(outcome.result, suffix, nominal), encoding="utf-8")
         paths.append(path)
     outcome.charts = tuple(paths)
-    outcome.add("report", OK, f"wrote {outcome.report.name} and {', '.join(p.name for p in paths)}")
+    written = [outcome.report.name, outcome.result_json.name, *(p.name for p in paths)]
+    outcome.add("report", OK, f"wrote {', '.join(written)}")
 
 
 def write_chart(result: Any, path: Path, objects: list[Any] | None = None) -> Path:

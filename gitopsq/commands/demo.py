@@ -53,6 +53,8 @@ def describe(outcome: object) -> str:
     lines += ["", "Where to look:", f"  repository     {outcome.repository}   (git -C {outcome.repository} log)"]
     if outcome.report is not None:
         lines.append(f"  report         {outcome.report}")
+    if outcome.result_json is not None:
+        lines.append(f"  result (JSON)  {outcome.result_json}")
     for chart in outcome.charts:
         lines.append(f"  chart          {chart}")
     if outcome.audit_branch:

@@ -84,14 +84,16 @@ def test_audit_records_sit_at_simulated_times_from_the_start() -> None:
     assert recs[2].data["reason"] == "InClusterQueue"
 
 
-def test_demo_writes_report_and_self_contained_charts(tmp_path: Path) -> None:
-    """report.txt holds the timeline and table; usage.html and usage.svg need no network and no script."""
+def test_demo_writes_report_json_and_self_contained_charts(tmp_path: Path) -> None:
+    """report.txt holds timeline and table, result.json the JSON result; the charts need no network or script."""
     outcome = run_demo(tmp_path / "demo", _template(tmp_path), now=START)
     report = (outcome.directory / "report.txt").read_text(encoding="utf-8")
     assert "Timeline:" in report and "ClusterQueues:" in report and "team-a/high" in report
     for name in ("usage.html", "usage.svg"):
         text = (outcome.directory / name).read_text(encoding="utf-8")
         assert "<script" not in text and "team-a-cq" in text
+    result = json.loads((outcome.directory / "result.json").read_text(encoding="utf-8"))
+    assert result["summary"]["preempted"] == 1 and set(result) == {"events", "final", "summary"}
 
 
 def test_demo_refuses_a_directory_that_is_not_empty(tmp_path: Path) -> None:
