@@ -48,7 +48,7 @@ class KueueMetrics:
         self.reserved_wait = histogram("kueue_quota_reserved_wait_time_seconds", "Creation to quota reservation", pc)
         self.admission_wait = histogram("kueue_admission_wait_time_seconds", "Creation to admission", pc)
         self.pending = gauge("kueue_pending_workloads", "Pending workloads", ["cluster_queue", "status"])
-        self.finished = gauge("kueue_finished_workloads", "Finished workloads", ["cluster_queue"])
+        self.finished = _FinishedGauge(self.registry, self.role)
         self.reserving = gauge("kueue_reserving_active_workloads", "Workloads holding quota", ["cluster_queue"])
         self.admitted_active = gauge("kueue_admitted_active_workloads", "Admitted, unfinished workloads",
                                      ["cluster_queue"])
@@ -111,8 +111,9 @@ class KueueMetrics:
         """Gauges from the tallies queue_status.py computed; ``reasons`` = (cluster queue, pending reason)."""
         for g in (self.pending, self.reserving, self.admitted_active, self.cq_status, self.unadmitted, self.cq_info,
                   self.reservation, self.usage, self.nominal, self.borrowing, self.lending, self.lq_pending,
-                  self.lq_reserving, self.lq_admitted, self.finished):
+                  self.lq_reserving, self.lq_admitted):
             g.clear()
+        self.finished.values = dict(finished)
         role = self.role
         for name, spec in topology.queues.items():
             t = cq_tally[name]
@@ -120,7 +121,6 @@ class KueueMetrics:
             self.pending.labels(name, "active", role).set(0)
             self.reserving.labels(name, role).set(t.reserving)
             self.admitted_active.labels(name, role).set(t.admitted)
-            self.finished.labels(name, role).set(finished.get(name, 0))
             for status in ("pending", "active", "terminating"):
                 self.cq_status.labels(name, status, role).set(int(status == ("active" if spec.active else "pending")))
             cohort = spec.cohort or ""
@@ -148,6 +148,26 @@ class KueueMetrics:
             self.lq_pending.labels(name, ns, "inadmissible", role).set(t.pending)
             self.lq_reserving.labels(name, ns, role).set(t.reserving)
             self.lq_admitted.labels(name, ns, role).set(t.admitted)
+
+
+class _FinishedGauge:
+    """``kueue_finished_workloads{cluster_queue}``: a gauge sharing its name with the counter
+    ``kueue_finished_workloads_total``, which prometheus_client's own Gauge refuses; served by a collector
+    without ``describe`` so the registry does not check the name."""
+
+    def __init__(self, registry: CollectorRegistry, role: str) -> None:
+        self.values: dict[str, int] = {}
+        self.role = role
+        registry.register(self)  # type: ignore[arg-type]
+
+    def collect(self) -> Iterable[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        family = GaugeMetricFamily("kueue_finished_workloads", "Finished workloads still present",
+                                   labels=["cluster_queue", "replica_role"])
+        for cq, n in sorted(self.values.items()):
+            family.add_metric([cq, self.role], n)
+        yield family
 
 
 class SyncMetrics:

@@ -19,9 +19,9 @@ FAST = LoopOptions(qps=200, burst=400, resync=1.0, message_refresh=0.0, queue_st
 
 
 class RunningLoop:
-    def __init__(self, envtest: Envtest, options: LoopOptions = FAST) -> None:
+    def __init__(self, envtest: Envtest, options: LoopOptions = FAST, metrics: Any = None) -> None:
         self.api_client = envtest.api_client()
-        self.loop = AdmissionLoop(self.api_client, options)
+        self.loop = AdmissionLoop(self.api_client, options, metrics=metrics)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.loop.run, args=(self.stop, lambda: True), daemon=True)
 
