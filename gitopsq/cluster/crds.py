@@ -74,9 +74,7 @@ def is_gitopsq_managed(crd: dict[str, Any]) -> bool:
         return True
     # status entries belong to kube-apiserver itself (Established, NamesAccepted): not an owner of the CRD
     managers = {
-        str(entry.get("manager", ""))
-        for entry in metadata.get("managedFields") or []
-        if not entry.get("subresource")
+        str(entry.get("manager", "")) for entry in metadata.get("managedFields") or [] if not entry.get("subresource")
     }
     return managers == {FIELD_MANAGER}
 
@@ -144,7 +142,7 @@ def install_crds(
         applied = client.apply(crd, dry_run=dry_run)
         if live is None:
             action = CrdAction.CREATED
-        elif applied["metadata"].get("resourceVersion") == live["metadata"].get("resourceVersion"):
+        elif _same(applied, live, dry_run=dry_run):
             action = CrdAction.UNCHANGED
         else:
             action = CrdAction.UPDATED
@@ -152,6 +150,17 @@ def install_crds(
     if not dry_run:
         wait_established(client, [o.name for o in outcomes], timeout=timeout)
     return CrdReport(tuple(outcomes))
+
+
+def _same(applied: dict[str, Any], live: dict[str, Any], *, dry_run: bool) -> bool:
+    if not dry_run:  # a real apply that changed nothing keeps the resourceVersion
+        return bool(applied["metadata"].get("resourceVersion") == live["metadata"].get("resourceVersion"))
+    # a server-side dry run returns the would-be object without a new resourceVersion: compare content
+    return bool(
+        applied.get("spec") == live.get("spec")
+        and applied["metadata"].get("labels") == live["metadata"].get("labels")
+        and applied["metadata"].get("annotations") == live["metadata"].get("annotations")
+    )
 
 
 def _foreign_note(live: dict[str, Any]) -> str:

@@ -327,3 +327,17 @@ def test_install_crds_command_dry_run_creates_nothing(envtest: Envtest) -> None:
     assert done.returncode == 0, done.stderr
     assert "customresourcedefinition/clusterqueues.kueue.x-k8s.io" in done.stdout
     assert "(server dry run)" in done.stdout
+
+
+def test_dry_run_reports_a_pending_update_without_making_it(kueue_crds: Envtest) -> None:
+    """A changed bundled CRD under --dry-run is reported as updated while the live CRD stays as it was."""
+    (changed,) = [c for c in bundled_crds() if c["metadata"]["name"] == "workloadpriorityclasses.kueue.x-k8s.io"]
+    changed["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["description"] = "edited for a dry run"
+    with kueue_crds.api_client() as api:
+        before = client.ApiextensionsV1Api(api).read_custom_resource_definition(changed["metadata"]["name"])
+        (dry,) = install_crds(api, crds=[changed], dry_run=True).outcomes
+        (same,) = install_crds(api, crds=[c for c in bundled_crds() if c["metadata"]["name"] == dry.name],
+                               dry_run=True).outcomes  # fmt: skip
+        after = client.ApiextensionsV1Api(api).read_custom_resource_definition(changed["metadata"]["name"])
+    assert (dry.action, same.action) == (CrdAction.UPDATED, CrdAction.UNCHANGED)
+    assert after.metadata.resource_version == before.metadata.resource_version
