@@ -246,6 +246,8 @@ def _regex(pattern: str) -> Any:
             compiled = re2.compile(pattern)
         except re2.error as err:
             raise CelFunctionError(f"invalid regular expression {pattern!r}: {err}") from err
+        if len(_REGEX_CACHE) >= 1024:  # patterns may come from data; keep the cache bounded
+            _REGEX_CACHE.clear()
         _REGEX_CACHE[pattern] = compiled
     return compiled
 
