@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
@@ -65,11 +65,13 @@ class SyncLoop:
 
     name = "sync"
 
-    def __init__(self, syncer: Syncer, options: SyncOptions, *, interval: float, max_backoff: float = 300.0,
-                 on_result: Callable[[Any], None] | None = None) -> None:
+    def __init__(self, syncer: Syncer, options: SyncOptions, *, interval: float, drift_interval: float = 300.0,
+                 max_backoff: float = 300.0, on_result: Callable[[Any], None] | None = None) -> None:
         self.syncer = syncer
         self.options = options
         self.interval = interval
+        self.drift_interval = drift_interval  # polls in between only look at Git (Flux: source vs apply interval)
+        self._last_drift_check: float | None = None
         self.max_backoff = max_backoff
         self.stats = SyncStats()
         self._wake = threading.Event()
@@ -98,8 +100,12 @@ class SyncLoop:
 
     def once(self) -> Any:
         self.stats.passes += 1
+        now = time.monotonic()
+        check = self._last_drift_check is None or now - self._last_drift_check >= self.drift_interval
         try:
-            result = self.syncer.sync(self.options)
+            result = self.syncer.sync(replace(self.options, drift_check=check))
+            if check and result.outcome in ("applied", "unchanged"):
+                self._last_drift_check = now
             outcome, error = result.outcome, result.error
         except GitopsqError as err:
             result, outcome, error = None, "failed", str(err)

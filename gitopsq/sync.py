@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from gitopsq import logs
 from gitopsq.api.model import ObjectKey
-from gitopsq.cluster.apply import Execution, Executor, KubeRest, read_live
+from gitopsq.cluster.apply import Execution, Executor, KubeRest, read_live, read_objects
 from gitopsq.cluster.status import SourceRef, SourceState, StatusStore, build_status
 from gitopsq.errors import EXIT_OK, EXIT_REJECTED, EXIT_RUNTIME, ClusterError, SourceError
 from gitopsq.plan.inventory import Inventory, InventoryFormatError, version_of
@@ -29,6 +29,8 @@ def _log() -> Any:
     """The logger, looked up at use: a module-level bound logger would freeze the configuration of import time."""
     return logs.get("sync")
 SyncOutcome = Literal["applied", "unchanged", "rejected", "failed"]
+TARGETED_READ_LIMIT = 200  # above this many changed objects, LISTs beat one GET each
+PROGRESS_THRESHOLD = 20  # plans with more writes than this first mark the GitSource Reconciling
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +58,7 @@ class SyncOptions:
     prune: bool = True
     dry_run: bool = False
     allow_empty: bool = False
+    drift_check: bool = True  # False: when the revision is the applied one, trust the last check and read no live
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,8 @@ class Syncer:
         self.audit = audit
         self._validated: tuple[str, Validated] | None = None
         self._applied_docs: tuple[str, Mapping[ObjectKey, Mapping[str, Any]]] | None = None
+        # (revision, key -> resourceVersion at which live was seen equal to that revision's desired object)
+        self._verified: tuple[str, dict[ObjectKey, str]] | None = None
 
     # -- pipeline --------------------------------------------------------------------------------------------
 
@@ -114,24 +119,28 @@ class Syncer:
         timings["validate"] = time.perf_counter() - started
         if validated.rejected:
             return self._rejected(sha, state, validated, options)
+        if not options.drift_check and not options.dry_run and sha == state.last_applied and _ready(state) \
+                and self._verified is not None and self._verified[0] == sha:
+            return SyncResult("unchanged", sha, False, validated=validated, timings=timings)
         try:
             inventory = Inventory.from_status((state.status or {}).get("inventory"))
         except InventoryFormatError as err:
             raise ClusterError(f"GitSource {self.store.ref} has an unreadable inventory: {err}") from err
         docs = validated.documents
-        keys = {(key_of_document(d), version_of(str(d.get("apiVersion")))) for d in docs}
-        keys |= {(e.key, e.version) for e in inventory.entries}
-        live = read_live(self.rest, keys)
+        live, assumed = self._read_live(sha, state, docs, inventory)
         plan = build_plan(sha, docs, live, inventory, prune=options.prune, allow_empty=options.allow_empty,
-                          previous=self._previous(sha, state, validated))
+                          previous=self._previous(sha, state, validated), assume_unchanged=assumed)
         timings["plan"] = time.perf_counter() - started
         if options.dry_run:
             execution = self.executor.execute(plan, dry_run=True)
             return SyncResult("applied" if execution.ok else "failed", sha, True, plan, execution, validated,
                               timings=timings)
         if plan.is_noop and not plan.conflicts and state.last_applied == sha and _ready(state):
-            return SyncResult("unchanged", sha, False, plan, Execution(False), validated, timings=timings)
-        if plan.applies or plan.prunes:
+            nothing = Execution(False)
+            self._applied_docs = (sha, {key_of_document(d): d for d in docs})
+            self._remember_verified(sha, plan, nothing, live)
+            return SyncResult("unchanged", sha, False, plan, nothing, validated, timings=timings)
+        if len(plan.applies) + len(plan.prunes) > PROGRESS_THRESHOLD:  # long enough for Reconciling to mean much
             self.store.write(state, build_status(state.status, outcome="progressing", now=self.clock(),
                                                  generation=state.generation, attempted=sha,
                                                  message=f"Applying revision {sha}"))
@@ -143,8 +152,56 @@ class Syncer:
         self._report(state, result, inventory_after(plan, set(execution.applied), set(execution.pruned)))
         if execution.ok:
             self._applied_docs = (sha, {key_of_document(d): d for d in docs})
+            self._remember_verified(sha, plan, execution, live)
+        else:
+            self._verified = None
         timings["status"] = time.perf_counter() - started
         return result
+
+    def _read_live(self, sha: str, state: SourceState, docs: tuple[Mapping[str, Any], ...],
+                   inventory: Inventory) -> tuple[dict[ObjectKey, Any], frozenset[ObjectKey]]:
+        """Live objects for the plan, and the keys that need no diff.
+
+        1. Warm, new revision: GET only the objects that changed in Git, are new, or leave; the rest are
+           assumed unchanged (drift on them is found by the next no-change reconcile).
+        2. Warm, same revision: LIST everything, but skip the diff where the resourceVersion is the one seen
+           equal last time.
+        3. Cold (first pass of this process): LIST and diff everything.
+        """
+        versions = {key_of_document(d): version_of(str(d.get("apiVersion"))) for d in docs}
+        inventory_keys = inventory.by_key()
+        all_keys = set(versions.items()) | {(e.key, e.version) for e in inventory.entries}
+        verified = self._verified if self._verified is not None and self._verified[0] == state.last_applied \
+            else None
+        applied = self._applied_docs[1] if self._applied_docs is not None and \
+            self._applied_docs[0] == state.last_applied else None
+        if verified is not None and applied is not None and sha != state.last_applied:
+            changed = {k for k, d in zip(versions, docs, strict=True)
+                       if k not in inventory_keys or applied.get(k) != d or k not in verified[1]}
+            changed |= set(inventory_keys) - set(versions)
+            if len(changed) <= TARGETED_READ_LIMIT:
+                live = read_objects(self.rest, [(k, v) for k, v in all_keys if k in changed])
+                return live, frozenset(set(versions) - changed)
+        live = read_live(self.rest, all_keys)
+        if verified is None or sha != state.last_applied:
+            return live, frozenset()
+        same = {k for k, rv in verified[1].items()
+                if ((live.get(k) or {}).get("metadata") or {}).get("resourceVersion") == rv}
+        return live, frozenset(same)
+
+    def _remember_verified(self, sha: str, plan: Plan, execution: Execution, live: Mapping[ObjectKey, Any]) -> None:
+        old = self._verified[1] if self._verified is not None else {}
+        seen: dict[ObjectKey, str] = {}
+        for key in plan.unchanged:
+            obj = live.get(key)
+            rv = (obj or {}).get("metadata", {}).get("resourceVersion") if obj is not None else old.get(key)
+            if rv:
+                seen[key] = rv
+        for key, obj in execution.live_after.items():
+            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            if rv:
+                seen[key] = rv
+        self._verified = (sha, seen)
 
     def _validate(self, sha: str, state: SourceState) -> Validated:
         if self._validated is not None and self._validated[0] == sha:

@@ -17,6 +17,8 @@ from gitopsq.errors import UsageError
 @click.option("--repo", required=True, help="Git URL (https, ssh, file) or local path of the queue repository.")
 @click.option("--branch", default="main", show_default=True, help="Branch (or tag) to follow.")
 @click.option("--interval", default="30s", show_default=True, help="Poll interval (Go duration: 30s, 1m, ...).")
+@click.option("--drift-interval", default="5m", show_default=True,
+              help="How often a poll also compares every live object with Git and corrects drift.")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
               help="Kubeconfig file [default: in-cluster service account, $KUBECONFIG, ~/.kube/config].")
 @click.option("--context", default=None, help="Kubeconfig context to use.")
@@ -41,8 +43,9 @@ from gitopsq.errors import UsageError
 @click.option("--identity", default=None, help="Leader-election identity [default: hostname_pid].")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Where remote mirrors live.")
 @click.option("--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True)
-def command(*, repo: str, branch: str, interval: str, kubeconfig: str | None, context: str | None, sync_only: bool,
-            admission_only: bool, webhook_secret_file: str | None, health_addr: str, metrics_addr: str,
+def command(*, repo: str, branch: str, interval: str, drift_interval: str, kubeconfig: str | None,
+            context: str | None, sync_only: bool, admission_only: bool, webhook_secret_file: str | None,
+            health_addr: str, metrics_addr: str,
             source_name: str | None, namespace: str, prune: bool, leader_elect: bool, lease_name: str,
             lease_duration: str, renew_deadline: str, retry_period: str, identity: str | None,
             cache_dir: str | None, log_format: str) -> None:
@@ -66,6 +69,7 @@ def command(*, repo: str, branch: str, interval: str, kubeconfig: str | None, co
         raise UsageError("the admission loop is not part of this build yet; run with --sync-only")
     try:
         poll = parse_duration(interval)
+        drift = parse_duration(drift_interval)
         lease = LeaseConfig(namespace, lease_name, identity or f"{socket.gethostname()}_{os.getpid()}",
                             parse_duration(lease_duration), parse_duration(renew_deadline),
                             parse_duration(retry_period))
@@ -80,7 +84,8 @@ def command(*, repo: str, branch: str, interval: str, kubeconfig: str | None, co
     rest = KubeRest(api_client)
     syncer = Syncer(source, rest, SourceRef(namespace, source_name or default_source_name(repo)), url=source.display)
     metrics = _Metrics(metrics_addr)
-    loop = SyncLoop(syncer, SyncOptions(rev=branch, prune=prune), interval=poll, on_result=metrics.observe)
+    loop = SyncLoop(syncer, SyncOptions(rev=branch, prune=prune), interval=poll, drift_interval=drift,
+                    on_result=metrics.observe)
     runnables: list[Runnable] = [loop]  # the admission loop joins this list (issue 6)
     elector = LeaderElector(KubeRest(api_client), lease) if leader_elect else None
     controller = Controller(runnables, elector)

@@ -123,10 +123,16 @@ def build_plan(
     prune: bool = True,
     allow_empty: bool = False,
     previous: Mapping[ObjectKey, Mapping[str, Any]] | None = None,
+    assume_unchanged: frozenset[ObjectKey] = frozenset(),
 ) -> Plan:
     """Pair desired, live and inventory (module docstring) into a Plan. ``live`` maps a key to the object the
     API returned, or to None / nothing when it does not exist. Raises ValueError on duplicate desired keys
-    (validation rejects those before a plan is built)."""
+    (validation rejects those before a plan is built).
+
+    ``assume_unchanged`` names keys the caller vouches for (it saw them equal to the same desired document at
+    the same resourceVersion, or they did not change in Git since it last did): when live, they are unchanged
+    without a diff, which keeps a no-change reconcile of thousands of objects cheap. For such a key, absence
+    from ``live`` means "not read" (the caller skipped the GET), while a None value still means "gone"."""
     wanted: dict[ObjectKey, Mapping[str, Any]] = {}
     for doc in desired:
         key = key_of_document(doc)
@@ -143,6 +149,9 @@ def build_plan(
         body, dropped = strip_foreign_markers(doc)
         if current is not None and (manager := foreign_manager(current)) is not None:
             conflicts.append(Conflict(key, manager, "apply"))
+            continue
+        if key in assume_unchanged and key in in_inventory and (current is not None or key not in live):
+            unchanged.append(key)
             continue
         action = _apply_action(key, body, dropped, current=current, in_inventory=in_inventory, previous=previous)
         if action is None:

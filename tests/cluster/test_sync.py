@@ -286,7 +286,8 @@ def test_dry_run_writes_nothing(rig: Envtest, repo: QueueRepo) -> None:
 def test_partial_failure_is_reported_and_retried(rig: Envtest, repo: QueueRepo) -> None:
     """An object the API refuses fails the sync (others applied, prunes held); the next sync completes it."""
     missing = f"{repo.tag}-later"
-    repo.write("queues/extra.yaml", repo.lq(missing).replace(f"clusterQueue: {missing}", f"clusterQueue: {repo.team_a}"))
+    queue = repo.lq(missing).replace(f"clusterQueue: {missing}", f"clusterQueue: {repo.team_a}")
+    repo.write("queues/extra.yaml", queue)
     repo.commit("queue in a namespace nobody created")
     syncer = make_syncer(rig, repo)
     result = syncer.sync()
@@ -325,3 +326,33 @@ def test_sync_completes_across_an_api_server_restart(rig: Envtest, repo: QueueRe
     assert result.outcome == "applied", result.to_json()
     assert result.execution.retries > 0
     assert all(cq_live(rig, f"{repo.tag}-many-{i}") is not None for i in range(30))
+
+
+def test_warm_syncer_reads_only_what_changed_and_checks_drift_when_asked(rig: Envtest, repo: QueueRepo) -> None:
+    """A long-lived syncer applies a one-object commit by reading that object alone; drift is found on the
+    drift-checking pass, not on a Git-only poll."""
+    reads: list[str] = []
+
+    class CountingRest(KubeRest):
+        def request(self, method: str, path: str, **kw: Any) -> Any:
+            if method == "GET" and "kueue.x-k8s.io" in path:
+                reads.append(path)
+            return super().request(method, path, **kw)
+
+    syncer = make_syncer(rig, repo, CountingRest(rig.api_client()))
+    assert syncer.sync().outcome == "applied"
+    repo.write("queues/team-b.yaml", repo.cq(repo.team_b, cpu="7") + repo.lq(repo.team_b))
+    repo.commit("team-b: 7")
+    reads.clear()
+    changed = syncer.sync()
+    assert [a.key.name for a in changed.plan.applies] == [repo.team_b]
+    assert len(changed.plan.unchanged) == 6
+    assert reads == [f"/apis/kueue.x-k8s.io/v1beta2/clusterqueues/{repo.team_b}"]
+    rig.kubectl("patch", "clusterqueue", repo.team_a, "--type", "json", "-p",
+                '[{"op": "replace", "path": "/spec/resourceGroups/0/flavors/0/resources/0/nominalQuota", '
+                '"value": "1"}]')
+    assert syncer.sync(SyncOptions(drift_check=False)).outcome == "unchanged"
+    assert cpu_of(cq_live(rig, repo.team_a)) == "1"
+    corrected = syncer.sync(SyncOptions(drift_check=True))
+    assert [(a.key.name, a.reason) for a in corrected.plan.applies] == [(repo.team_a, "drift")]
+    assert cpu_of(cq_live(rig, repo.team_a)) == "8"

@@ -189,3 +189,15 @@ def test_cluster_scoped_namespace_field_is_ignored_in_identity() -> None:
     """A namespace written on a cluster-scoped kind does not change its identity."""
     assert key(cq("a", namespace="x")).namespace == ""
     assert key(lq("t", "q", "a")) == ObjectKey(group=KQ, kind="LocalQueue", namespace="t", name="q")
+
+
+def test_assumed_unchanged_objects_skip_the_diff_but_not_existence_or_ownership() -> None:
+    """A vouched-for key is unchanged without a diff (even unread); read as gone it is created; not ours, diffed."""
+    d = cq("a", "8")
+    drifted = live_of(cq("a", "99"))
+    assumed = frozenset({key(d)})
+    assert plan([d], [drifted], inv(d), assume_unchanged=assumed).unchanged == (key(d),)
+    assert plan([d], [], inv(d), assume_unchanged=assumed).unchanged == (key(d),)  # not read at all
+    gone = build_plan("rev", [d], {key(d): None}, inv(d), assume_unchanged=assumed)
+    assert [a.reason for a in gone.applies] == ["create"]
+    assert [a.reason for a in plan([d], [drifted], Inventory(), assume_unchanged=assumed).applies] == ["changed"]
