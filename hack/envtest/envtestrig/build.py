@@ -6,6 +6,7 @@ Both are cached under ``${GITOPSQ_ENVTEST_DIR:-~/.cache/gitopsq/envtest}/<kubern
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -63,7 +64,17 @@ def find_binaries() -> Binaries | None:
 
 
 def prepare(log: bool = True) -> Binaries:
-    """Install etcd and build kube-apiserver (and kubectl, if none is installed) unless cached; idempotent."""
+    """Install etcd and build kube-apiserver (and kubectl, if none is installed) unless cached; idempotent.
+
+    Concurrent callers (pytest-xdist workers, two checkouts) wait on one lock file instead of building twice.
+    """
+    cache_root().mkdir(parents=True, exist_ok=True)
+    with (cache_root() / ".prepare.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _prepare_locked(log)
+
+
+def _prepare_locked(log: bool) -> Binaries:
     etcd = _find_etcd() or _install_etcd(log)
     version = kubernetes_version()
     apiserver = version_dir(version) / "kube-apiserver"
