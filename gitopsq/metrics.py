@@ -158,7 +158,7 @@ class _FinishedGauge:
     def __init__(self, registry: CollectorRegistry, role: str) -> None:
         self.values: dict[str, int] = {}
         self.role = role
-        registry.register(self)  # type: ignore[arg-type]
+        registry.register(self)
 
     def collect(self) -> Iterable[Any]:
         from prometheus_client.core import GaugeMetricFamily
