@@ -34,7 +34,7 @@ _CONSTRUCTOR: Final = yaml.constructor.SafeConstructor()
 
 _STR, _NULL, _BOOL = "tag:yaml.org,2002:str", "tag:yaml.org,2002:null", "tag:yaml.org,2002:bool"
 _INT, _FLOAT = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
-_AS_TEXT = frozenset({"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:binary", "!"})
+_AS_TEXT = frozenset({"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:binary"})
 _MAP, _SEQ, _MERGE = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:merge"
 
 # A line whose indentation and block indicators ("- ", "? ", ": ") run this long may hide deep block nesting.
