@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from gitopsq.manifests.yamldoc import YamlLimits, load_yaml
+from gitopsq.manifests.yamldoc import DEFAULT_LIMITS, YamlLimits, load_yaml
 
 
-def codes(data: bytes, limits: YamlLimits = YamlLimits()) -> list[str]:
+def codes(data: bytes, limits: YamlLimits = DEFAULT_LIMITS) -> list[str]:
     return [f.code for f in load_yaml("f.yaml", data, limits).findings]
 
 
