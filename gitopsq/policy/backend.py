@@ -22,7 +22,7 @@ ITERATION_BUDGET = 10_000
 
 # Every name an expression may reference; both runtimes declare exactly these (as dyn).
 VARIABLE_NAMES = (
-    "object", "oldObject", "operation", "path", "owner", "repo", "previousRepo", "commit", "actor",
+    "object", "oldObject", "operation", "path", "owner", "repo", "previousRepo", "commit", "commits", "actor",
     "desired", "aggregate", "changes", "request", "variables",
 )
 

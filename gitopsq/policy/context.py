@@ -11,7 +11,7 @@ here the key decides the team, whatever the author or committer fields say.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from gitopsq.api.quantity import QuantityError, format_milli, parse_quantity
@@ -120,6 +120,7 @@ def build_policy_input(
     previous_repo_config: Mapping[str, Any] | None = None,
     *,
     commit: Mapping[str, Any] | None = None,
+    commits: Sequence[Mapping[str, Any]] = (),
     touched_paths: Iterable[str] = (),
     first_revision: bool = False,
 ) -> PolicyInput:
@@ -128,8 +129,10 @@ def build_policy_input(
     ``old_objects``/``new_objects`` are the objects of the previous accepted revision and of the new one;
     ``repo_config`` and ``previous_repo_config`` the raw ``gitopsq.yaml`` dicts; ``commit`` the head commit as
     a dict (sha, author, committer, signature{state, kind, signer, fingerprint, reason}, changedPaths) or None
-    when there is no commit (a working tree); ``touched_paths`` every file the revision changed (a file
-    without objects, such as a policy file, becomes a ``File`` change so ownership rules see it).
+    when there is no commit (a working tree); ``commits`` every commit the revision brings, oldest first,
+    each with its ``changedPaths`` (the head defaults to the last one); ``touched_paths`` every file the
+    revision changed (a file without objects, such as a policy file, becomes a ``File`` change so ownership
+    rules see it).
     ``first_revision`` says there is no previous accepted revision: ``gitopsq.yaml`` itself is then a CREATE.
     """
     new_list = list(new_objects)
@@ -145,13 +148,17 @@ def build_policy_input(
     changes.extend(_file_change(p) for p in sorted(touched - covered - {CONFIG_PATH}))
     # Identity is bound with the trust model already accepted: a revision cannot vouch for itself.
     trust = previous if previous is not None else repo
-    commit_value = None if commit is None else normalise_commit(commit, trust)
+    head = commit if commit is not None else (commits[-1] if commits else None)
+    commit_value = None if head is None else normalise_commit(head, trust)
+    all_commits = tuple(normalise_commit(c, trust) for c in commits) if commits else \
+        ((commit_value,) if commit_value is not None else ())
     return PolicyInput(
         changes=tuple(changes),
         desired=desired_by_kind(new_list),
         repo=repo,
         previous_repo=previous,
         commit=commit_value,
+        commits=all_commits,
         touched_paths=touched,
         duplicates=find_duplicates(new_list),
         actor=None if commit_value is None else actor_of(commit_value, trust),

@@ -115,6 +115,7 @@ class _Session:
             "repo": b.convert(prune(dict(pi.repo), fields["repo"])),
             "previousRepo": b.convert(prune(pi.previous_repo, fields["previousRepo"])),
             "commit": b.convert(prune(pi.commit, fields["commit"])),
+            "commits": b.convert([dict(c) for c in pi.commits] if mentions(texts, "commits") else []),
             "actor": b.convert(prune(pi.actor, fields["actor"])),
             "aggregate": b.convert(prune(dict(pi.aggregate), fields["aggregate"])),
             "desired": b.convert({k: list(v) for k, v in pi.desired.items()} if mentions(texts, "desired") else {}),

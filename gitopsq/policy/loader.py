@@ -35,7 +35,7 @@ _SPEC = {"description", "severity", "scope", "match", "variables", "validations"
 _MATCH = {"kinds", "paths", "operations"}
 _VALIDATION = {"expression", "message", "messageExpression", "reason"}
 _TEST_KEYS = {"name", "expect", "messageContains", "object", "oldObject", "operation", "path", "oldPath",
-              "commit", "repo", "previousRepo", "desired", "changes", "touchedPaths", "previous"}
+              "commit", "commits", "repo", "previousRepo", "desired", "changes", "touchedPaths"}
 
 
 def _construct(node: yaml.Node) -> Any:

@@ -105,6 +105,7 @@ class PolicyInput:
     repo: Mapping[str, JSON]
     previous_repo: Mapping[str, JSON] | None = None
     commit: Mapping[str, JSON] | None = None
+    commits: tuple[Mapping[str, JSON], ...] = ()
     touched_paths: frozenset[str] = frozenset()
     duplicates: tuple[Duplicate, ...] = ()
     actor: Mapping[str, JSON] | None = None

@@ -9,6 +9,7 @@ A test case describes a pull request in miniature and goes through the same `bui
 - ``repo`` / ``previousRepo``: raw ``gitopsq.yaml``; the previous one defaults to ``repo``. A change of kind
   ``RepositoryConfig`` sets them instead.
 - ``commit``: the head commit (sha, author, committer, signature{state, kind, signer, fingerprint}).
+- ``commits``: every commit of the revision, oldest first, each with ``changedPaths``.
 - ``desired``: other objects of the revision, unchanged (``{path, object}`` or a bare object).
 - ``touchedPaths``: extra files the commit touched.
 - ``expect``: ``allow`` (every verdict of this policy allows) or ``deny`` (at least one does not), and
@@ -79,7 +80,7 @@ def case_input(case: Mapping[str, Any]) -> Any:
             new.append(SourcedObject(path, obj))
     context = _objects(case.get("desired") or [])
     return build_policy_input([*old, *context], [*new, *context], repo, previous, commit=case.get("commit"),
-                              touched_paths=touched)
+                              commits=case.get("commits") or (), touched_paths=touched)
 
 
 def run_test(policy: Policy, test: PolicyTest, backend: str) -> TestOutcome:

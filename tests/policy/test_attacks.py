@@ -53,6 +53,7 @@ class Attack:
     expect: str
     commit: dict[str, Any] = field(default_factory=lambda: ANN)
     config: dict[str, Any] = field(default_factory=repo_config)
+    earlier: tuple[dict[str, Any], ...] = ()  # commits the revision brings before the head
 
 
 ATTACKS = {
@@ -109,6 +110,12 @@ ATTACKS = {
         _replace(BASE, "team-b-cq", "teams/b/queues.yaml",
                  cluster_queue("team-b-cq", namespaces=("team-b",), quota={"cpu": "30"})),
         "commit deadbeef is not signed (author claims bob@example.com)", unsigned_commit("bob@example.com")),
+    "an unsigned commit hidden behind a signed merge": Attack(
+        _replace(BASE, "team-a-cq", "teams/a/queues.yaml", cluster_queue("team-a-cq", quota={"cpu": "30"})),
+        "commit deadbeef (author eve@example.com, signature unsigned) changes teams/a/queues.yaml without the "
+        "signature of a maintainer of team team-a",
+        {**PAT, "changedPaths": ["teams/a/queues.yaml"]},
+        earlier=({**unsigned_commit("eve@example.com"), "changedPaths": ["teams/a/queues.yaml"]},)),
     "disable a built-in policy from a team's commit": Attack(
         BASE, "built-in Deny policy 'team-owns-path' may only be disabled by the platform team",
         config=repo_config(policies={"disabled": ["team-owns-path"]})),
@@ -121,9 +128,10 @@ def library() -> list[Any]:
 
 
 def _verdicts(library: list[Any], head: list[SourcedObject], commit: dict[str, Any],
-              config: dict[str, Any], backend: str) -> list[Any]:
+              config: dict[str, Any], backend: str, *, earlier: tuple[dict[str, Any], ...] = ()) -> list[Any]:
     touched = {c.path for c in diff_revisions(BASE, head)}
-    pi = build_policy_input(BASE, head, config, repo_config(), commit=commit, touched_paths=touched)
+    pi = build_policy_input(BASE, head, config, repo_config(), commit=commit, commits=[*earlier, commit],
+                            touched_paths=touched)
     return list(evaluate(library, pi, backend))
 
 
@@ -141,7 +149,7 @@ def test_base_revision_passes(library: list[Any], backend: str) -> None:
 def test_attack_is_rejected_with_its_message(library: list[Any], name: str, backend: str) -> None:
     """Each attack yields a Deny verdict whose formatted text explains the attack."""
     attack = ATTACKS[name]
-    verdicts = _verdicts(library, attack.head, attack.commit, attack.config, backend)
+    verdicts = _verdicts(library, attack.head, attack.commit, attack.config, backend, earlier=attack.earlier)
     denied = [str(v) for v in verdicts if v.denies]
     assert any(attack.expect in text for text in denied), denied
 
