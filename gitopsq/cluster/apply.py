@@ -1,5 +1,6 @@
 """The sync executor: reads live objects for a plan, then carries a `Plan` out, nothing more.
 
+Objects of one kind rank are applied in parallel (``concurrency`` requests), ranks one after the other.
 All writes are server-side apply (``PATCH`` with ``application/apply-patch+yaml``) under field manager
 ``gitopsq``; ``force`` is sent only where the plan says the object is ours. ``dry_run`` sends ``dryRun=All``
 so the API server validates and defaults without persisting. Every request is retried with exponential
@@ -11,9 +12,12 @@ Prunes run only when every apply succeeded, so a half-applied revision never del
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import groupby
 from typing import Any, Final
 
 from kubernetes import client as k8s_client
@@ -23,6 +27,7 @@ from gitopsq.api.model import ObjectKey
 from gitopsq.cluster.kube import ClusterConflict, ClusterNotFound, ClusterUnavailable, api_errors
 from gitopsq.errors import ClusterError
 from gitopsq.plan.normalize import FIELD_MANAGER
+from gitopsq.plan.ordering import apply_rank
 from gitopsq.plan.sync_plan import ApplyAction, Plan, PruneAction
 
 # (group, kind) -> (plural, namespaced): the kinds a queue repository may hold, plus what the sync writes.
@@ -87,6 +92,7 @@ class KubeRest:
         self._sleep = sleep
         self._timeout = timeout
         self.retries = 0  # requests repeated because the server was unavailable (reported by syncs)
+        self._lock = threading.Lock()
 
     def request(self, method: str, path: str, *, query: Sequence[tuple[str, str]] = (), body: Any = None,
                 content_type: str = "application/json", obj: str | None = None, retry: bool = True) -> Any:
@@ -99,7 +105,8 @@ class KubeRest:
                 delay = next(delays, None)
                 if delay is None:
                     raise
-                self.retries += 1
+                with self._lock:
+                    self.retries += 1
                 self._sleep(max(delay, min(err.retry_after or 0.0, self.backoff.maximum)))
 
     def _once(self, method: str, path: str, *, query: Sequence[tuple[str, str]], body: Any, content_type: str,
@@ -200,9 +207,10 @@ class Execution:
 class Executor:
     """Carries out a Plan with server-side apply; stateless apart from its REST client."""
 
-    def __init__(self, rest: KubeRest, *, field_manager: str = FIELD_MANAGER) -> None:
+    def __init__(self, rest: KubeRest, *, field_manager: str = FIELD_MANAGER, concurrency: int = 8) -> None:
         self.rest = rest
         self.field_manager = field_manager
+        self.concurrency = concurrency
 
     def execute(self, plan: Plan, *, dry_run: bool = False) -> Execution:
         retries_before = self.rest.retries
@@ -211,18 +219,35 @@ class Executor:
         live_after: dict[ObjectKey, Mapping[str, Any]] = {}
         unverified: list[ObjectKey] = []
         new_namespaces = {a.key.name for a in plan.applies if a.key.kind == "Namespace" and a.reason == "create"}
-        for action in plan.applies:
+
+        def one(action: ApplyAction) -> tuple[ApplyAction, dict[str, Any] | None, Failure | None, bool]:
             try:
-                live_after[action.key] = self.apply(action, dry_run=dry_run)
-                applied.append(action.key)
+                return action, self.apply(action, dry_run=dry_run), None, False
             except ClusterNotFound as err:
                 if dry_run and action.key.namespace in new_namespaces:  # a dry run created no namespace
-                    unverified.append(action.key)
-                    applied.append(action.key)
-                else:
-                    failed.append(Failure(action.key, "apply", _reason(err)))
+                    return action, None, None, True
+                return action, None, Failure(action.key, "apply", _reason(err)), False
             except ClusterError as err:
-                failed.append(Failure(action.key, "apply", _reason(err), isinstance(err, ClusterConflict)))
+                return action, None, Failure(action.key, "apply", _reason(err), isinstance(err, ClusterConflict)), \
+                    False
+
+        # One kind rank after the other (Namespaces before the LocalQueues in them); within a rank, in parallel.
+        for _, group in groupby(plan.applies, key=lambda a: apply_rank(a.key)[0]):
+            actions = list(group)
+            if self.concurrency > 1 and len(actions) > 1:
+                with ThreadPoolExecutor(max_workers=min(self.concurrency, len(actions))) as pool:
+                    outcomes = list(pool.map(one, actions))
+            else:
+                outcomes = [one(a) for a in actions]
+            for action, answer, failure, unchecked in outcomes:
+                if failure is not None:
+                    failed.append(failure)
+                    continue
+                applied.append(action.key)
+                if unchecked:
+                    unverified.append(action.key)
+                elif answer is not None:
+                    live_after[action.key] = answer
         pruned: list[ObjectKey] = []
         held: list[ObjectKey] = []
         for prune in plan.prunes:
