@@ -1,0 +1,200 @@
+"""`gitopsq plan REPO --base REV --head REV` (docs/plan.md "Pull-request plans").
+
+The shell around gitopsq.plan.pr_plan: read both revisions through gitopsq.source, validate each with the
+`check` pipeline (its parse cache included), evaluate the head's policies, gather current workloads (a
+cluster, a snapshot file or a trace) for the impact, render. Exit 0 / 1 as `check` on the head; 3 when the
+repository or a revision cannot be read. An unreachable cluster is not fatal: the plan says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gitopsq.admission.topology import STRATEGIES, Settings
+from gitopsq.api import model as m
+from gitopsq.api.codec import encode
+from gitopsq.commands.check import DiskCache, cache_file
+from gitopsq.errors import ClusterError, SourceError, UsageError
+from gitopsq.manifests import CONFIG_PATH, Report, check_revision
+from gitopsq.manifests.config_model import RepoConfig
+from gitopsq.plan.impact import CurrentAdmission, CurrentWorkload, assess, compare_trace, from_trace
+from gitopsq.plan.pr_plan import History, PrPlan, build_plan
+from gitopsq.plan.pr_policy import head_verdicts
+from gitopsq.plan.render_json import render_json
+from gitopsq.plan.render_markdown import render_markdown
+from gitopsq.plan.render_text import render_text
+from gitopsq.simulate.scenario import Scenario, parse_scenario
+
+WORKLOADS_PATH = "/apis/kueue.x-k8s.io/v1beta2/workloads"
+
+
+def settings_of(config: RepoConfig | None) -> Settings | None:
+    """The repository's ``admission`` block as engine settings (None: not declared)."""
+    if config is None or not config.admission.declared:
+        return None
+    return Settings(fair_sharing=config.admission.fair_sharing,
+                    preemption_strategies=tuple(config.admission.preemption_strategies) or STRATEGIES)
+
+
+def scenario_with_objects(path: str, objects: Sequence[m.QueueObject]) -> Scenario:
+    """Parse a snapshot or trace file in the scenario format, its ``objects`` replaced by ``objects``.
+
+    The objects are appended as a last top-level key (YAML keeps the last of duplicate keys), so the user's
+    lines keep their numbers in error messages and admitted workloads are checked against these definitions.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise UsageError(f"cannot read {path}: {err.strerror}") from err
+    docs = json.dumps([encode(o) for o in objects], ensure_ascii=False, separators=(",", ":"))
+    return parse_scenario(text.rstrip("\n") + f"\nobjects: {docs}\n", path)
+
+
+def cluster_workloads(kubeconfig: str) -> tuple[CurrentWorkload, ...]:
+    """Every unfinished, active Workload of the cluster, with its admission (ClusterError when unreachable)."""
+    from gitopsq.cluster.apply import Backoff, KubeRest
+    from gitopsq.cluster.kube import load_api_client
+    from gitopsq.cluster.workloads import ADMITTED, EVICTING, PENDING, read_workload
+
+    rest = KubeRest(load_api_client(kubeconfig), backoff=Backoff(deadline=5.0), timeout=15.0)
+    items: list[Mapping[str, Any]] = []
+    token = ""
+    while True:
+        query = [("limit", "5000"), *([("continue", token)] if token else [])]
+        page = rest.request("GET", WORKLOADS_PATH, query=query, obj="workloads") or {}
+        items.extend(page.get("items") or ())
+        token = (page.get("metadata") or {}).get("continue") or ""
+        if not token:
+            break
+    out = []
+    for raw in items:
+        live = read_workload(raw)
+        if live is None or live.state not in (ADMITTED, EVICTING, PENDING):
+            continue
+        admitted = CurrentAdmission(live.cluster_queue or "", live.flavors, live.reserved_at) \
+            if live.state != PENDING and live.cluster_queue else None
+        out.append(CurrentWorkload(namespace=live.namespace, name=live.name, queue=live.queue,
+                                   pod_sets=live.pod_sets, priority=live.priority, priority_class=live.priority_class,
+                                   created=live.created, admitted=admitted))
+    return tuple(out)
+
+
+def _history(source: Any, base: str, head: str) -> tuple[History, list[str]]:
+    if base == head:
+        return "ancestor", ["base and head are the same commit: nothing to merge"]
+    try:
+        if source.merge_base(base, head) is None:
+            return "unrelated", ["base and head share no history (unrelated histories): the plan compares the "
+                                 "two revisions' trees as they are; GitHub would refuse to merge them"]
+        if source.is_ancestor(base, head):
+            return "ancestor", []
+    except SourceError as err:
+        return "unknown", [f"cannot read the history between base and head ({err}); the plan compares the trees"]
+    return "diverged", ["base has moved on since head branched off: the plan compares the two trees, so changes "
+                        "made on base meanwhile show as reverted; merge or rebase base into head for an exact "
+                        "preview"]
+
+
+def _commit(source: Any, head: str, trust: RepoConfig | None, touched: Sequence[str]) -> dict[str, Any]:
+    """The head commit as the policy engine takes it, its signature verified against the trusted keys."""
+    from gitopsq.source.signatures import verify_signature
+
+    info = source.commit_info(head)
+    keys: dict[str, list[str]] = {}
+    for team in trust.teams if trust is not None else ():
+        for person in team.maintainers:
+            if person.signing_keys:
+                keys.setdefault(person.email or person.name, []).extend(person.signing_keys)
+    status = verify_signature(info, keys)
+    return {"sha": info.sha, "message": info.message, "changedPaths": list(touched),
+            "author": {"name": info.author.name, "email": info.author.email},
+            "committer": {"name": info.committer.name, "email": info.committer.email},
+            "signature": {"state": status.state, "kind": status.kind or "", "signer": status.signer or "",
+                          "fingerprint": status.fingerprint or "", "reason": status.reason}}
+
+
+def _policy_files(source: Any, head: str, report: Report) -> dict[str, str]:
+    config = report.config
+    if config is None or not config.policy_paths:
+        return {}
+    listed = source.list_files(head, list(config.policy_paths), [])
+    return {e.path: source.read_blob(e.blob_id).decode("utf-8", errors="replace") for e in listed
+            if e.path.endswith((".yaml", ".yml"))}
+
+
+def make_plan(repo: str, base_rev: str, head_rev: str, *, cluster: str | None = None, workloads: str | None = None,
+              trace: str | None = None, use_cache: bool = True) -> PrPlan:
+    """Everything `gitopsq plan` computes, as a `PrPlan` (used by the command, tests and benchmarks)."""
+    from gitopsq.source import DirectorySource, open_any
+
+    source = open_any(repo)
+    if isinstance(source, DirectorySource):
+        raise UsageError(f"{repo} is not the root of a Git repository: plan compares two revisions of one")
+    base_sha, head_sha = source.resolve(base_rev), source.resolve(head_rev)
+    cache = DiskCache(cache_file(str(Path(repo).resolve()) if Path(repo).exists() else source.display)
+                      if use_cache else None)
+    base_report = check_revision(source, base_sha, cache=cache)
+    head_report = check_revision(source, head_sha, cache=cache)
+    cache.save()
+    history, notes = _history(source, base_sha, head_sha)
+    touched = sorted({p for c in source.changed_paths(base_sha, head_sha) for p in (c.path, c.old_path) if p})
+    trust = base_report.config or head_report.config
+    policies = head_verdicts(base_report, head_report, policy_files=_policy_files(source, head_sha, head_report),
+                             commit=_commit(source, head_sha, trust, touched), touched_paths=touched,
+                             backend=os.environ.get("GITOPSQ_CEL_BACKEND") or None)
+    if base_report.config is None and source.read_file(base_sha, CONFIG_PATH) is None:
+        notes.append(f"the base revision has no {CONFIG_PATH}: every head object counts as added")
+    base_settings, head_settings = settings_of(base_report.config), settings_of(head_report.config)
+    impact_notes: list[str] = []
+    current: tuple[CurrentWorkload, ...] | None = None
+    if workloads is not None:
+        current = from_trace(scenario_with_objects(workloads, base_report.objects).workloads)
+        impact_notes.append(f"workloads from the snapshot file {workloads}")
+    if cluster is not None:
+        try:
+            current = (current or ()) + cluster_workloads(cluster)
+            impact_notes.append(f"workloads read from the cluster of {cluster}")
+        except ClusterError as err:
+            impact_notes.append(f"the cluster of {cluster} is unreachable ({err}): no impact from live workloads")
+    impact = None
+    if current is not None:
+        impact = assess(base_report.objects, head_report.objects, current, base_settings=base_settings,
+                        head_settings=head_settings)
+    trace_impact = None
+    if trace is not None:
+        scenario = scenario_with_objects(trace, base_report.objects)
+        trace_impact = compare_trace(scenario, base_report.objects, head_report.objects,
+                                     base_settings=base_settings, head_settings=head_settings)
+    return build_plan(repository=source.display, base_ref=base_rev, base_sha=base_sha, base=base_report,
+                      head_ref=head_rev, head_sha=head_sha, head=head_report, touched_paths=touched, history=history,
+                      policies=policies, notes=notes, impact=impact, trace=trace_impact, impact_notes=impact_notes)
+
+
+@click.command(name="plan")
+@click.argument("repo")
+@click.option("--base", "base_rev", required=True, help="The revision the pull request merges into.")
+@click.option("--head", "head_rev", required=True, help="The pull request's revision.")
+@click.option("--cluster", metavar="KUBECONFIG", help="Read current Workloads from this cluster for the impact.")
+@click.option("--workloads", metavar="FILE", help="Current workloads: the scenario `workloads` list (with admitted).")
+@click.option("--trace", metavar="FILE", help="A scenario trace to replay on base and on head (waits per queue).")
+@click.option("--output", "-o", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+@click.option("--no-cache", is_flag=True, help="Parse every file again instead of reusing earlier results.")
+@click.pass_context
+def command(ctx: click.Context, *, repo: str, base_rev: str, head_rev: str, cluster: str | None,
+            workloads: str | None, trace: str | None, output: str, no_cache: bool) -> None:
+    """What merging HEAD into BASE would change: object diff, quota table, policy verdicts, approvals, impact.
+
+    Exit 0 when the head revision passes check and no policy denies it, 1 when it does not, 2 for a usage
+    error, 3 when the repository or a revision cannot be read.
+    """
+    plan = make_plan(repo, base_rev, head_rev, cluster=cluster, workloads=workloads, trace=trace,
+                     use_cache=not no_cache)
+    rendered = {"json": render_json, "markdown": render_markdown}.get(output, render_text)(plan)
+    click.echo(rendered, nl=not rendered.endswith("\n"))
+    ctx.exit(plan.exit_code)

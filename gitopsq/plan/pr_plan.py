@@ -1,0 +1,195 @@
+"""The pull-request plan (pure): what merging head into base would change, and whether head is acceptable.
+
+`object_changes` pairs the objects of two checked revisions by identity (group, kind, namespace, name — the
+API version and the file are not part of it) and diffs the normalised v1beta2 documents field by field
+(gitopsq.plan.diff with quantity-aware equality): reformatting a file, reordering keys, writing ``"1000m"``
+for ``"1"`` or moving from v1beta1 to v1beta2 are not changes. An object whose file changed is ``moved``.
+
+Order of objects: removed, changed, moved, added; within each by kind (apply order), namespace, name.
+
+`build_plan` assembles the rest — the quota table, cohort capacity, the head's findings and policy verdicts,
+the approvals and the impact — into one `PrPlan`. Its exit code follows ``gitopsq check``: 1 when the head
+revision has an error finding or a denying verdict, else 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from gitopsq.api.codec import encode
+from gitopsq.api.findings import Finding
+from gitopsq.api.model import ObjectKey
+from gitopsq.manifests.render import KIND_ORDER
+from gitopsq.manifests.report import Report
+from gitopsq.plan.approvers import GLOBAL_KINDS, Approval, required_approvals
+from gitopsq.plan.diff import FieldChange, diff
+from gitopsq.plan.impact import SnapshotImpact, TraceImpact
+from gitopsq.plan.normalize import quantity_equal
+from gitopsq.plan.pr_policy import PolicyOutcome
+from gitopsq.plan.quota_table import CohortCapacity, QueueQuota, cohort_capacity, quota_changes
+
+PLAN_VERSION: Final = 1
+ObjectStatus = Literal["removed", "changed", "moved", "added"]
+STATUS_ORDER: Final[tuple[ObjectStatus, ...]] = ("removed", "changed", "moved", "added")
+History = Literal["ancestor", "diverged", "unrelated", "unknown"]
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectChange:
+    key: ObjectKey
+    status: ObjectStatus
+    path: str | None  # file in head (None when removed)
+    line: int | None
+    old_path: str | None  # file in base (None when added)
+    old_line: int | None
+    fields: tuple[FieldChange, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return str(self.key)
+
+
+@dataclass(frozen=True, slots=True)
+class RevisionSummary:
+    ref: str
+    sha: str
+    ok: bool
+    errors: int
+    warnings: int
+    objects: int
+
+
+@dataclass(frozen=True, slots=True)
+class PrPlan:
+    repository: str
+    base: RevisionSummary
+    head: RevisionSummary
+    history: History
+    notes: tuple[str, ...]
+    objects: tuple[ObjectChange, ...]
+    quota: tuple[QueueQuota, ...]
+    cohorts: tuple[CohortCapacity, ...]
+    findings: tuple[Finding, ...]  # the head's, validation then policy loading
+    base_errors: tuple[Finding, ...]
+    policies: PolicyOutcome
+    approvals: tuple[Approval, ...]
+    impact: SnapshotImpact | None = None
+    trace: TraceImpact | None = None
+    impact_notes: tuple[str, ...] = ()
+    version: int = field(default=PLAN_VERSION)
+
+    @property
+    def errors(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.is_error)
+
+    @property
+    def rejected(self) -> bool:
+        return bool(self.errors) or bool(self.policies.denied)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.rejected else 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Placed:
+    doc: Mapping[str, Any]
+    path: str
+    line: int
+    same_as: Any  # a value equal across revisions iff the object is unchanged (the decoded model)
+
+
+def _placed(report: Report | None) -> dict[ObjectKey, _Placed]:
+    """Objects of a revision by identity; a duplicate (an error check reports) keeps its first place."""
+    out: dict[ObjectKey, _Placed] = {}
+    if report is None:
+        return out
+    for e in sorted(report.entries, key=lambda e: (e.path, e.line)):
+        out.setdefault(e.key, _Placed(_Lazy(e.obj), e.path, e.line, e.obj))
+    for p in sorted(report.passthrough, key=lambda p: (p.path, p.line)):
+        group = p.api_version.rpartition("/")[0]
+        key = ObjectKey(group=group, kind=p.kind, namespace=p.namespace or "", name=p.name)
+        out.setdefault(key, _Placed(p.doc, p.path, p.line, p.doc))
+    return out
+
+
+class _Lazy(Mapping[str, Any]):
+    """A model object's v1beta2 document, encoded only when a diff needs it (most objects do not change)."""
+
+    __slots__ = ("_doc", "_obj")
+
+    def __init__(self, obj: Any) -> None:
+        self._obj = obj
+        self._doc: dict[str, Any] | None = None
+
+    def _get(self) -> dict[str, Any]:
+        if self._doc is None:
+            self._doc = encode(self._obj)
+        return self._doc
+
+    def __getitem__(self, key: str) -> Any:
+        return self._get()[key]
+
+    def __iter__(self) -> Any:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+
+def _kind_rank(key: ObjectKey) -> tuple[int, str, str, str, str]:
+    rank = KIND_ORDER.index(key.kind) if key.kind in KIND_ORDER else len(KIND_ORDER)
+    return (rank, key.kind, key.group, key.namespace, key.name)
+
+
+def object_changes(base: Report | None, head: Report) -> tuple[ObjectChange, ...]:
+    """Objects added, changed, moved and removed from ``base`` to ``head`` (see the module docstring)."""
+    old, new = _placed(base), _placed(head)
+    out: list[ObjectChange] = []
+    for key in old.keys() | new.keys():
+        a, b = old.get(key), new.get(key)
+        if a is None and b is not None:
+            out.append(ObjectChange(key, "added", b.path, b.line, None, None, diff(None, b.doc, equal=quantity_equal)))
+        elif b is None and a is not None:
+            out.append(ObjectChange(key, "removed", None, None, a.path, a.line))
+        elif a is not None and b is not None:
+            fields = () if a.same_as == b.same_as else diff(a.doc, b.doc, equal=quantity_equal)
+            if a.path != b.path:
+                out.append(ObjectChange(key, "moved", b.path, b.line, a.path, a.line, fields))
+            elif fields:
+                out.append(ObjectChange(key, "changed", b.path, b.line, a.path, a.line, fields))
+    out.sort(key=lambda c: (STATUS_ORDER.index(c.status), _kind_rank(c.key)))
+    return tuple(out)
+
+
+def _summary(ref: str, sha: str, report: Report | None) -> RevisionSummary:
+    if report is None:
+        return RevisionSummary(ref, sha, False, 0, 0, 0)
+    return RevisionSummary(ref, sha, report.ok, len(report.errors), len(report.warnings),
+                           len(report.entries) + len(report.passthrough))
+
+
+def build_plan(*, repository: str, base_ref: str, base_sha: str, base: Report | None, head_ref: str,
+               head_sha: str, head: Report, touched_paths: Iterable[str], history: History,
+               policies: PolicyOutcome, notes: Iterable[str] = (), impact: SnapshotImpact | None = None,
+               trace: TraceImpact | None = None, impact_notes: Iterable[str] = ()) -> PrPlan:
+    """One `PrPlan` from two checked revisions, the files the pull request touches and the head's verdicts."""
+    changes = object_changes(base, head)
+    base_objects = base.objects if base is not None else ()
+    all_notes = list(notes)
+    if base is not None and not base.ok:
+        all_notes.append(f"the base revision {base_ref} does not pass check itself ({len(base.errors)} "
+                         "error(s)); the diff starts from the objects that could be read")
+    trust = base.config if base is not None and base.config is not None else head.config
+    global_objects = [c.name for c in changes if c.key.kind in GLOBAL_KINDS]
+    return PrPlan(
+        repository=repository,
+        base=_summary(base_ref, base_sha, base), head=_summary(head_ref, head_sha, head), history=history,
+        notes=tuple(all_notes), objects=changes,
+        quota=quota_changes(base_objects, head.objects), cohorts=cohort_capacity(base_objects, head.objects),
+        findings=(*head.findings, *policies.findings),
+        base_errors=base.errors if base is not None else (),
+        policies=policies, approvals=required_approvals(trust, touched_paths, global_objects),
+        impact=impact, trace=trace, impact_notes=tuple(impact_notes))

@@ -1,0 +1,63 @@
+"""The policy verdicts of a pull request's head, judged against its base: gitopsq.policy's one evaluation path.
+
+The revision's objects go to the engine as normalised v1beta2 documents (the form `gitopsq render` prints),
+with the file and line they came from; ``previous`` is the base revision (the last accepted one, for a PR),
+``commit`` the head commit as `gitopsq.policy.build_policy_input` takes it. A policy file that does not load
+becomes an error finding (code ``policy-load``) instead of an exception, so the plan still shows everything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gitopsq.api import findings
+from gitopsq.api.codec import encode
+from gitopsq.api.findings import Finding
+from gitopsq.errors import PolicyError
+from gitopsq.manifests.report import Report
+from gitopsq.policy import SourcedObject, Verdict, build_policy_input, evaluate, load_policies
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyOutcome:
+    verdicts: tuple[Verdict, ...]
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def denied(self) -> tuple[Verdict, ...]:
+        return tuple(v for v in self.verdicts if v.denies)
+
+    @property
+    def warned(self) -> tuple[Verdict, ...]:
+        return tuple(v for v in self.verdicts if v.warns)
+
+
+def sourced_objects(report: Report | None) -> list[SourcedObject]:
+    """A revision's objects as the policy engine reads them."""
+    if report is None:
+        return []
+    out = [SourcedObject(e.path, encode(e.obj), e.line) for e in report.entries]
+    out.extend(SourcedObject(p.path, dict(p.doc), p.line) for p in report.passthrough)
+    return out
+
+
+def raw_config(report: Report | None) -> Mapping[str, Any] | None:
+    if report is None or report.config is None:
+        return None
+    return report.config.raw or report.config.as_policy_dict()
+
+
+def head_verdicts(base: Report | None, head: Report, *, policy_files: Mapping[str, str],
+                  commit: Mapping[str, Any] | None, touched_paths: Iterable[str],
+                  backend: str | None = None) -> PolicyOutcome:
+    """Evaluate the built-in library and the head's own policy files on the changes from ``base`` to ``head``."""
+    try:
+        policies = load_policies(builtin=True, repo_files=policy_files, backend=backend)
+    except PolicyError as err:
+        finding = findings.error("policy-load", err.reason, location=err.location)
+        return PolicyOutcome((), (finding,))
+    pi = build_policy_input(sourced_objects(base), sourced_objects(head), raw_config(head), raw_config(base),
+                            commit=commit, touched_paths=touched_paths, first_revision=base is None)
+    return PolicyOutcome(evaluate(policies, pi, backend))
