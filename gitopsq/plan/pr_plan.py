@@ -5,7 +5,9 @@ API version and the file are not part of it) and diffs the normalised v1beta2 do
 (gitopsq.plan.diff with quantity-aware equality): reformatting a file, reordering keys, writing ``"1000m"``
 for ``"1"`` or moving from v1beta1 to v1beta2 are not changes. An object whose file changed is ``moved``.
 
-Order of objects: removed, changed, moved, added; within each by kind (apply order), namespace, name.
+An object of base that head still defines but cannot read (a finding names it) is ``invalid``, not removed.
+
+Order of objects: removed, invalid, changed, moved, added; within each by kind (apply order), namespace, name.
 
 `build_plan` assembles the rest — the quota table, cohort capacity, the head's findings and policy verdicts,
 the approvals and the impact — into one `PrPlan`. Its exit code follows ``gitopsq check``: 1 when the head
@@ -31,8 +33,8 @@ from gitopsq.plan.pr_policy import PolicyOutcome
 from gitopsq.plan.quota_table import CohortCapacity, QueueQuota, cohort_capacity, quota_changes
 
 PLAN_VERSION: Final = 1
-ObjectStatus = Literal["removed", "changed", "moved", "added"]
-STATUS_ORDER: Final[tuple[ObjectStatus, ...]] = ("removed", "changed", "moved", "added")
+ObjectStatus = Literal["removed", "invalid", "changed", "moved", "added"]
+STATUS_ORDER: Final[tuple[ObjectStatus, ...]] = ("removed", "invalid", "changed", "moved", "added")
 History = Literal["ancestor", "diverged", "unrelated", "unknown"]
 
 
@@ -83,6 +85,11 @@ class PrPlan:
     @property
     def errors(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.is_error)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Objects per status, every status present, in `STATUS_ORDER`."""
+        return {s: sum(1 for c in self.objects if c.status == s) for s in STATUS_ORDER}
 
     @property
     def rejected(self) -> bool:
@@ -144,16 +151,23 @@ def _kind_rank(key: ObjectKey) -> tuple[int, str, str, str, str]:
     return (rank, key.kind, key.group, key.namespace, key.name)
 
 
+def unreadable(report: Report) -> frozenset[str]:
+    """Objects (``Kind/ns/name``) an error finding names: defined in the revision but not readable."""
+    return frozenset(f.obj for f in report.errors if f.obj)
+
+
 def object_changes(base: Report | None, head: Report) -> tuple[ObjectChange, ...]:
     """Objects added, changed, moved and removed from ``base`` to ``head`` (see the module docstring)."""
     old, new = _placed(base), _placed(head)
+    broken = unreadable(head)
     out: list[ObjectChange] = []
     for key in old.keys() | new.keys():
         a, b = old.get(key), new.get(key)
         if a is None and b is not None:
             out.append(ObjectChange(key, "added", b.path, b.line, None, None, diff(None, b.doc, equal=quantity_equal)))
         elif b is None and a is not None:
-            out.append(ObjectChange(key, "removed", None, None, a.path, a.line))
+            status: ObjectStatus = "invalid" if str(key) in broken else "removed"
+            out.append(ObjectChange(key, status, None, None, a.path, a.line))
         elif a is not None and b is not None:
             fields = () if a.same_as == b.same_as else diff(a.doc, b.doc, equal=quantity_equal)
             if a.path != b.path:

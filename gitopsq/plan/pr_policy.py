@@ -58,6 +58,9 @@ def head_verdicts(base: Report | None, head: Report, *, policy_files: Mapping[st
     except PolicyError as err:
         finding = findings.error("policy-load", err.reason, location=err.location)
         return PolicyOutcome((), (finding,))
-    pi = build_policy_input(sourced_objects(base), sourced_objects(head), raw_config(head), raw_config(base),
+    # An object head defines but cannot read is not a deletion (its finding already rejects the revision).
+    broken = frozenset(f.obj for f in head.errors if f.obj)
+    old = [o for o in sourced_objects(base) if str(o.key) not in broken]
+    pi = build_policy_input(old, sourced_objects(head), raw_config(head), raw_config(base),
                             commit=commit, touched_paths=touched_paths, first_revision=base is None)
     return PolicyOutcome(evaluate(policies, pi, backend))

@@ -112,7 +112,7 @@ def trace_json(trace: TraceImpact) -> dict[str, Any]:
 
 def plan_json(plan: PrPlan) -> dict[str, Any]:
     """The plan as one JSON-ready dict (schema: docs/plan.md)."""
-    counts = {s: sum(1 for c in plan.objects if c.status == s) for s in ("added", "changed", "moved", "removed")}
+    counts = plan.counts
     pol = plan.policies
     return {
         "version": plan.version,

@@ -94,7 +94,7 @@ def _trace(trace: TraceImpact) -> list[str]:
 def _head(plan: PrPlan) -> list[str]:
     pol = plan.policies
     status = "❌ rejected" if plan.rejected else "✅ accepted"
-    counts = {s: sum(1 for c in plan.objects if c.status == s) for s in ("changed", "added", "removed", "moved")}
+    counts = plan.counts
     out = [MARKER, f"### gitopsq plan: {status}", "",
            f"`{plan.repository}`: base `{revision(plan.base)}` → head `{revision(plan.head)}` — "
            + ", ".join(f"{n} {s}" for s, n in counts.items())

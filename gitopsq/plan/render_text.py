@@ -19,7 +19,7 @@ from gitopsq.plan.quota_table import QuotaRow
 from gitopsq.plan.render_json import amount, signed
 from gitopsq.simulate.report import format_duration
 
-MARK = {"added": "+", "removed": "-", "changed": "~", "moved": ">"}
+MARK = {"added": "+", "removed": "-", "changed": "~", "moved": ">", "invalid": "!"}
 UNLIMITED = "∞"
 ABSENT = "—"
 IMPACT_TITLES = {"preempted": "would be preempted", "loses-quota": "would lose their quota",
@@ -55,6 +55,8 @@ def where(c: ObjectChange) -> str:
         return f"{c.old_path}:{c.old_line} → {c.path}:{c.line}"
     if c.status == "removed":
         return f"was {c.old_path}:{c.old_line}"
+    if c.status == "invalid":
+        return f"was {c.old_path}:{c.old_line}; unreadable in head, see the findings"
     return f"{c.path}:{c.line}"
 
 
@@ -133,7 +135,7 @@ def trace_lines(trace: TraceImpact) -> list[str]:
 def render_text(plan: PrPlan) -> str:
     out = [f"gitopsq plan {plan.repository}: base {revision(plan.base)} → head {revision(plan.head)}"]
     out.extend(f"note: {n}" for n in plan.notes)
-    counts = {s: sum(1 for c in plan.objects if c.status == s) for s in ("changed", "added", "removed", "moved")}
+    counts = plan.counts
     out += ["", "Objects: " + ", ".join(f"{n} {s}" for s, n in counts.items())]
     for c in plan.objects:
         out.append(f"  {MARK[c.status]} {c.name}  ({where(c)})")
