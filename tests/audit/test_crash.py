@@ -79,7 +79,7 @@ def test_killed_mid_batch_three_times_nothing_lost_nothing_duplicated(remote: Pa
     numbers = [int(n[1:]) for n in names]
     result = verified(remote)
     assert result.ok
-    assert result.commits >= 4, "each round should have pushed before it was killed"
+    assert result.commits >= 3, "each round pushed at least once before it was killed"
     assert len(numbers) == len(set(numbers)), "a record was duplicated"
     assert set(acked) <= set(numbers), "an acknowledged record was lost"
     assert numbers == sorted(numbers), "records landed out of order"
