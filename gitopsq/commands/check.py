@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import hashlib
 import json
 import marshal
@@ -114,16 +115,22 @@ class DiskCache(MutableMapping[str, FileResult]):
 
     def _read(self, path: Path) -> None:
         assert self._loaded is not None
-        with contextlib.suppress(Exception), path.open("rb") as handle:  # unreadable: as good as none
-            if pickle.load(handle) != CACHE_VERSION:
-                return
-            while True:
-                try:
-                    frame = pickle.load(handle)
-                except EOFError:
-                    break
-                self._loaded.update(frame)
-                self._frames += 1
+        collecting = gc.isenabled()
+        gc.disable()  # unpickling builds many small objects: no cycle collection passes meanwhile
+        try:
+            with contextlib.suppress(Exception), path.open("rb") as handle:  # unreadable: as good as none
+                if pickle.load(handle) != CACHE_VERSION:
+                    return
+                while True:
+                    try:
+                        frame = pickle.load(handle)
+                    except EOFError:
+                        break
+                    self._loaded.update(frame)
+                    self._frames += 1
+        finally:
+            if collecting:
+                gc.enable()
 
     def __getitem__(self, key: str) -> FileResult:
         value = self.memory.get(key)

@@ -125,6 +125,21 @@ def test_second_process_reuses_parsed_files_from_disk(template_repo: Path, capsy
     assert parsed == ["teams/data-science/cluster-queue.yaml"]
 
 
+def test_findings_in_files_served_from_disk_keep_their_lines(template_repo: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """A reference broken by another file's change is reported at the right line of the unchanged, cached file."""
+    assert run(capsys, "check", str(template_repo))[0] == 0
+    DEFAULT_CACHE.clear()
+    check_command._IN_MEMORY.clear()
+    cq = template_repo / "teams/data-science/cluster-queue.yaml"
+    cq.write_text(cq.read_text().replace("name: data-science\n", "name: data-sci\n", 1))
+    commit_tree(template_repo, "rename the ClusterQueue")
+    code, out, _ = run(capsys, "check", str(template_repo))
+    assert code == 1
+    assert "teams/data-science/local-queues.yaml:7: error: LocalQueue/data-science/analysis: clusterQueue " \
+           "'data-science' is not defined in this revision" in out
+
+
 def test_damaged_disk_cache_is_ignored(template_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A cache file that is not ours (or truncated) is ignored and replaced, never an error."""
     target = check_command.cache_file(str(template_repo.resolve()))
