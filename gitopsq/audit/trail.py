@@ -26,6 +26,7 @@ from typing import Any
 
 from gitopsq import logs
 from gitopsq.audit.backlog import Backlog
+from gitopsq.audit.canonical import canonical_json
 from gitopsq.audit.gitstore import AuditBranch, PushRejectedError, RemoteUnreachableError
 from gitopsq.audit.records import Record, validate_record
 from gitopsq.audit.redact import redact
@@ -167,7 +168,7 @@ class AuditTrail:
             if batch:
                 try:
                     last = self._wal.append(batch)
-                except OSError as err:
+                except Exception as err:  # any failure here must wake the waiters, never hang them
                     with self._cond:
                         self._last_error = f"write-ahead log append failed: {err}"
                         self._stopped = True
@@ -309,6 +310,10 @@ class AuditTrail:
 def _checked(record: Mapping[str, Any]) -> dict[str, Any]:
     """A record handed in as a plain mapping: redact it and check its envelope."""
     data = redact(dict(record))
+    try:
+        canonical_json(data)
+    except (TypeError, ValueError) as err:
+        raise AuditError(f"invalid audit record: not JSON data ({err})") from err
     problems = validate_record(data)
     if problems:
         raise AuditError(f"invalid audit record: {'; '.join(problems)}")

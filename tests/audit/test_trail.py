@@ -250,3 +250,18 @@ def test_a_push_refused_by_a_hook_is_reported_and_the_records_wait(remote: Path,
         assert trail.flush(30)
     assert workload_names(remote) == ["w1"]
 
+
+
+@pytest.mark.parametrize(("record", "problem"), [
+    ({"schemaVersion": 1, "type": "admission.admitted", "id": "x", "time": "2026-01-01T00:00:00Z",
+      "when": object()}, "not JSON data"),
+    ({"schemaVersion": 1, "type": "made.up", "id": "x", "time": "2026-01-01T00:00:00Z"}, "unknown record type"),
+], ids=["value-that-is-not-json", "unknown-type"])
+def test_a_malformed_plain_record_is_refused_at_submit(trail: AuditTrail, record: dict[str, object],
+                                                       problem: str) -> None:
+    """A record handed in as a plain mapping is checked on the caller's thread, before it can reach the WAL."""
+    from gitopsq.errors import AuditError
+
+    with pytest.raises(AuditError, match=problem):
+        trail.submit(record)
+    trail.record(admitted(1))  # the trail keeps working
