@@ -143,6 +143,15 @@ def group_sizes(entry: LoadedObject) -> Iterator[Finding]:
                      f"allows at most {MAX_COVERED_TOTAL}")
 
 
+def groups_not_empty(entry: LoadedObject) -> Iterator[Finding]:
+    """A resource group covers at least one resource and lists at least one flavor."""
+    for i, group in enumerate(_groups(entry)):
+        if not group.covered_resources or not group.flavors:
+            missing = "coveredResources" if not group.covered_resources else "flavors"
+            yield _error(entry, (*_GROUPS, i, missing), "empty-resource-group",
+                         f"resource group {i} has no {missing}; Kueue needs at least one")
+
+
 def flavor_resources_match(entry: LoadedObject) -> Iterator[Finding]:
     """Each flavor lists exactly its group's coveredResources, in the same order."""
     for i, group in enumerate(_groups(entry)):
@@ -234,7 +243,7 @@ def fungibility_preference(entry: LoadedObject) -> Iterator[Finding]:
 
 
 RULES: Final[tuple[Rule, ...]] = (object_name, queue_name_fits_label, labels_and_annotations, reference_names,
-                                  group_sizes, flavor_resources_match, one_group_each, quota_values,
+                                  group_sizes, groups_not_empty, flavor_resources_match, one_group_each, quota_values,
                                   preemption_policy, fungibility_preference)
 
 

@@ -17,8 +17,6 @@ are refused. Empty documents are skipped; a document that is not a mapping is re
 from __future__ import annotations
 
 import re
-import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -28,14 +26,10 @@ from gitopsq.api import findings
 from gitopsq.api.findings import Finding
 from gitopsq.api.reader import FieldPath
 from gitopsq.errors import Location
+from gitopsq.manifests.yamlnodes import MAP, NULL, SEQ, STR, Budget, Converter, RefusedError
 
 _BaseLoader: Final[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_CONSTRUCTOR: Final = yaml.constructor.SafeConstructor()
 
-_STR, _NULL, _BOOL = "tag:yaml.org,2002:str", "tag:yaml.org,2002:null", "tag:yaml.org,2002:bool"
-_INT, _FLOAT = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
-_AS_TEXT = frozenset({"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:binary"})
-_MAP, _SEQ, _MERGE = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:merge"
 
 # A line whose indentation and block indicators ("- ", "? ", ": ") run this long may hide deep block nesting.
 _BLOCK_PREFIX_LIMIT = 256
@@ -53,9 +47,9 @@ class _Loader(_BaseLoader):  # type: ignore[misc]
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
         if kind is yaml.ScalarNode:
             if implicit[0] and value[:1] not in self._starts:
-                return _STR
+                return STR
             return super().resolve(kind, value, implicit)
-        return _MAP if kind is yaml.MappingNode else _SEQ
+        return MAP if kind is yaml.MappingNode else SEQ
 
     def descend_resolver(self, current_node: Any, current_index: Any) -> None:
         return None
@@ -101,14 +95,6 @@ class YamlFile:
     findings: tuple[Finding, ...]
 
 
-class _RefusedError(Exception):
-    """Raised inside the converter to abandon a document with one finding."""
-
-    def __init__(self, code: str, message: str, line: int | None) -> None:
-        super().__init__(message)
-        self.code, self.message, self.line = code, message, line
-
-
 def load_yaml(path: str, data: bytes, limits: YamlLimits = DEFAULT_LIMITS) -> YamlFile:
     """Parse every document of one file. Never raises for bad input: problems come back as findings."""
 
@@ -137,9 +123,9 @@ def load_yaml(path: str, data: bytes, limits: YamlLimits = DEFAULT_LIMITS) -> Ya
         return nodes
     documents: list[YamlDocument] = []
     problems: list[Finding] = []
-    budget = _Budget(limits)
+    budget = Budget(limits.max_nodes, limits.max_alias_nodes)
     for index, node in enumerate(nodes):
-        if node.tag == _NULL and isinstance(node, yaml.ScalarNode):
+        if node.tag == NULL and isinstance(node, yaml.ScalarNode):
             continue  # an empty document, or one holding only comments
         line = node.start_mark.line + 1
         if not isinstance(node, yaml.MappingNode):
@@ -150,8 +136,8 @@ def load_yaml(path: str, data: bytes, limits: YamlLimits = DEFAULT_LIMITS) -> Ya
             continue
         lines: dict[FieldPath, int] = {(): line}
         try:
-            value = _Converter(budget, lines, limits.max_depth).convert(node, (), 0)
-        except _RefusedError as err:
+            value = Converter(budget, lines, limits.max_depth).convert(node, (), 0)
+        except RefusedError as err:
             problems.append(findings.error(err.code, err.message, location=Location(path, err.line or line)))
             if err.code == "yaml-bomb":
                 return YamlFile(path, (), tuple(problems))
@@ -207,130 +193,3 @@ def _syntax_message(err: yaml.MarkedYAMLError, text: str, line: int | None) -> s
     context = f" {err.context}" if err.context else ""
     return f"not valid YAML: {problem}{context}"
 
-
-class _Budget:
-    """Counts converted nodes across a file, so aliases cannot multiply the work."""
-
-    __slots__ = ("alias_limit", "aliases", "limit", "nodes")
-
-    def __init__(self, limits: YamlLimits) -> None:
-        self.nodes = 0
-        self.aliases = 0
-        self.limit = limits.max_nodes
-        self.alias_limit = limits.max_alias_nodes
-
-
-class _Converter:
-    """Turns one composed document into plain data, filling ``lines`` with the line of every field path."""
-
-    def __init__(self, budget: _Budget, lines: dict[FieldPath, int], max_depth: int) -> None:
-        self.budget = budget
-        self.lines = lines
-        self.max_depth = max_depth
-        self.seen: set[int] = set()
-        self.ancestors: set[int] = set()
-
-    def convert(self, node: yaml.Node, path: FieldPath, depth: int) -> Any:
-        budget = self.budget
-        budget.nodes += 1
-        ident = id(node)
-        if ident in self.seen:
-            budget.aliases += 1
-            if budget.aliases > budget.alias_limit:
-                raise _RefusedError("yaml-bomb", f"aliases expand to more than {budget.alias_limit:,} repeated "
-                                    "nodes; refusing what looks like a YAML bomb (\"billion laughs\")",
-                                    node.start_mark.line + 1)
-        if budget.nodes > budget.limit:
-            line = node.start_mark.line + 1
-            if budget.aliases:
-                raise _RefusedError("yaml-bomb", f"aliases expand to more than {budget.limit:,} nodes; refusing "
-                               "what looks like a YAML bomb (\"billion laughs\")", line)
-            raise _RefusedError("too-many-nodes", f"more than {budget.limit:,} YAML nodes in one file; split it", line)
-        if isinstance(node, yaml.ScalarNode):
-            self.seen.add(ident)
-            return _scalar(node)
-        if depth >= self.max_depth:
-            raise _RefusedError("nesting-too-deep", f"nesting deeper than {self.max_depth} levels",
-                           node.start_mark.line + 1)
-        if ident in self.ancestors:
-            raise _RefusedError("yaml-bomb", "an alias refers to its own anchor (a recursive structure)",
-                           node.start_mark.line + 1)
-        self.seen.add(ident)
-        self.ancestors.add(ident)
-        try:
-            if isinstance(node, yaml.SequenceNode):
-                if node.tag != _SEQ:
-                    raise _RefusedError("yaml-unsupported-tag", f"unsupported tag {node.tag!r}",
-                                        node.start_mark.line + 1)
-                return self._sequence(node, path, depth)
-            if node.tag != _MAP or not isinstance(node, yaml.MappingNode):
-                raise _RefusedError("yaml-unsupported-tag", f"unsupported tag {node.tag!r}", node.start_mark.line + 1)
-            return self._mapping(node, path, depth)
-        finally:
-            self.ancestors.discard(ident)
-
-    def _sequence(self, node: yaml.SequenceNode, path: FieldPath, depth: int) -> list[Any]:
-        out = []
-        lines = self.lines
-        for i, item in enumerate(node.value):
-            item_path = (*path, i)
-            lines[item_path] = item.start_mark.line + 1
-            out.append(self.convert(item, item_path, depth + 1))
-        return out
-
-    def _mapping(self, node: yaml.MappingNode, path: FieldPath, depth: int) -> dict[Any, Any]:
-        out: dict[Any, Any] = {}
-        # Merge keys (<<) first: the mapping's own keys then override what they bring in, lines included.
-        for key_node, value_node in node.value:
-            if key_node.tag == _MERGE:
-                sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
-                for source in sources:
-                    if not isinstance(source, yaml.MappingNode):
-                        raise _RefusedError("yaml-syntax", "a merge key (<<) needs a mapping or a list of mappings",
-                                       key_node.start_mark.line + 1)
-                    for key, value in self._mapping(source, path, depth).items():
-                        out.setdefault(key, value)
-        first_line: dict[Any, int] = {}
-        lines = self.lines
-        for key_node, value_node in node.value:
-            if key_node.tag == _MERGE:
-                continue
-            key_line = key_node.start_mark.line + 1
-            if not isinstance(key_node, yaml.ScalarNode):
-                raise _RefusedError("yaml-complex-key", "a mapping key must be a plain value, not a list or mapping",
-                               key_line)
-            key = _scalar(key_node)
-            if type(key) is str:
-                key = sys.intern(key)  # shared key strings keep line indexes and caches small
-            if key in first_line:
-                raise _RefusedError("duplicate-key", f"key {key!r} appears twice in the same mapping (first at line "
-                               f"{first_line[key]}); YAML and the Kubernetes API require unique keys", key_line)
-            first_line[key] = key_line
-            child = (*path, key)
-            lines[child] = key_line
-            out[key] = self.convert(value_node, child, depth + 1)
-        return out
-
-
-_SCALARS: Final[dict[str, Callable[[yaml.ScalarNode], Any]]] = {
-    _BOOL: _CONSTRUCTOR.construct_yaml_bool,
-    _INT: _CONSTRUCTOR.construct_yaml_int,
-    _FLOAT: _CONSTRUCTOR.construct_yaml_float,
-}
-
-
-def _scalar(node: yaml.ScalarNode) -> Any:
-    tag = node.tag
-    if tag == _STR or tag in _AS_TEXT:
-        return node.value
-    if tag == _NULL:
-        return None
-    convert = _SCALARS.get(tag)
-    if convert is None:
-        raise _RefusedError("yaml-unsupported-tag", f"unsupported tag {tag!r} on value {node.value[:40]!r}",
-                       node.start_mark.line + 1)
-    try:
-        return convert(node)
-    except (ValueError, OverflowError) as err:
-        raise _RefusedError("yaml-syntax", f"cannot read {node.value[:40]!r} as {tag.rsplit(':', 1)[-1]}: {err}",
-                       node.start_mark.line + 1) from None

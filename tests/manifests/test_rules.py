@@ -83,10 +83,12 @@ def test_valid_revision_has_no_findings() -> None:
      "cohort-cycle", 4, "error"),
     (cq("  cohortName: c\n  resourceGroups:\n" + group(["cpu"], ["default"], quota='"4", lendingLimit: "-1"')),
      "negative-quota", 12, "error"),
+    (cq("  resourceGroups:\n    - coveredResources: [cpu]\n      flavors: []\n"), "empty-resource-group", 8,
+     "error"),
 ], ids=["covered-resources-over-64", "flavors-over-64", "resource-name", "cohort-name-reference",
         "queue-name-over-label-length", "annotation-key", "taint-key", "unused-cohort-object",
         "undeclared-namespace", "admission-check-on-unused-flavor", "v1beta1-admission-check-reference",
-        "cohort-its-own-parent", "negative-lending-limit"])
+        "cohort-its-own-parent", "negative-lending-limit", "group-without-flavors"])
 def test_rule_reports_code_at_line(text: str, code: str, line: int, severity: str) -> None:
     """Each rule's finding carries its code, the file and the line of the field at fault, and its severity."""
     assert (code, "q/x.yaml", line, severity) in found(text)
