@@ -30,6 +30,7 @@ def _log() -> Any:
     return logs.get("sync")
 SyncOutcome = Literal["applied", "unchanged", "rejected", "failed"]
 TARGETED_READ_LIMIT = 200  # above this many changed objects, LISTs beat one GET each
+SOURCE_LABEL = "gitopsq.dev/source"  # on every applied object: <namespace>.<name> of its GitSource
 PROGRESS_THRESHOLD = 20  # plans with more writes than this first mark the GitSource Reconciling
 
 
@@ -93,6 +94,7 @@ class Syncer:
         self.url = url
         self.clock = clock or (lambda: datetime.now(UTC))
         self.store = StatusStore(rest, ref, clock=self.clock)
+        self.label_value = source_label_value(ref)
         self.executor = Executor(rest)
         self.validator = validator or check_pipeline_validator()
         self.audit = audit
@@ -129,7 +131,8 @@ class Syncer:
         docs = validated.documents
         live, assumed = self._read_live(sha, state, docs, inventory)
         plan = build_plan(sha, docs, live, inventory, prune=options.prune, allow_empty=options.allow_empty,
-                          previous=self._previous(sha, state, validated), assume_unchanged=assumed)
+                          previous=self._previous(sha, state, validated), assume_unchanged=assumed,
+                          labels={SOURCE_LABEL: self.label_value})
         timings["plan"] = time.perf_counter() - started
         if options.dry_run:
             execution = self.executor.execute(plan, dry_run=True)
@@ -182,7 +185,7 @@ class Syncer:
             if len(changed) <= TARGETED_READ_LIMIT:
                 live = read_objects(self.rest, [(k, v) for k, v in all_keys if k in changed])
                 return live, frozenset(set(versions) - changed)
-        live = read_live(self.rest, all_keys)
+        live = read_live(self.rest, all_keys, selector=f"{SOURCE_LABEL}={self.label_value}")
         if verified is None or sha != state.last_applied:
             return live, frozenset()
         same = {k for k, rv in verified[1].items()
@@ -296,6 +299,16 @@ class Syncer:
                 self.audit.record(record)
             except Exception as err:  # the audit trail has its own WAL and retries; a sync never fails on it
                 _log().warning("audit record not written", error=str(err))
+
+
+def source_label_value(ref: SourceRef) -> str:
+    """``<namespace>.<name>`` of the GitSource, or a digest of it when longer than a label value may be."""
+    value = f"{ref.namespace}.{ref.name}"
+    if len(value) <= 63:
+        return value
+    import hashlib
+
+    return "h" + hashlib.sha256(value.encode()).hexdigest()[:40]
 
 
 def _ready(state: SourceState) -> bool:

@@ -122,12 +122,13 @@ class KubeRest:
                 raise ApiException(http_resp=response)
             return json.loads(response.data) if response.data else None
 
-    def list_all(self, path: str, *, page: int = 2000) -> list[dict[str, Any]]:
-        """Every item of a collection, following ``continue`` tokens."""
+    def list_all(self, path: str, *, page: int = 2000, selector: str | None = None) -> list[dict[str, Any]]:
+        """Every item of a collection (matching the label ``selector``), following ``continue`` tokens."""
         items: list[dict[str, Any]] = []
         token = ""
         while True:
-            query = [("limit", str(page))] + ([("continue", token)] if token else [])
+            query = [("limit", str(page))] + ([("continue", token)] if token else []) + \
+                ([("labelSelector", selector)] if selector else [])
             answer = self.request("GET", path, query=query)
             items.extend(answer.get("items") or [])
             token = (answer.get("metadata") or {}).get("continue") or ""
@@ -135,30 +136,51 @@ class KubeRest:
                 return items
 
 
-def read_live(rest: KubeRest, keys: Iterable[tuple[ObjectKey, str]]) -> dict[ObjectKey, dict[str, Any] | None]:
-    """The live object for each (key, version), None when absent: one LIST per kind, not one GET per object.
+def read_live(rest: KubeRest, keys: Iterable[tuple[ObjectKey, str]], *, selector: str | None = None,
+              get_limit: int = 200) -> dict[ObjectKey, dict[str, Any] | None]:
+    """The live object for each (key, version), None when absent: LISTs per kind, not one GET per object.
 
-    A kind whose CRD is not installed reads as "nothing live" (its applies will then fail with the reason).
+    With ``selector`` (gitopsq's source label) a LIST returns only this source's objects, so the cost follows
+    our object count, not the cluster's; keys it does not return (new objects, objects applied before the label
+    existed, objects someone else created) are read by GET, or by an unfiltered LIST when more than
+    ``get_limit`` are missing. A kind whose CRD is not installed reads as "nothing live".
     """
     wanted: dict[tuple[str, str, str], set[ObjectKey]] = {}
     for key, version in keys:
         wanted.setdefault((key.group, key.kind, version), set()).add(key)
     out: dict[ObjectKey, dict[str, Any] | None] = {}
     for (group, kind, version), members in sorted(wanted.items()):
-        try:
-            items = rest.list_all(collection_path(group, version, kind))
-        except ClusterNotFound:
-            items = []
-        for item in items:
-            meta = item.get("metadata") or {}
-            key = ObjectKey(group=group, kind=kind, namespace=meta.get("namespace") or "", name=meta.get("name", ""))
-            if key in members:
-                item.setdefault("apiVersion", f"{group}/{version}" if group else version)
-                item.setdefault("kind", kind)
-                out[key] = item
+        path = collection_path(group, version, kind)
+        found = _list_members(rest, path, group=group, version=version, kind=kind, members=members,
+                              selector=selector)
+        missing = members - set(found)
+        if selector is not None and missing:
+            if len(missing) <= get_limit:
+                found.update(read_objects(rest, [(k, version) for k in sorted(missing)]))
+            else:
+                found.update(_list_members(rest, path, group=group, version=version, kind=kind, members=missing,
+                                           selector=None))
+        out.update(found)
         for key in members:
             out.setdefault(key, None)
     return out
+
+
+def _list_members(rest: KubeRest, path: str, *, group: str, version: str, kind: str, members: set[ObjectKey],
+                  selector: str | None) -> dict[ObjectKey, dict[str, Any] | None]:
+    try:
+        items = rest.list_all(path, selector=selector)
+    except ClusterNotFound:
+        items = []
+    found: dict[ObjectKey, dict[str, Any] | None] = {}
+    for item in items:
+        meta = item.get("metadata") or {}
+        key = ObjectKey(group=group, kind=kind, namespace=meta.get("namespace") or "", name=meta.get("name", ""))
+        if key in members:
+            item.setdefault("apiVersion", f"{group}/{version}" if group else version)
+            item.setdefault("kind", kind)
+            found[key] = item
+    return found
 
 
 def read_objects(rest: KubeRest, keys: Iterable[tuple[ObjectKey, str]]) -> dict[ObjectKey, dict[str, Any] | None]:
@@ -166,7 +188,10 @@ def read_objects(rest: KubeRest, keys: Iterable[tuple[ObjectKey, str]]) -> dict[
     out: dict[ObjectKey, dict[str, Any] | None] = {}
     for key, version in keys:
         try:
-            out[key] = rest.request("GET", object_path(key, version), obj=str(key))
+            obj: dict[str, Any] = rest.request("GET", object_path(key, version), obj=str(key))
+            obj.setdefault("apiVersion", f"{key.group}/{version}" if key.group else version)
+            obj.setdefault("kind", key.kind)
+            out[key] = obj
         except ClusterNotFound:
             out[key] = None
     return out

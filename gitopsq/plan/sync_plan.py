@@ -124,6 +124,7 @@ def build_plan(
     allow_empty: bool = False,
     previous: Mapping[ObjectKey, Mapping[str, Any]] | None = None,
     assume_unchanged: frozenset[ObjectKey] = frozenset(),
+    labels: Mapping[str, str] | None = None,
 ) -> Plan:
     """Pair desired, live and inventory (module docstring) into a Plan. ``live`` maps a key to the object the
     API returned, or to None / nothing when it does not exist. Raises ValueError on duplicate desired keys
@@ -132,7 +133,10 @@ def build_plan(
     ``assume_unchanged`` names keys the caller vouches for (it saw them equal to the same desired document at
     the same resourceVersion, or they did not change in Git since it last did): when live, they are unchanged
     without a diff, which keeps a no-change reconcile of thousands of objects cheap. For such a key, absence
-    from ``live`` means "not read" (the caller skipped the GET), while a None value still means "gone"."""
+    from ``live`` means "not read" (the caller skipped the GET), while a None value still means "gone".
+
+    ``labels`` are added to every applied object (gitopsq's source label, which lets the shell LIST only the
+    objects of one source); they count in the diff, so an object missing them is updated once."""
     wanted: dict[ObjectKey, Mapping[str, Any]] = {}
     for doc in desired:
         key = key_of_document(doc)
@@ -146,14 +150,17 @@ def build_plan(
     conflicts: list[Conflict] = []
     for key, doc in wanted.items():
         current = live.get(key)
-        body, dropped = strip_foreign_markers(doc)
+        clean, dropped = strip_foreign_markers(doc)
+        body = _with_labels(clean, labels)
         if current is not None and (manager := foreign_manager(current)) is not None:
             conflicts.append(Conflict(key, manager, "apply"))
             continue
         if key in assume_unchanged and key in in_inventory and (current is not None or key not in live):
             unchanged.append(key)
             continue
-        action = _apply_action(key, body, dropped, current=current, in_inventory=in_inventory, previous=previous)
+        action = _apply_action(key, body, dropped, current=current, in_inventory=in_inventory,
+                               was_applied=previous is not None and key in previous
+                               and strip_foreign_markers(previous[key])[0] == clean)
         if action is None:
             unchanged.append(key)
         else:
@@ -198,7 +205,7 @@ def build_plan(
 
 def _apply_action(key: ObjectKey, body: Mapping[str, Any], dropped: tuple[str, ...], *,
                   current: Mapping[str, Any] | None, in_inventory: Mapping[ObjectKey, InventoryEntry],
-                  previous: Mapping[ObjectKey, Mapping[str, Any]] | None) -> ApplyAction | None:
+                  was_applied: bool) -> ApplyAction | None:
     api_version = api_version_of(body)
     if current is None:
         return ApplyAction(key, api_version, "create", body, diff(None, body), False, dropped)
@@ -207,13 +214,19 @@ def _apply_action(key: ObjectKey, body: Mapping[str, Any], dropped: tuple[str, .
                     if c.op != "removed" or owned.owns(c.path))
     ours = key in in_inventory
     if changes:
-        was_applied = previous is not None and key in previous and \
-            strip_foreign_markers(previous[key])[0] == body
         reason: ApplyReason = "drift" if was_applied and ours else "changed"
         return ApplyAction(key, api_version, reason, body, changes, ours, dropped)
     if not owned.applied and not ours:
         return ApplyAction(key, api_version, "adopt", body, (), False, dropped)
     return None
+
+
+def _with_labels(doc: dict[str, Any], labels: Mapping[str, str] | None) -> dict[str, Any]:
+    if not labels:
+        return doc
+    meta = dict(doc.get("metadata") or {})
+    meta["labels"] = {**(meta.get("labels") or {}), **labels}
+    return {**doc, "metadata": meta}
 
 
 def inventory_after(plan: Plan, applied: set[ObjectKey], pruned: set[ObjectKey]) -> Inventory:
