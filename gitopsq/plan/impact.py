@@ -72,6 +72,13 @@ class WorkloadImpact:
     cluster_queue_after: str
     reason: str
     message: str
+    state_after: str = ""  # Admitted | QuotaReserved | Pending under head
+    flavors_after: str = ""  # "pod set: resource=flavor, …" when it holds quota under head
+
+    @property
+    def readmitted(self) -> bool:
+        """A preempted workload that the same instant admits again (another flavor or after requeueing)."""
+        return self.kind == "preempted" and self.state_after in (ADMITTED, QUOTA_RESERVED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +195,8 @@ def _compare(key: str, before: _Side, after: _Side) -> WorkloadImpact | None:
                               after.lost[key])
     if held_before and key in after.evicted and key not in before.evicted:
         reason, message = after.evicted[key]
-        return WorkloadImpact(key, "preempted", b.cluster_queue, a.cluster_queue, reason, message)
+        flavors = "; ".join(f"{ps}: " + ", ".join(f"{r}={f}" for r, f in sorted(per.items())) for ps, per in a.flavors)
+        return WorkloadImpact(key, "preempted", b.cluster_queue, a.cluster_queue, reason, message, a.state, flavors)
     if held_before and not held_after:
         return WorkloadImpact(key, "loses-quota", b.cluster_queue, a.cluster_queue, a.reason, a.message)
     if not held_before and held_after:

@@ -80,7 +80,8 @@ def _verdict(v: Verdict) -> dict[str, Any]:
 def _workload(w: WorkloadImpact) -> dict[str, Any]:
     return {"workload": w.key, "clusterQueueBefore": w.cluster_queue_before or None,
             "clusterQueueAfter": w.cluster_queue_after or None, "reason": w.reason or None,
-            "message": w.message or None}
+            "message": w.message or None, "stateAfter": w.state_after or None,
+            "flavorsAfter": w.flavors_after or None}
 
 
 def _headroom(h: HeadroomChange) -> dict[str, Any]:

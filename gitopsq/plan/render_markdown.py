@@ -23,6 +23,7 @@ from gitopsq.plan.render_text import (
     cohort_change,
     object_fields,
     quota_cells,
+    readmission,
     revision,
     value,
     where,
@@ -68,7 +69,8 @@ def _impact(impact: SnapshotImpact) -> list[str]:
             out.append(f"**{len(items)} {title}**")
             out.append("")
             out.extend(_list([f"`{w.key}` in `{_queue_of(w, kind) or '-'}`"
-                              + (f" — {w.reason}: {w.message}" if w.reason else "") for w in items]))
+                              + (f" — {w.reason}: {w.message}" if w.reason else "") + readmission(w)
+                              for w in items]))
             out.append("")
     if impact.headroom:
         out += ["Borrowing headroom (what each ClusterQueue could take beyond its own unused nominal quota):", ""]

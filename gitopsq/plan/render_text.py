@@ -13,7 +13,7 @@ from typing import Any
 
 from gitopsq.admission.quota import Limits
 from gitopsq.plan.diff import FieldChange
-from gitopsq.plan.impact import SnapshotImpact, TraceImpact
+from gitopsq.plan.impact import SnapshotImpact, TraceImpact, WorkloadImpact
 from gitopsq.plan.pr_plan import ObjectChange, PrPlan, RevisionSummary
 from gitopsq.plan.quota_table import QuotaRow
 from gitopsq.plan.render_json import amount, signed
@@ -102,6 +102,10 @@ def cohort_change(before: str | None, after: str | None) -> str:
     return f"cohort {before or '(none)'} → {after or '(none)'}"
 
 
+def readmission(w: WorkloadImpact) -> str:
+    return f" (then admitted again in {w.cluster_queue_after}: {w.flavors_after})" if w.readmitted else ""
+
+
 def impact_lines(impact: SnapshotImpact) -> list[str]:
     out = [f"  {impact.workloads} workloads; holding quota: {impact.admitted_before} under base, "
            f"{impact.admitted_after} under head"]
@@ -112,7 +116,7 @@ def impact_lines(impact: SnapshotImpact) -> list[str]:
             for w in items:
                 cq = w.cluster_queue_before if kind != "admissible" else w.cluster_queue_after
                 why = f" — {w.reason}: {w.message}" if w.reason else ""
-                out.append(f"    {w.key} ({cq or 'no ClusterQueue'}){why}")
+                out.append(f"    {w.key} ({cq or 'no ClusterQueue'}){why}{readmission(w)}")
     if impact.headroom:
         out.append("  borrowing headroom (beyond own unused nominal quota):")
         out.extend(table(("ClusterQueue", "flavor", "resource", "before", "after"),
