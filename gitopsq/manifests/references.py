@@ -152,8 +152,39 @@ def local_queue_namespaces(index: Index) -> Iterator[Finding]:
                            "or make sure it exists in the cluster)")
 
 
+def queue_namespace_selected(index: Index) -> Iterator[Finding]:
+    """A LocalQueue's namespace must be one its ClusterQueue selects, or its workloads stay pending.
+
+    A ClusterQueue without namespaceSelector selects no namespace (``{}`` selects all). A namespace's labels are
+    known only when the repository declares it; Kubernetes adds ``kubernetes.io/metadata.name`` itself.
+    """
+    cluster_queues = index.by_kind["ClusterQueue"]
+    namespaces = index.by_kind["Namespace"]
+    for entry in index.of("LocalQueue"):
+        lq = entry.obj
+        assert isinstance(lq, m.LocalQueue)
+        target = cluster_queues.get(lq.cluster_queue)
+        if target is None or not isinstance(target.obj, m.ClusterQueue):
+            continue
+        namespace = lq.meta.namespace or ""
+        selector = target.obj.namespace_selector
+        if selector is None:
+            yield _warning(entry, ("spec", "clusterQueue"), "namespace-not-selected",
+                           f"ClusterQueue {lq.cluster_queue!r} has no namespaceSelector, so Kueue admits nothing "
+                           f"from namespace {namespace!r} (namespaceSelector: {{}} selects every namespace)")
+            continue
+        declared = namespaces.get(namespace)
+        if declared is None:
+            continue
+        labels = {**declared.obj.meta.labels, "kubernetes.io/metadata.name": namespace}
+        if not selector.matches(labels):
+            yield _warning(entry, ("spec", "clusterQueue"), "namespace-not-selected",
+                           f"the namespaceSelector of ClusterQueue {lq.cluster_queue!r} does not select namespace "
+                           f"{namespace!r}; its workloads would stay pending (Misconfigured)")
+
+
 RULES: Final[tuple[Rule, ...]] = (local_queue_targets, flavor_references, admission_check_references,
-                                  cohort_cycles, unused_cohorts, local_queue_namespaces)
+                                  cohort_cycles, unused_cohorts, local_queue_namespaces, queue_namespace_selected)
 
 
 def validate_revision(entries: Sequence[LoadedObject], passthrough: Sequence[PassThrough] = ()) -> list[Finding]:

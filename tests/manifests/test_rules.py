@@ -46,7 +46,8 @@ def group(resources: list[str], flavors: list[str], quota: str = '"1"') -> str:
 
 def test_valid_revision_has_no_findings() -> None:
     """A ClusterQueue in an implicit cohort (no Cohort object) with a LocalQueue in a declared namespace is clean."""
-    text = cq("  cohortName: implicit\n  resourceGroups:\n" + group(["cpu"], ["default"])) + (
+    text = cq("  cohortName: implicit\n  namespaceSelector: {}\n  resourceGroups:\n"
+              + group(["cpu"], ["default"])) + (
         "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: q, namespace: team-a}\n"
         "spec: {clusterQueue: cq}\n")
     report = check(text)
@@ -72,7 +73,7 @@ def test_valid_revision_has_no_findings() -> None:
     ("apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: lonely}\n", "unused-cohort", 3,
      "warning"),
     ("apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  name: q\n  namespace: elsewhere\n"
-     "spec: {clusterQueue: cq}\n---\n" + cq(""), "undeclared-namespace", 5, "warning"),
+     "spec: {clusterQueue: cq}\n---\n" + cq("  namespaceSelector: {}\n"), "undeclared-namespace", 5, "warning"),
     (cq("  resourceGroups:\n" + group(["cpu"], ["default"]) + "  admissionChecksStrategy:\n    admissionChecks:\n"
         "      - {name: prov, onFlavors: [spot]}\n") + "---\napiVersion: kueue.x-k8s.io/v1beta2\n"
      "kind: AdmissionCheck\nmetadata: {name: prov}\nspec: {controllerName: example.com/prov}\n",
@@ -92,6 +93,24 @@ def test_valid_revision_has_no_findings() -> None:
 def test_rule_reports_code_at_line(text: str, code: str, line: int, severity: str) -> None:
     """Each rule's finding carries its code, the file and the line of the field at fault, and its severity."""
     assert (code, "q/x.yaml", line, severity) in found(text)
+
+
+LQ = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: q, namespace: team-a}\n" \
+     "spec: {clusterQueue: cq}\n---\n"
+
+
+@pytest.mark.parametrize(("selector", "selected"), [
+    ("", False),
+    ("  namespaceSelector: {}\n", True),
+    ("  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: team-a}}\n", True),
+    ("  namespaceSelector: {matchLabels: {team: b}}\n", False),
+    ("  namespaceSelector:\n    matchExpressions: [{key: team, operator: DoesNotExist}]\n", True),
+], ids=["no-selector-selects-nothing", "empty-selects-all", "built-in-name-label", "label-mismatch",
+        "does-not-exist"])
+def test_local_queue_namespace_must_be_selected(selector: str, selected: bool) -> None:
+    """A LocalQueue in a namespace its ClusterQueue does not select is warned about at spec.clusterQueue."""
+    warnings = [(c, line) for c, _, line, sev in found(LQ + cq(selector)) if sev == "warning"]
+    assert warnings == ([] if selected else [("namespace-not-selected", 4)])
 
 
 def test_cohort_used_as_parent_is_not_unused() -> None:
