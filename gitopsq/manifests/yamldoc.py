@@ -7,7 +7,8 @@ A file is refused whole, with one finding naming file and line, when it is:
 3. nested deeper than ``max_depth`` (checked by a linear pre-scan *before* the C parser runs: libyaml's composer
    recurses and would crash the interpreter on tens of thousands of levels);
 4. not valid YAML (tabs in indentation get their own sentence);
-5. a "billion laughs" bomb: aliases whose expansion exceeds ``max_nodes``, or an alias inside its own anchor.
+5. a "billion laughs" bomb: aliases that reach more than ``max_alias_nodes`` nodes a second time, or an alias
+   inside its own anchor; any document past ``max_nodes`` nodes is refused too.
 
 Documents are then converted to plain data (dict / list / str / int / float / bool / None) as Kubernetes reads
 YAML: duplicate keys are errors, merge keys (``<<``) are honoured, timestamps and binary stay strings, other tags
@@ -29,7 +30,6 @@ from gitopsq.errors import Location
 from gitopsq.manifests.yamlnodes import MAP, NULL, SEQ, STR, Budget, Converter, RefusedError
 
 _BaseLoader: Final[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
 
 # A line whose indentation and block indicators ("- ", "? ", ": ") run this long may hide deep block nesting.
 _BLOCK_PREFIX_LIMIT = 256

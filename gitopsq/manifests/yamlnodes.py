@@ -20,6 +20,7 @@ INT, FLOAT = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
 MAP, SEQ, MERGE = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:merge"
 _AS_TEXT = frozenset({"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:binary"})
 
+
 class RefusedError(Exception):
     """Raised inside the converter to abandon a document with one finding."""
 
