@@ -35,7 +35,7 @@ def test_core_module_has_no_io_or_clock(path: Path) -> None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in BANNED_CALLS:
             offences.append(f"line {node.lineno}: {node.func.id}()")
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            if (node.value.id, node.attr) in BANNED_ATTRS:
-                offences.append(f"line {node.lineno}: {node.value.id}.{node.attr}")
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and (node.value.id, node.attr) in BANNED_ATTRS):
+            offences.append(f"line {node.lineno}: {node.value.id}.{node.attr}")
     assert not offences, offences
