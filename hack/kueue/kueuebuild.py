@@ -1,0 +1,153 @@
+"""Kueue's test peers for gitopsq, built with Go from the Go module proxy (never from release pages).
+
+Three binaries, cached in ``${GITOPSQ_KUEUE_DIR:-~/.cache/gitopsq/kueue}/<kueue version>/``:
+
+- ``minimalkueue`` and ``runner``: Kueue's scheduler benchmark (test/performance/scheduler/ of the module);
+- ``oraclekueue``: ./oraclekueue beside this file, minimalkueue's wiring plus fair sharing and feature gates,
+  the oracle of tests/differential.
+
+Each gets a ``<name>.build-info.json`` (version, seconds, peak memory of the build, Go version). Kueue's own CRDs
+are read from the module cache (``crd_dir``), never copied into the repository. Standard library only.
+
+Usage: python -m kueuebuild [prepare|paths|crds]   (scripts/kueue-build wraps it)
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HACK_DIR = Path(__file__).resolve().parent  # holds go.mod
+MODULE = "sigs.k8s.io/kueue"
+PACKAGES = {
+    "minimalkueue": f"{MODULE}/test/performance/scheduler/minimalkueue",
+    "runner": f"{MODULE}/test/performance/scheduler/runner",
+    "oraclekueue": "./oraclekueue",
+}
+
+
+class KueueBuildError(RuntimeError):
+    """A Kueue binary could not be built, or the module could not be fetched."""
+
+
+@dataclass(frozen=True, slots=True)
+class KueueBinaries:
+    version: str
+    minimalkueue: Path
+    runner: Path
+    oraclekueue: Path
+    crd_dir: Path
+
+
+def kueue_version() -> str:
+    """The sigs.k8s.io/kueue release required by hack/kueue/go.mod (the one source of truth)."""
+    match = re.search(r"^\s*(?:require\s+)?sigs\.k8s\.io/kueue\s+(v\S+)", (HACK_DIR / "go.mod").read_text(), re.M)
+    if match is None:
+        raise KueueBuildError("hack/kueue/go.mod does not require sigs.k8s.io/kueue")
+    return match.group(1)
+
+
+def cache_dir(version: str | None = None) -> Path:
+    configured = os.environ.get("GITOPSQ_KUEUE_DIR")
+    root = Path(configured) if configured else Path.home() / ".cache" / "gitopsq" / "kueue"
+    return root / (version or kueue_version())
+
+
+def module_dir(version: str | None = None) -> Path:
+    """Where the Go module cache holds Kueue's source (downloaded from the proxy when missing)."""
+    version = version or kueue_version()
+    done = subprocess.run(["go", "mod", "download", "-json", f"{MODULE}@{version}"], cwd=HACK_DIR,
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise KueueBuildError(f"go mod download {MODULE}@{version} failed: {done.stderr.strip()[-600:]}")
+    return Path(json.loads(done.stdout)["Dir"])
+
+
+def crd_dir(version: str | None = None) -> Path:
+    """Kueue's CRD manifests (v1beta1 + v1beta2) inside the module cache."""
+    path = module_dir(version) / "config" / "components" / "crd" / "bases"
+    if not path.is_dir():
+        raise KueueBuildError(f"no CRDs at {path}")
+    return path
+
+
+def find() -> KueueBinaries | None:
+    """The cached binaries, or None when ``prepare`` still has work to do."""
+    version = kueue_version()
+    paths = {name: cache_dir(version) / name for name in PACKAGES}
+    if not all(p.is_file() and os.access(p, os.X_OK) for p in paths.values()):
+        return None
+    return KueueBinaries(version, crd_dir=crd_dir(version), **paths)
+
+
+def prepare(log: bool = True) -> KueueBinaries:
+    """Build whatever is not cached yet; idempotent, and concurrent callers wait on one lock."""
+    version = kueue_version()
+    target_dir = cache_dir(version)
+    target_dir.mkdir(parents=True, exist_ok=True)
+    with (target_dir / ".build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for name, package in PACKAGES.items():
+            target = target_dir / name
+            if not (target.is_file() and os.access(target, os.X_OK)):
+                _build(version, name, package, target, log)
+    found = find()
+    assert found is not None
+    return found
+
+
+def _build(version: str, name: str, package: str, target: Path, log: bool) -> None:
+    if shutil.which("go") is None:
+        raise KueueBuildError(f"{name} is not cached and no Go toolchain is on PATH")
+    if log:
+        sys.stderr.write(f"kueue: building {name} ({MODULE} {version}) from the Go module proxy\n")
+    partial = target.with_suffix(".partial")
+    argv = ["go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", "-o", str(partial), package]
+    env = {**os.environ, "CGO_ENABLED": "0"}
+    started = time.monotonic()
+    done = subprocess.run(argv, cwd=HACK_DIR, env=env, capture_output=True, text=True, check=False)
+    seconds = round(time.monotonic() - started, 1)
+    if done.returncode != 0:
+        partial.unlink(missing_ok=True)
+        raise KueueBuildError(f"go build {package} failed:\n{done.stderr.strip()[-2000:]}")
+    partial.replace(target)  # atomic: a half-written binary is never taken for a cached one
+    # ru_maxrss of waited-for descendants (go and its compile/link processes), KiB on Linux.
+    peak_mib = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+    go = subprocess.run(["go", "version"], capture_output=True, text=True, check=False).stdout.strip()
+    info = {"version": version, "package": package, "buildSeconds": seconds, "peakMemoryMiB": peak_mib, "go": go}
+    (target.parent / f"{name}.build-info.json").write_text(json.dumps(info, indent=2) + "\n")
+    if log:
+        sys.stderr.write(f"kueue: built {name} in {seconds}s (peak {peak_mib} MiB) -> {target}\n")
+
+
+def main(argv: list[str]) -> int:
+    command = argv[0] if argv else "prepare"
+    try:
+        if command == "prepare":
+            built = prepare()
+            print(built.oraclekueue.parent)
+        elif command == "paths":
+            built = prepare(log=True)
+            print(json.dumps({k: str(getattr(built, k)) for k in built.__dataclass_fields__}, indent=2))
+        elif command == "crds":
+            print(crd_dir())
+        else:
+            sys.stderr.write("usage: scripts/kueue-build [prepare|paths|crds]\n")
+            return 2
+    except KueueBuildError as err:
+        sys.stderr.write(f"kueue: {err}\n")
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

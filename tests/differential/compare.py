@@ -1,0 +1,103 @@
+"""Settled outcomes of one scenario, from the oracle's or the simulator's JSON, and what differs between them.
+
+Compared per workload: the final state (Admitted / QuotaReserved / Pending / Finished), for a placed workload
+its ClusterQueue and flavors, for a pending one its reason and message, and for every workload the set of
+reasons it was preempted with (empty: never preempted). Event times, counts and utilisation are not compared:
+Kueue's come from a real clock.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    state: str
+    cluster_queue: str
+    flavors: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
+    reason: str
+    message: str
+    preempted: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    workload: str
+    field: str
+    kueue: Any
+    gitopsq: Any
+
+    def __str__(self) -> str:
+        return f"{self.workload} {self.field}: Kueue {self.kueue!r}, gitopsq {self.gitopsq!r}"
+
+
+def outcomes(result: dict[str, Any]) -> dict[str, Outcome]:
+    preempted: dict[str, set[str]] = {}
+    for e in result.get("events", []):
+        if e["type"] == "Preempted":
+            preempted.setdefault(e["workload"], set()).add(e.get("reason", ""))
+    out = {}
+    for k, w in result["final"]["workloads"].items():
+        flavors = tuple((ps, tuple(sorted(per.items()))) for ps, per in sorted((w.get("flavors") or {}).items()))
+        placed = w["state"] in ("Admitted", "QuotaReserved")
+        out[k] = Outcome(w["state"], w.get("clusterQueue", "") if placed else "", flavors if placed else (),
+                         w.get("reason", ""), w.get("message", ""), frozenset(preempted.get(k, ())))
+    return out
+
+
+def differences(kueue: dict[str, Any], gitopsq: dict[str, Any], *, messages: bool = True) -> list[Difference]:
+    """Every field in which the simulator's settled outcome differs from Kueue's."""
+    want, got = outcomes(kueue), outcomes(gitopsq)
+    diffs = []
+    for k in sorted(set(want) | set(got)):
+        a, b = want.get(k), got.get(k)
+        if a is None or b is None:
+            diffs.append(Difference(k, "presence", a is not None, b is not None))
+            continue
+        fields = ["state", "cluster_queue", "flavors", "reason", "preempted"] + (["message"] if messages else [])
+        for name in fields:
+            x, y = getattr(a, name), getattr(b, name)
+            if x != y:
+                diffs.append(Difference(k, name, sorted(x) if isinstance(x, frozenset) else x,
+                                        sorted(y) if isinstance(y, frozenset) else y))
+    return diffs
+
+
+def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
+    """`gitopsq simulate SCENARIO --output json` as a user runs it (exit 0 or 1 both print the object)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        yaml.safe_dump(scenario, f, sort_keys=False)
+        path = f.name
+    try:
+        from click.testing import CliRunner
+
+        from gitopsq.cli import cli
+
+        result = CliRunner().invoke(cli, ["simulate", path, "--output", "json"])
+        if result.exit_code not in (0, 1) or not result.stdout.strip():
+            raise AssertionError(f"gitopsq simulate failed ({result.exit_code}): {result.stdout}{result.stderr}")
+        parsed: dict[str, Any] = json.loads(result.stdout)
+        return parsed
+    finally:
+        Path(path).unlink(missing_ok=True)
+
+
+def simulate_cli(path: Path) -> dict[str, Any]:
+    """The same through a subprocess (for the on-demand script, which keeps the engine out of its process)."""
+    done = subprocess.run([sys.executable, "-m", "gitopsq", "simulate", str(path), "--output", "json"],
+                          capture_output=True, text=True, check=False, cwd=REPO)
+    if done.returncode not in (0, 1) or not done.stdout.strip():
+        raise AssertionError(f"gitopsq simulate failed ({done.returncode}): {done.stderr}")
+    parsed: dict[str, Any] = json.loads(done.stdout)
+    return parsed

@@ -1,0 +1,48 @@
+"""A divergence as a fixed scenario: the scenario that showed it, with Kueue's settled outcome as `expect`.
+
+The files go to tests/scenarios/divergences/ once a person has checked that Kueue's outcome is not itself a
+Kueue bug (docs/differential.md); the on-demand runner writes candidates to a scratch directory first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from differential.compare import Difference, outcomes
+
+
+def kueue_expectations(kueue: dict[str, Any]) -> dict[str, Any]:
+    """`expect` entries for every workload, from the oracle's JSON."""
+    expect: dict[str, dict[str, Any]] = {}
+    for k, o in sorted(outcomes(kueue).items()):
+        if o.state in ("Admitted", "QuotaReserved"):
+            kind = "admitted" if o.state == "Admitted" else "quotaReserved"
+            expect.setdefault(kind, {})[k] = {"clusterQueue": o.cluster_queue,
+                                              "flavors": {ps: dict(per) for ps, per in o.flavors}}
+        elif o.state == "Pending":
+            expect.setdefault("pending", {})[k] = {"reason": o.reason, "message": o.message}
+        else:
+            expect.setdefault("finished", {})[k] = {}
+        for reason in sorted(o.preempted):
+            expect.setdefault("preempted", {})[k] = {"reason": reason}
+    return expect
+
+
+def divergence_scenario(scenario: dict[str, Any], kueue: dict[str, Any], diffs: list[Difference],
+                        name: str | None = None) -> dict[str, Any]:
+    out = {k: v for k, v in scenario.items() if k != "expect"}
+    out["name"] = name or scenario["name"]
+    found = "; ".join(str(d) for d in diffs)
+    out["description"] = (f"Found by tests/differential ({scenario['name']}). Upstream Kueue v0.19.2 settles this "
+                          f"scenario as `expect` says; gitopsq differed: {found}")
+    out["expect"] = kueue_expectations(kueue)
+    return out
+
+
+def write(path: Path, scenario: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(scenario, sort_keys=False, width=120), encoding="utf-8")
+    return path

@@ -1,0 +1,80 @@
+"""On-demand differential run: thousands of random scenarios through Kueue and gitopsq (scripts/differential).
+
+    scripts/differential --cases 5000 --seed 7 [--out DIR] [--stop-after K] [--no-messages]
+
+Prints one line per divergent case and a summary (cases, divergences, seconds per case). Each divergent case
+is written to ``DIR/random-<seed>.yaml`` with Kueue's outcome as `expect`, ready to be checked and copied to
+tests/scenarios/divergences/. Exit code: 0 no divergence, 1 divergences, 3 the oracle failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(REPO / "tests")]
+
+from differential.compare import differences, simulate  # noqa: E402
+from differential.divergence import divergence_scenario, write  # noqa: E402
+from differential.generator import generate  # noqa: E402
+from differential.oracle import KueueOracle, OracleError  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/differential", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=int(time.strftime("%Y%m%d")) * 10_000)
+    parser.add_argument("--out", type=Path, default=None, help="where divergent scenarios are written")
+    parser.add_argument("--stop-after", type=int, default=0, help="stop after this many divergent cases")
+    parser.add_argument("--no-messages", action="store_true", help="ignore pending messages (reasons only)")
+    args = parser.parse_args(argv)
+    out = args.out or Path(tempfile.gettempdir()) / "gitopsq-differential" / str(args.seed)
+    work = Path(tempfile.mkdtemp(prefix="gitopsq-differential-"))
+    started = time.monotonic()
+    oracle = KueueOracle.start(work)
+    ready = time.monotonic()
+    divergent: list[int] = []
+    fields: Counter[str] = Counter()
+    try:
+        for i in range(args.cases):
+            seed = args.seed + i
+            scenario = generate(seed)
+            try:
+                kueue = oracle.run(scenario)
+            except OracleError as err:
+                print(f"seed {seed}: oracle failed: {err}", flush=True)
+                return 3
+            try:
+                ours = simulate(scenario)
+            except Exception as err:  # a crash of the engine is a divergence too
+                ours = {"events": [], "final": {"workloads": {}}}
+                fields["crash"] += 1
+                print(f"seed {seed}: gitopsq simulate crashed: {err!r}"[:400], flush=True)
+            diffs = differences(kueue, ours, messages=not args.no_messages)
+            if diffs:
+                divergent.append(seed)
+                fields.update(d.field for d in diffs)
+                path = write(out / f"random-{seed}.yaml", divergence_scenario(scenario, kueue, diffs))
+                print(f"seed {seed}: {len(diffs)} difference(s) -> {path}\n  " + "\n  ".join(map(str, diffs)),
+                      flush=True)
+                if args.stop_after and len(divergent) >= args.stop_after:
+                    break
+            if (i + 1) % 25 == 0:
+                print(f"... {i + 1} cases, {len(divergent)} divergent", flush=True)
+    finally:
+        oracle.close()
+    done = i + 1
+    elapsed = time.monotonic() - ready
+    print(f"compared {done} random scenarios (seeds {args.seed}..{args.seed + done - 1}): "
+          f"{len(divergent)} divergent; fields {dict(fields)}; rig+build {ready - started:.1f}s, "
+          f"{elapsed:.0f}s comparing ({elapsed / max(done, 1):.2f}s per case)")
+    return 1 if divergent else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,141 @@
+"""The differential harness's own pure parts: the scenario generator, its quota arithmetic, the comparison and
+the conftest's marker rules. Fast; part of the quick run."""
+
+from __future__ import annotations
+
+import pytest
+
+from differential import kueue_objects
+from differential.capacity import Capacity
+from differential.compare import differences
+from differential.conftest import DEFAULT_CASES, base_seed
+from differential.generator import generate
+from gitopsq.simulate.scenario import parse_scenario
+
+SEEDS = range(40)
+
+
+def test_same_seed_same_scenario() -> None:
+    """A seed alone determines the scenario, so any failure can be replayed from its seed."""
+    assert generate(20261121) == generate(20261121)
+    assert generate(1) != generate(2)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_generated_scenario_is_valid_for_gitopsq(seed: int) -> None:
+    """Every generated scenario is a valid scenario file for `gitopsq simulate`."""
+    import yaml
+
+    parse_scenario(yaml.safe_dump(generate(seed)), f"random-{seed}.yaml")
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_generated_scenario_has_no_ambiguous_ties(seed: int) -> None:
+    """Pending workloads never share a priority, admitted ones never share a reservation second, and later
+    instants submit one workload each — the ties Kueue breaks by UID never decide an outcome."""
+    scenario = generate(seed)
+    pending = [w for w in scenario["workloads"] if "admitted" not in w]
+    admitted = [w for w in scenario["workloads"] if "admitted" in w]
+    assert len({w["priority"] for w in pending}) == len(pending)
+    assert len({w["admitted"]["at"] for w in admitted}) == len(admitted)
+    later = [w.get("submitAt", 0) for w in pending if w.get("submitAt", 0) > 0]
+    assert len(set(later)) == len(later)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_generated_scenario_is_reproducible_on_kueue(seed: int) -> None:
+    """The oracle driver accepts every generated scenario (no kind or feature it cannot reproduce)."""
+    plan = kueue_objects.plan(generate(seed))
+    assert plan.cluster_queues
+
+
+def test_generator_covers_the_feature_space() -> None:
+    """Across 200 seeds the generator produces every preemption policy, fungibility setting, queueing strategy,
+    topology, fair sharing on and off, lending and borrowing limits, and admitted and pending mixes."""
+    seen: set[str] = set()
+    for seed in range(200):
+        s = generate(seed)
+        seen.add(f"fair={'settings' in s}")
+        for o in s["objects"]:
+            spec = o.get("spec") or {}
+            if o["kind"] == "Cohort":
+                seen.add("cohort-tree")
+            if o["kind"] != "ClusterQueue":
+                continue
+            seen.add(f"strategy={spec['queueingStrategy']}")
+            seen.add(f"within={spec['preemption']['withinClusterQueue']}")
+            seen.add(f"reclaim={spec['preemption']['reclaimWithinCohort']}")
+            seen.update(f"bwc={spec['preemption']['borrowWithinCohort']['policy']}"
+                        for _ in [0] if "borrowWithinCohort" in spec["preemption"])
+            seen.update(f"{k}={v}" for k, v in spec["flavorFungibility"].items())
+            seen.add(f"groups={len(spec['resourceGroups'])}")
+            seen.add("cohort" if "cohortName" in spec else "no-cohort")
+            for g in spec["resourceGroups"]:
+                for f in g["flavors"]:
+                    seen.update(k for r in f["resources"] for k in r if k.endswith("Limit"))
+        seen.update("admitted" for w in s["workloads"] if "admitted" in w)
+        seen.update("later" for w in s["workloads"] if w.get("submitAt"))
+        seen.update("runtime" for w in s["workloads"] if "runtime" in w)
+    for want in ("fair=True", "fair=False", "cohort-tree", "cohort", "no-cohort", "strategy=StrictFIFO",
+                 "strategy=BestEffortFIFO", "within=Never", "within=LowerPriority",
+                 "within=LowerOrNewerEqualPriority", "reclaim=Never", "reclaim=LowerPriority", "reclaim=Any",
+                 "bwc=Never", "bwc=LowerPriority", "whenCanBorrow=TryNextFlavor", "whenCanPreempt=MayStopSearch",
+                 "preference=PreemptionOverBorrowing", "preference=BorrowingOverPreemption", "groups=2",
+                 "borrowingLimit", "lendingLimit", "admitted", "later", "runtime"):
+        assert want in seen, want
+
+
+def _cq(name: str, cohort: str, nominal: int, lending: int | None = None) -> dict[str, object]:
+    resource: dict[str, object] = {"name": "cpu", "nominalQuota": nominal}
+    if lending is not None:
+        resource["lendingLimit"] = lending
+    return {"kind": "ClusterQueue", "metadata": {"name": name},
+            "spec": {"cohortName": cohort, "resourceGroups": [
+                {"coveredResources": ["cpu"], "flavors": [{"name": "default", "resources": [resource]}]}]}}
+
+
+def test_capacity_follows_kueues_lending_limit_example() -> None:
+    """Kueue's worked lending-limit example: lend-a (3, lend 2) and lend-b (2, lend 2) with 2 cpu used in
+    lend-b leave 2 cpu available to lend-b."""
+    cap = Capacity([_cq("lend-a", "lend", 3, lending=2), _cq("lend-b", "lend", 2, lending=2)])
+    cap.usage["cq/lend-b"][("default", "cpu")] = 2
+    assert cap.available("cq/lend-b", ("default", "cpu")) == 2
+    assert cap.available("cq/lend-a", ("default", "cpu")) == 3
+
+
+def _result(**workloads: dict[str, object]) -> dict[str, object]:
+    return {"events": [], "final": {"workloads": workloads, "clusterQueues": {}}}
+
+
+@pytest.mark.parametrize(("kueue", "gitopsq", "fields"), [
+    ({"state": "Admitted", "clusterQueue": "a", "flavors": {"main": {"cpu": "x"}}},
+     {"state": "Admitted", "clusterQueue": "a", "flavors": {"main": {"cpu": "x"}}}, []),
+    ({"state": "Admitted", "clusterQueue": "a", "flavors": {"main": {"cpu": "x"}}},
+     {"state": "Admitted", "clusterQueue": "a", "flavors": {"main": {"cpu": "y"}}}, ["flavors"]),
+    ({"state": "Pending", "reason": "WaitingForQuota", "message": "m"},
+     {"state": "Pending", "reason": "ExceedsMaxQuota", "message": "n"}, ["reason", "message"]),
+    ({"state": "Pending", "reason": "WaitingForQuota", "message": "m"},
+     {"state": "Admitted", "clusterQueue": "a"}, ["state", "cluster_queue", "reason", "message"]),
+], ids=["same-placement", "other-flavor", "other-reason", "admitted-instead-of-pending"])
+def test_differences_name_each_differing_field(kueue: dict[str, object], gitopsq: dict[str, object],
+                                               fields: list[str]) -> None:
+    """The comparison reports exactly the fields in which the simulator's outcome differs from Kueue's."""
+    diffs = differences(_result(**{"ns/w": kueue}), _result(**{"ns/w": gitopsq}))
+    assert [d.field for d in diffs] == fields
+
+
+def test_differences_compare_preemption_reasons() -> None:
+    """A preemption with another reason (or none) is a difference."""
+    kueue = {**_result(**{"ns/w": {"state": "Pending"}}),
+             "events": [{"time": 0.0, "workload": "ns/w", "type": "Preempted", "reason": "InClusterQueue"}]}
+    diffs = differences(kueue, _result(**{"ns/w": {"state": "Pending"}}))
+    assert [(d.field, d.kueue, d.gitopsq) for d in diffs] == [("preempted", ["InClusterQueue"], [])]
+
+
+def test_ci_defaults_are_bounded_and_dated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without settings a run compares DEFAULT_CASES scenarios seeded by today's date; the seed is settable."""
+    monkeypatch.delenv("GITOPSQ_DIFFERENTIAL_SEED", raising=False)
+    assert 0 < DEFAULT_CASES <= 200
+    assert str(base_seed()).startswith("20")
+    monkeypatch.setenv("GITOPSQ_DIFFERENTIAL_SEED", "42")
+    assert base_seed() == 42
