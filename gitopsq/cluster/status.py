@@ -5,8 +5,8 @@ One GitSource per synced source holds Flux/kstatus-style status:
   while true; ``observedGeneration`` advances only when the result is final, Ready or Stalled);
 - ``lastAttemptedRevision``, ``lastAppliedRevision``, ``lastRejection`` (revision, time, findings);
 - ``inventory`` (gitopsq.plan.inventory), from which the next sync prunes.
-The status is written with server-side apply on the status subresource (field manager ``gitopsq``, forced:
-gitopsq alone writes it), and only when it changed, so a no-change reconcile writes nothing.
+The status is written with a JSON merge patch of the fields that changed on the status subresource, and only
+when something changed, so a no-change reconcile writes nothing.
 Events (core/v1) name the GitSource: ``Synced``, ``DriftCorrected``, ``Rejected``, ``SyncFailed``,
 ``ConflictDetected``, ``SourceUnavailable``.
 """
@@ -152,14 +152,18 @@ class StatusStore:
         return self.read()
 
     def write(self, state: SourceState, status: dict[str, Any]) -> bool:
-        """Apply ``status`` unless it equals the current one (times aside); True when written."""
+        """Write ``status`` unless it equals the current one (times aside); True when written.
+
+        A JSON merge patch of the top-level fields that changed: the inventory (thousands of entries) is sent
+        only when it changed, so a one-object sync stays small.
+        """
         if _comparable(state.status) == _comparable(status):
             return False
-        body = {"apiVersion": API_VERSION, "kind": "GitSource",
-                "metadata": {"name": self.ref.name, "namespace": self.ref.namespace}, "status": status}
-        self.rest.request("PATCH", f"{self._path}/status", body=body, content_type=APPLY_CONTENT_TYPE,
-                          query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
-                          obj=f"GitSource/{self.ref}/status")
+        before = state.status or {}
+        patch = {k: v for k, v in status.items() if before.get(k) != v}
+        patch.update({k: None for k in before if k not in status})
+        self.rest.request("PATCH", f"{self._path}/status", body={"status": patch},
+                          content_type="application/merge-patch+json", obj=f"GitSource/{self.ref}/status")
         self.writes += 1
         return True
 

@@ -150,14 +150,14 @@ def build_plan(
     conflicts: list[Conflict] = []
     for key, doc in wanted.items():
         current = live.get(key)
-        clean, dropped = strip_foreign_markers(doc)
-        body = _with_labels(clean, labels)
         if current is not None and (manager := foreign_manager(current)) is not None:
             conflicts.append(Conflict(key, manager, "apply"))
             continue
         if key in assume_unchanged and key in in_inventory and (current is not None or key not in live):
             unchanged.append(key)
             continue
+        clean, dropped = strip_foreign_markers(doc)
+        body = _with_labels(clean, labels)
         action = _apply_action(key, body, dropped, current=current, in_inventory=in_inventory,
                                was_applied=previous is not None and key in previous
                                and strip_foreign_markers(previous[key])[0] == clean)
