@@ -41,6 +41,9 @@ from gitopsq.errors import UsageError
 @click.option("--renew-deadline", default="10s", show_default=True)
 @click.option("--retry-period", default="2s", show_default=True)
 @click.option("--identity", default=None, help="Leader-election identity [default: hostname_pid].")
+@click.option("--audit-wal-dir", type=click.Path(file_okay=False), default=None,
+              help="Enable the audit trail: sync records go to this write-ahead log, then to the audit branch.")
+@click.option("--audit-repo", default=None, help="Repository holding the audit branch [default: --repo].")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Where remote mirrors live.")
 @click.option("--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True)
 def command(*, repo: str, branch: str, interval: str, drift_interval: str, kubeconfig: str | None,
@@ -48,7 +51,7 @@ def command(*, repo: str, branch: str, interval: str, drift_interval: str, kubec
             health_addr: str, metrics_addr: str,
             source_name: str | None, namespace: str, prune: bool, leader_elect: bool, lease_name: str,
             lease_duration: str, renew_deadline: str, retry_period: str, identity: str | None,
-            cache_dir: str | None, log_format: str) -> None:
+            audit_wal_dir: str | None, audit_repo: str | None, cache_dir: str | None, log_format: str) -> None:
     """Poll REPO (and sync at once on a signed webhook), validate, apply, report; one writer per Lease."""
     from pathlib import Path
 
@@ -82,7 +85,13 @@ def command(*, repo: str, branch: str, interval: str, drift_interval: str, kubec
     source = open_source(repo, cache_dir=Path(cache_dir) if cache_dir else None)
     api_client = load_api_client(kubeconfig, context)
     rest = KubeRest(api_client)
-    syncer = Syncer(source, rest, SourceRef(namespace, source_name or default_source_name(repo)), url=source.display)
+    audit = None
+    if audit_wal_dir:
+        from gitopsq.audit.trail import AuditTrail
+
+        audit = AuditTrail.open(audit_repo or repo, audit_wal_dir)
+    syncer = Syncer(source, rest, SourceRef(namespace, source_name or default_source_name(repo)), url=source.display,
+                    audit=audit)
     metrics = _Metrics(metrics_addr)
     loop = SyncLoop(syncer, SyncOptions(rev=branch, prune=prune), interval=poll, drift_interval=drift,
                     on_result=metrics.observe)
@@ -114,6 +123,8 @@ def command(*, repo: str, branch: str, interval: str, drift_interval: str, kubec
         controller.run()
     finally:
         http.close()
+        if audit is not None:
+            audit.close()
         api_client.close()  # type: ignore[no-untyped-call]
         log.info("controller stopped")
 

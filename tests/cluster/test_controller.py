@@ -173,3 +173,19 @@ def test_unreachable_api_keeps_running_and_recovers(kueue_clean: Envtest, repo: 
         kueue_clean.start_apiserver()
     wait_for(lambda: applied_revision(kueue_clean, repo) == new_sha, timeout=60, message="sync after outage")
     assert cpu_of(cq_live(kueue_clean, repo.team_a)) == "5"
+
+
+def test_sync_records_reach_the_audit_branch(kueue_clean: Envtest, repo: QueueRepo, tmp_path: Path,
+                                             processes: list[ControllerProcess]) -> None:
+    """With --audit-wal-dir, the first sync is recorded as sync.attempt on the audit branch of --audit-repo."""
+    audit_repo = tmp_path / "audit.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(audit_repo)], check=True)
+    proc = ControllerProcess(kueue_clean, repo, tmp_path, "audited", "--interval", "1s", "--no-leader-elect",
+                             "--audit-wal-dir", str(tmp_path / "wal"), "--audit-repo", str(audit_repo))
+    processes.append(proc)
+    sha = repo._git("rev-parse", "HEAD")
+    wait_for(lambda: applied_revision(kueue_clean, repo) == sha, message="first sync")
+    assert proc.stop() == 0
+    shown = subprocess.run(["git", "--git-dir", str(audit_repo), "log", "-p", "gitopsq/audit"], capture_output=True,
+                           text=True, check=True).stdout
+    assert "sync.attempt" in shown and sha in shown
