@@ -356,3 +356,22 @@ def test_warm_syncer_reads_only_what_changed_and_checks_drift_when_asked(rig: En
     corrected = syncer.sync(SyncOptions(drift_check=True))
     assert [(a.key.name, a.reason) for a in corrected.plan.applies] == [(repo.team_a, "drift")]
     assert cpu_of(cq_live(rig, repo.team_a)) == "8"
+
+
+def test_the_repository_template_applies_cleanly(rig: Envtest, tmp_path: Path) -> None:
+    """repo-template/ as a fresh repository applies completely, and a second sync finds nothing to do."""
+    import shutil
+
+    path = tmp_path / "template"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "repo-template", path)
+    repo = QueueRepo.__new__(QueueRepo)
+    repo.path, repo.tag = path, f"tpl{uuid.uuid4().hex[:6]}"
+    repo._git("init", "-q", "-b", "main")
+    repo.commit("template")
+    first = make_syncer(rig, repo).sync()
+    assert first.outcome == "applied", first.to_json()
+    kinds = {a.key.kind for a in first.plan.applies}
+    assert {"Namespace", "ResourceFlavor", "ClusterQueue", "LocalQueue"} <= kinds
+    assert not first.execution.failed
+    again = make_syncer(rig, repo).sync()
+    assert again.outcome == "unchanged" and again.plan.applies == ()
