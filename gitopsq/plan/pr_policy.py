@@ -34,11 +34,18 @@ class PolicyOutcome:
         return tuple(v for v in self.verdicts if v.warns)
 
 
-def sourced_objects(report: Report | None) -> list[SourcedObject]:
-    """A revision's objects as the policy engine reads them."""
+def sourced_objects(report: Report | None, memo: dict[int, SourcedObject] | None = None) -> list[SourcedObject]:
+    """A revision's objects as the policy engine reads them. ``memo`` shares the documents of the objects two
+    revisions have in common (the parse cache hands both revisions the very same object for an unchanged file)."""
     if report is None:
         return []
-    out = [SourcedObject(e.path, encode(e.obj), e.line) for e in report.entries]
+    memo = {} if memo is None else memo
+    out = []
+    for e in report.entries:
+        found = memo.get(id(e))
+        if found is None:
+            found = memo[id(e)] = SourcedObject(e.path, encode(e.obj), e.line)
+        out.append(found)
     out.extend(SourcedObject(p.path, dict(p.doc), p.line) for p in report.passthrough)
     return out
 
@@ -60,7 +67,8 @@ def head_verdicts(base: Report | None, head: Report, *, policy_files: Mapping[st
         return PolicyOutcome((), (finding,))
     # An object head defines but cannot read is not a deletion (its finding already rejects the revision).
     broken = frozenset(f.obj for f in head.errors if f.obj)
-    old = [o for o in sourced_objects(base) if str(o.key) not in broken]
-    pi = build_policy_input(old, sourced_objects(head), raw_config(head), raw_config(base),
+    memo: dict[int, SourcedObject] = {}
+    old = [o for o in sourced_objects(base, memo) if str(o.key) not in broken]
+    pi = build_policy_input(old, sourced_objects(head, memo), raw_config(head), raw_config(base),
                             commit=commit, touched_paths=touched_paths, first_revision=base is None)
     return PolicyOutcome(evaluate(policies, pi, backend))
