@@ -26,7 +26,7 @@ from pathlib import Path
 import pygit2
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_bench import commit_all, generate  # noqa: E402
+from check_bench import commit_all, generate
 
 
 def change_quotas(root: Path, count: int) -> list[str]:
