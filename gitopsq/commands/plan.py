@@ -48,8 +48,8 @@ def scenario_with_objects(path: str, objects: Sequence[m.QueueObject]) -> Scenar
     ClusterQueues (so admitted workloads are checked against these definitions; callers replace them anyway).
 
     Fast path: json (or libyaml) and no line index (a 10,000-workload JSON snapshot in about half a second
-    instead of about twenty). Only when that finds a problem is the file parsed again by `parse_scenario` with line numbers, so
-    every error still names its file:line.
+    instead of about twenty). Only when that finds a problem is the file parsed again by `parse_scenario`, with
+    line numbers, so every error still names its file:line.
     """
     import yaml
 
