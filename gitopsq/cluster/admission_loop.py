@@ -14,11 +14,13 @@ quota: the next pass recomputes from what the API server holds.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +30,7 @@ from gitopsq.admission.engine import PENDING as V_PENDING
 from gitopsq.admission.engine import QUOTA_RESERVED as V_RESERVED
 from gitopsq.admission.engine import Engine
 from gitopsq.admission.topology import Settings, Topology
-from gitopsq.cluster.cache import TOPOLOGY, Cache, Client, EventRecorder
+from gitopsq.cluster.cache import TOPOLOGY, Cache, Client, EventRecorder, TokenBucket
 from gitopsq.cluster.integrations import INTEGRATIONS
 from gitopsq.cluster.jobs import JobReconciler
 from gitopsq.cluster.kube import ClusterConflict, ClusterNotFound
@@ -64,7 +66,9 @@ class LoopOptions:
     burst: int = 100
     resync: float = 10.0  # seconds between passes when nothing changes
     message_refresh: float = 60.0  # a pending message whose reason is unchanged is rewritten at most this often
-    queue_status_interval: float = 2.0  # a queue's status is written at most this often
+    queue_status_interval: float = 5.0  # a queue's status is written at most this often
+    write_workers: int = 8  # concurrent status writes within a pass
+    queue_status_share: float = 0.1  # fraction of qps that queue status writes may use
     settings: Settings = field(default_factory=Settings)
     events: bool = True
 
@@ -148,6 +152,8 @@ class AdmissionPass:
         self._running: set[str] = set()
         self.last: Decisions = Decisions()
         self.reasons: list[tuple[str, str]] = []
+        self.backlog = 0  # pending reasons left for the next pass
+        self._pool = ThreadPoolExecutor(max_workers=options.write_workers, thread_name_prefix="admission-write")
 
     def topology(self) -> Topology:
         generation = self.cache.generation(TOPOLOGY)
@@ -166,11 +172,21 @@ class AdmissionPass:
             self._evict(live[key], kind, reason, message, now)
         if decisions.evict:
             fault("after-preempt")
-        for key, (cq, flavors, checks) in sorted(decisions.admit.items()):
-            self._admit(live[key], cq, flavors, checks, now)
+        admissions = [functools.partial(self._admit, live[key], cq, flavors, checks, now)
+                      for key, (cq, flavors, checks) in sorted(decisions.admit.items())]
+        if os.environ.get(FAULT_ENV) == "after-reserve" and admissions:
+            admissions[0]()
             fault("after-reserve")
-        for key, (reason, message) in sorted(decisions.pending.items()):
-            self._pending(live[key], reason, message, now)
+        self._parallel(admissions)
+        # Pending reasons wait behind admissions and are capped per pass so that a flood of new workloads
+        # cannot delay the next admissions; the rest are written by the following passes.
+        budget = max(10, int(self.options.qps))
+        pending = [functools.partial(self._pending, live[key], reason, message, now)
+                   for key, (reason, message) in sorted(decisions.pending.items(),
+                                                        key=lambda kv: (live[kv[0]].created, kv[0]))
+                   if self._pending_due(live[key], reason, message, now)]
+        self._parallel(pending[:budget])
+        self.backlog = len(pending) - min(len(pending), budget)
         self.reasons = []
         for key, (reason, _) in decisions.pending.items():
             lq = topology.local_queues.get((live[key].namespace, live[key].queue))
@@ -183,6 +199,15 @@ class AdmissionPass:
             self._running = {k for k, w in live.items() if w.state in (ADMITTED, EVICTING)} | set(decisions.admit)
         self.last = decisions
         return decisions
+
+    def _parallel(self, calls: Sequence[Callable[[], None]]) -> None:
+        """Run independent status writes concurrently; the client's token bucket still bounds the rate."""
+        if len(calls) <= 1:
+            for call in calls:
+                call()
+            return
+        for future in [self._pool.submit(call) for call in calls]:
+            future.result()
 
     def _write(self, w: LiveWorkload, status: dict[str, Any]) -> bool:
         try:
@@ -242,14 +267,18 @@ class AdmissionPass:
         if self.metrics is not None:
             self.metrics.admitted(w, cq, waited, checks=bool(checks))
 
-    def _pending(self, w: LiveWorkload, reason: str, message: str, now: float) -> None:
+    def _pending_due(self, w: LiveWorkload, reason: str, message: str, now: float) -> bool:
+        """Whether the pending condition needs a write: a new reason, or a new message once per refresh."""
         old = condition(w.raw, "QuotaReserved")
         if old is not None and old.get("status") == "False" and old.get("reason") == reason:
             if old.get("message") == message:
-                return
+                return False
             last = self._message_written.get(w.key, 0.0)
-            if now - last < self.options.message_refresh:
-                return  # same reason: no status churn for a changed count in the message
+            return now - last >= self.options.message_refresh  # same reason: no churn for a changed count
+        return True
+
+    def _pending(self, w: LiveWorkload, reason: str, message: str, now: float) -> None:
+        old = condition(w.raw, "QuotaReserved")
         conds = self._conditions(w)
         set_condition(conds, "QuotaReserved", "False", reason, message, now)
         if self._write(w, {"conditions": conds}):
@@ -296,7 +325,9 @@ class AdmissionLoop:
         self.writer = Writer(self.client, self.cache, events)
         self.metrics = metrics
         self.jobs = JobReconciler(self.cache, self.writer, now=time.time, fault=fault)
-        self.queues = QueueStatusWriter(self.cache, self.writer, min_interval=self.options.queue_status_interval)
+        share = max(1.0, self.options.qps * self.options.queue_status_share)
+        self.queues = QueueStatusWriter(self.cache, self.writer, min_interval=self.options.queue_status_interval,
+                                        bucket=TokenBucket(share, max(2, int(share * 2))))
         self.admission = AdmissionPass(self.cache, self.writer, self.options, metrics)
         self.passes = 0
         self.synced = threading.Event()
@@ -312,12 +343,14 @@ class AdmissionLoop:
                 self.cache.changed.clear()
                 if may_write():
                     self.once()
-                if self.writer.writes_since_pass == 0:
+                if self.writer.writes_since_pass == 0 and not self.admission.backlog:
                     wait = min(self.options.resync, self.options.queue_status_interval) if self.queues.deferred \
                         else self.options.resync
                     self.cache.changed.wait(wait)
                     time.sleep(0.02)  # let a burst of watch events land before the next pass
         finally:
+            _log.info("admission loop stopped", passes=self.passes, requests=dict(self.client.counts),
+                      throttled_seconds=round(self.client.bucket.waited, 1))
             self.cache.stop()
             if self.events is not None:
                 self.events.close()

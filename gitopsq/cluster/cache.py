@@ -48,6 +48,17 @@ class TokenBucket:
         self._lock = threading.Lock()
         self.waited = 0.0  # seconds spent blocked (reported by the benchmark)
 
+    def try_take(self) -> bool:
+        """Take a token if one is banked, without waiting."""
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
+            self._last = now
+            if self._tokens < 1.0:
+                return False
+            self._tokens -= 1.0
+            return True
+
     def take(self) -> None:
         with self._lock:
             now = self._clock()

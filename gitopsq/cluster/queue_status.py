@@ -99,20 +99,24 @@ def _same_conditions(old: list[Mapping[str, Any]], new: list[Mapping[str, Any]])
 
 
 class QueueStatusWriter:
-    """Writes queue status; a queue is written at most once per ``min_interval`` seconds (``deferred`` then
-    tells the loop to come back), so a burst of admissions costs one status write, not one per workload."""
+    """Writes queue status; a queue is written at most once per ``min_interval`` seconds, and all queues
+    together within their own share of the request budget (``bucket``, non-blocking): a burst of admissions
+    costs one status write per queue, not one per workload. ``deferred`` tells the loop to come back."""
 
-    def __init__(self, cache: Any, writer: Any, *, min_interval: float = 2.0, clock: Any = None) -> None:
+    def __init__(self, cache: Any, writer: Any, *, min_interval: float = 2.0, clock: Any = None,
+                 bucket: Any = None) -> None:
         import time
 
         self.cache, self.writer, self.min_interval = cache, writer, min_interval
         self.clock = clock or time.monotonic
+        self.bucket = bucket
         self._written: dict[str, float] = {}
         self.deferred = False
 
     def run(self, topology: Topology, now: float) -> tuple[dict[str, _Tally], dict[str, _Tally]]:
         """Write what changed; return the per-ClusterQueue and per-LocalQueue tallies (for metrics)."""
         self.deferred = False
+        self._due: list[tuple[float, str, str, dict[str, Any]]] = []
         cq_tally = {name: _Tally() for name in topology.queues}
         lq_tally: dict[str, _Tally] = {}
         for raw in self.cache.items("workloads"):
@@ -133,6 +137,7 @@ class QueueStatusWriter:
         for raw in self.cache.items("localqueues"):
             key = f"{raw['metadata']['namespace']}/{raw['metadata']['name']}"
             self._local_queue(raw, topology, lq_tally.get(key) or _Tally(), now)
+        self._flush()
         return cq_tally, lq_tally
 
     def _cluster_queue(self, raw: Mapping[str, Any], topology: Topology, t: _Tally, now: float) -> None:
@@ -175,15 +180,24 @@ class QueueStatusWriter:
         unchanged = all(old.get(k) == v for k, v in status.items() if k != "conditions")
         if unchanged and _same_conditions(list(old.get("conditions") or ()), status["conditions"]):
             return
+        self._due.append((self._written.get(path, -1e9), path, resource, status))
+
+    def _flush(self) -> None:
+        """Write the changed queues, longest-unwritten first, within the interval and the budget."""
         tick = self.clock()
-        if tick - self._written.get(path, -1e9) < self.min_interval:
-            self.deferred = True
-            return
-        self._written[path] = tick
+        for last, path, resource, status in sorted(self._due, key=lambda d: (d[0], d[1])):
+            if tick - last < self.min_interval or (self.bucket is not None and not self.bucket.try_take()):
+                self.deferred = True
+                continue
+            self._written[path] = tick
+            self._send(resource, path, status)
+        self._due = []
+
+    def _send(self, resource: str, path: str, status: dict[str, Any]) -> None:
         try:
             answer = self.writer.client.request("PATCH", path + "/status", body={"status": status},
                                                 content_type=MERGE_PATCH, obj=path)
-            self.writer.writes += 1
+            self.writer.count()
             self.writer.cache.put(resource, answer)
         except ClusterError as err:
             _log.info("queue status not written", queue=path, error=str(err))

@@ -176,9 +176,16 @@ class Writer:
     """
 
     def __init__(self, client: Any, cache: Any, events: Any | None = None) -> None:
+        import threading
+
         self.client, self.cache, self.events = client, cache, events
         self.writes = 0
         self._mark = 0
+        self._lock = threading.Lock()
+
+    def count(self) -> None:
+        with self._lock:  # writers run on a thread pool
+            self.writes += 1
 
     def mark(self) -> None:
         """Start counting the writes of a new pass."""
@@ -194,26 +201,26 @@ class Writer:
         answer: dict[str, Any] = self.client.request(
             "PATCH", workload_path(meta["namespace"], meta["name"]) + "/status", body=body,
             content_type=MERGE_PATCH, obj=f"Workload/{meta['namespace']}/{meta['name']}")
-        self.writes += 1
+        self.count()
         self.cache.put("workloads", answer)
         return answer
 
     def patch(self, resource: str, path: str, body: Mapping[str, Any], obj: str) -> dict[str, Any]:
         answer: dict[str, Any] = self.client.request("PATCH", path, body=dict(body), content_type=MERGE_PATCH,
                                                      obj=obj)
-        self.writes += 1
+        self.count()
         self.cache.put(resource, answer)
         return answer
 
     def create(self, resource: str, path: str, body: Mapping[str, Any], obj: str) -> dict[str, Any]:
         answer: dict[str, Any] = self.client.request("POST", path, body=dict(body), obj=obj)
-        self.writes += 1
+        self.count()
         self.cache.put(resource, answer)
         return answer
 
     def delete(self, resource: str, path: str, key: str, obj: str) -> None:
         self.client.request("DELETE", path, obj=obj)
-        self.writes += 1
+        self.count()
         self.cache.forget(resource, key)
 
     def event(self, obj: Mapping[str, Any], kind: str, reason: str, message: str, *, warning: bool = False) -> None:
