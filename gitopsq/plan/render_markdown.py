@@ -21,6 +21,7 @@ from gitopsq.plan.render_text import (
     MARK,
     _cell,
     cohort_change,
+    count_phrase,
     object_fields,
     quota_cells,
     readmission,
@@ -98,8 +99,7 @@ def _head(plan: PrPlan) -> list[str]:
     status = "❌ rejected" if plan.rejected else "✅ accepted"
     counts = plan.counts
     out = [MARKER, f"### gitopsq plan: {status}", "",
-           f"`{plan.repository}`: base `{revision(plan.base)}` → head `{revision(plan.head)}` — "
-           + ", ".join(f"{n} {s}" for s, n in counts.items())
+           f"base `{revision(plan.base)}` → head `{revision(plan.head)}`: {count_phrase(counts)}"
            + f"; {len(plan.errors)} error(s), {len(pol.denied)} policy denial(s), {len(pol.warned)} policy "
              f"warning(s)", ""]
     out.extend(f"> **Note:** {n}" for n in plan.notes)
@@ -157,7 +157,8 @@ def _checks(plan: PrPlan) -> list[str]:
             ""]
     out.extend(_list([f"❌ **{v.policy}** `{v.obj or '-'}` ({v.path or '-'}{f':{v.line}' if v.line else ''}): "
                       f"{v.message}" for v in pol.denied]
-                     + [f"⚠️ **{v.policy}** `{v.obj or '-'}`: {v.message}" for v in pol.warned]))
+                     + [f"⚠️ **{v.policy}** `{v.obj or '-'}`: {v.message}" for v in pol.warned])
+               or ["Every policy allows the change."])
     out += ["", "#### Approvals required", ""]
     out.extend(_list([f"**{a.team}** ({', '.join(a.maintainers) or 'no maintainers listed'}): "
                       + "; ".join(a.reasons) for a in plan.approvals] or ["none (no file changed)"]))

@@ -31,7 +31,15 @@ def short(sha: str) -> str:
 
 
 def revision(r: RevisionSummary) -> str:
-    return r.ref if short(r.sha) == r.ref else f"{r.ref} ({short(r.sha)})"
+    """``main (3f9c2e1d0a4b)``; a commit id given as the ref is shown once, shortened."""
+    if r.ref == r.sha or short(r.sha) == r.ref:
+        return short(r.sha)
+    return f"{r.ref} ({short(r.sha)})"
+
+
+def count_phrase(counts: dict[str, int]) -> str:
+    """``1 changed, 2 added``; ``no object changes`` when nothing changed."""
+    return ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no object changes"
 
 
 def value(v: Any) -> str:
@@ -140,7 +148,7 @@ def render_text(plan: PrPlan) -> str:
     out = [f"gitopsq plan {plan.repository}: base {revision(plan.base)} → head {revision(plan.head)}"]
     out.extend(f"note: {n}" for n in plan.notes)
     counts = plan.counts
-    out += ["", "Objects: " + ", ".join(f"{n} {s}" for s, n in counts.items())]
+    out += ["", "Objects: " + count_phrase(counts)]
     for c in plan.objects:
         out.append(f"  {MARK[c.status]} {c.name}  ({where(c)})")
         out.extend(f"      {line}" for line in object_fields(c))
@@ -152,15 +160,16 @@ def render_text(plan: PrPlan) -> str:
                 out.extend(table(("flavor", "resource", "nominalQuota", "borrowingLimit", "lendingLimit", "Δ nominal"),
                                  [(r.flavor, r.resource, *quota_cells(r)) for r in q.rows]))
     if plan.cohorts:
-        out += ["", "Cohort capacity (before → after):"]
+        out += ["", "Cohort capacity (before → after, changed cells):"]
         for co in plan.cohorts:
             members = ", ".join(co.members_after) or "(none)"
             if co.members_before != co.members_after:
                 members = f"{', '.join(co.members_before) or '(none)'} → {members}"
             out.append(f"  {co.name}: members {members}")
-            out.extend(table(("flavor", "resource", "capacity", "Δ"),
-                             [(x.flavor, x.resource, _cell(x.resource, x.before, x.after, present=(True, True)),
-                               signed(x.resource, x.delta) if x.delta else "0") for x in co.cells]))
+            changed = [x for x in co.cells if x.delta]  # every cell is in the JSON output
+            rows = [(x.flavor, x.resource, _cell(x.resource, x.before, x.after, present=(True, True)),
+                     signed(x.resource, x.delta)) for x in changed]
+            out.extend(table(("flavor", "resource", "capacity", "Δ"), rows) if rows else ["    capacity unchanged"])
     if plan.base_errors:
         out += ["", f"Base revision errors ({len(plan.base_errors)}):"]
         out.extend(f"  {f}" for f in plan.base_errors)

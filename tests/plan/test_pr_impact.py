@@ -126,3 +126,17 @@ current-context: x
     (note,) = plan.impact_notes
     assert "unreachable" in note and str(kubeconfig) in note
     assert "unreachable" in render_markdown(plan)
+
+
+def test_a_broken_snapshot_names_the_line(repo: TemplateRepo, tmp_path: Path) -> None:
+    """A snapshot entry without its queue is refused (exit 1 class) with the snapshot's file and line."""
+    from gitopsq.errors import ScenarioError
+
+    raise_data_science_cpu(repo)
+    broken = tmp_path / "snapshot.yaml"
+    broken.write_text("workloads:\n  - name: lost\n    namespace: data-science\n"
+                      "    podSets: [{name: main, count: 1, requests: {cpu: '1'}}]\n", encoding="utf-8")
+    with pytest.raises(ScenarioError) as failed:
+        make_plan(str(repo.root), "main", "raise-cpu", workloads=str(broken), use_cache=False)
+    assert failed.value.exit_code == 1
+    assert f"{broken}:2" in str(failed.value) and "queue" in str(failed.value)

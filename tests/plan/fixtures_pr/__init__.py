@@ -22,13 +22,17 @@ class TemplateRepo:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.clock = 0
         shutil.copytree(TEMPLATE, root, ignore=shutil.ignore_patterns("traces"))
         self.git("init", "-q", "-b", "main")
         self.commit("the repository template", "alice")
 
     def git(self, *args: str, who: str = "alice") -> str:
         name, email = PEOPLE[who]
-        env = {**os.environ, "GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name,
+        self.clock += 60  # fixed dates: the same commits get the same ids on every run (docs/plan.md's sample)
+        when = f"{1_767_603_600 + self.clock} +0000"
+        env = {**os.environ, "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when,
+               "GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name,
                "GIT_COMMITTER_EMAIL": email, "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(self.root.parent)}
         done = subprocess.run(["git", *args], cwd=self.root, env=env, capture_output=True, text=True, check=True)
         return done.stdout.strip()
