@@ -30,6 +30,10 @@ platformTeam: platform
 teams:
   - name: platform
     paths: ["**"]
+    namespaces: [{tag}-a, {tag}-b, {tag}-later]
+    maintainers: [{{name: t, email: t@example.com}}]
+capacity:
+  {tag}-default: {{cpu: "1000", memory: 100Ti}}
 """
 
 
@@ -61,7 +65,7 @@ class QueueRepo:
         self.team_a, self.team_b = f"{tag}-a", f"{tag}-b"
         path.mkdir(parents=True)
         self._git("init", "-q", "-b", "main")
-        self.write("gitopsq.yaml", CONFIG)
+        self.write("gitopsq.yaml", CONFIG.format(tag=tag))
         self.write("namespaces.yaml", "".join(
             f"---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: {n}\n" for n in (self.team_a, self.team_b)))
         self.write("flavors.yaml", f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\n"
@@ -77,9 +81,9 @@ class QueueRepo:
         return (f"---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  name: main\n"
                 f"  namespace: {ns}\nspec:\n  clusterQueue: {ns}\n")
 
-    def _git(self, *args: str) -> str:
-        env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-               "GIT_COMMITTER_EMAIL": "t@example.com", "PATH": "/usr/bin:/bin"}
+    def _git(self, *args: str, author: tuple[str, str] = ("t", "t@example.com")) -> str:
+        env = {"GIT_AUTHOR_NAME": author[0], "GIT_AUTHOR_EMAIL": author[1], "GIT_COMMITTER_NAME": author[0],
+               "GIT_COMMITTER_EMAIL": author[1], "PATH": "/usr/bin:/bin"}
         done = subprocess.run(["git", *args], cwd=self.path, env=env, capture_output=True, text=True, check=True)
         return done.stdout.strip()
 
@@ -91,9 +95,9 @@ class QueueRepo:
     def remove(self, rel: str) -> None:
         (self.path / rel).unlink()
 
-    def commit(self, message: str = "change") -> str:
+    def commit(self, message: str = "change", author: tuple[str, str] = ("t", "t@example.com")) -> str:
         self._git("add", "-A")
-        self._git("commit", "-q", "--allow-empty", "-m", message)
+        self._git("commit", "-q", "--allow-empty", "-m", message, author=author)
         return self._git("rev-parse", "HEAD")
 
 
@@ -246,6 +250,22 @@ def test_invalid_revision_is_refused_and_the_previous_one_stays(rig: Envtest, re
     assert [e["reason"] for e in syncer.store.events()].count("Rejected") == 1
 
 
+def test_policy_violation_is_refused_and_the_previous_revision_stays(rig: Envtest, repo: QueueRepo) -> None:
+    """A valid revision that a built-in policy denies (quota beyond the flavor's capacity) is refused as
+    PolicyDenied, with the policy named in the findings; the applied quota stays."""
+    syncer = make_syncer(rig, repo)
+    good = syncer.sync()
+    assert good.outcome == "applied", good.to_json()
+    repo.write("queues/team-a.yaml", repo.cq(repo.team_a, cpu="5000") + repo.lq(repo.team_a))
+    repo.commit("team-a: more cpu than exists")
+    result = syncer.sync()
+    assert result.outcome == "rejected", result.to_json()
+    assert any(f.get("policy") == "flavor-capacity" for f in result.validated.findings)
+    assert conditions(gitsource(rig, repo))["Ready"] == ("False", "PolicyDenied")
+    assert cpu_of(cq_live(rig, repo.team_a)) == "8"
+    assert gitsource(rig, repo)["status"]["lastAppliedRevision"] == good.revision
+
+
 def test_object_tracked_by_argo_cd_is_left_alone_and_reported(rig: Envtest, repo: QueueRepo) -> None:
     """A ClusterQueue carrying Argo CD's tracking annotation is neither changed nor pruned; a conflict is reported."""
     argo = ("\n  annotations:\n    argocd.argoproj.io/tracking-id: "
@@ -359,7 +379,8 @@ def test_warm_syncer_reads_only_what_changed_and_checks_drift_when_asked(rig: En
 
 
 def test_the_repository_template_applies_cleanly(rig: Envtest, tmp_path: Path) -> None:
-    """repo-template/ as a fresh repository applies completely, and a second sync finds nothing to do."""
+    """repo-template/ with history applies completely on a first sync, which judges the head commit (a platform
+    maintainer's change) against its parent; a second sync finds nothing to do."""
     import shutil
 
     path = tmp_path / "template"
@@ -367,7 +388,10 @@ def test_the_repository_template_applies_cleanly(rig: Envtest, tmp_path: Path) -
     repo = QueueRepo.__new__(QueueRepo)
     repo.path, repo.tag = path, f"tpl{uuid.uuid4().hex[:6]}"
     repo._git("init", "-q", "-b", "main")
-    repo.commit("template")
+    repo.commit("import the template")
+    flavors = path / "platform" / "flavors.yaml"
+    flavors.write_text(flavors.read_text() + "# reviewed\n")
+    repo.commit("platform: review flavors", author=("Alice Admin", "alice@example.com"))
     first = make_syncer(rig, repo).sync()
     assert first.outcome == "applied", first.to_json()
     kinds = {a.key.kind for a in first.plan.applies}
