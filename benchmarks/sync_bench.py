@@ -38,7 +38,12 @@ kind: RepositoryConfig
 include: [base.yaml, queues/]
 platformTeam: platform
 teams:
-  - {name: platform, paths: ["**"]}
+  - name: platform
+    paths: ["**"]
+    namespaces: [{namespaces}]
+    maintainers: [{{name: b, email: b@x}}]
+capacity:
+  {tag}-default: {{cpu: "1000000", memory: 1000Pi}}
 """
 CQ = """---
 apiVersion: kueue.x-k8s.io/v1beta2
@@ -76,7 +81,8 @@ def git(repo: Path, *args: str) -> str:
 def build_repo(path: Path, tag: str, size: int) -> None:
     path.mkdir(parents=True)
     git(path, "init", "-q", "-b", "main")
-    (path / "gitopsq.yaml").write_text(CONFIG)
+    namespaces = ", ".join(f"{tag}-ns{i}" for i in range(10))
+    (path / "gitopsq.yaml").write_text(CONFIG.format(tag=tag, namespaces=namespaces))
     (path / "base.yaml").write_text(
         f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: {tag}-default\n"
         + "".join(f"---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: {tag}-ns{i}\n" for i in range(10)))
