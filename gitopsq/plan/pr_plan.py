@@ -26,7 +26,7 @@ from gitopsq.api.model import ObjectKey
 from gitopsq.manifests.render import KIND_ORDER
 from gitopsq.manifests.report import Report
 from gitopsq.plan.approvers import GLOBAL_KINDS, Approval, required_approvals
-from gitopsq.plan.diff import FieldChange, diff
+from gitopsq.plan.diff import ByName, FieldChange, FieldPath, diff
 from gitopsq.plan.impact import SnapshotImpact, TraceImpact
 from gitopsq.plan.normalize import quantity_equal
 from gitopsq.plan.pr_policy import PolicyOutcome
@@ -156,6 +156,24 @@ def unreadable(report: Report) -> frozenset[str]:
     return frozenset(f.obj for f in report.errors if f.obj)
 
 
+def added_fields(doc: Mapping[str, Any], path: FieldPath = ()) -> list[FieldChange]:
+    """A new object's fields as leaves (``spec.clusterQueue``), so it reads like the other objects' changes;
+    items of name-keyed lists are stepped into by name, as the diff does."""
+    out: list[FieldChange] = []
+    for key, val in doc.items():
+        step: FieldPath = (*path, key)
+        if isinstance(val, Mapping) and val:
+            out.extend(added_fields(val, step))
+        elif isinstance(val, list) and val and all(isinstance(i, Mapping) and isinstance(i.get("name"), str)
+                                                  for i in val):
+            for item in val:
+                out.extend(added_fields({k: v for k, v in item.items() if k != "name"}, (*step, ByName(item["name"])))
+                           or [FieldChange((*step, ByName(item["name"])), "added", None, item)])
+        else:
+            out.append(FieldChange(step, "added", None, val))
+    return out
+
+
 def object_changes(base: Report | None, head: Report) -> tuple[ObjectChange, ...]:
     """Objects added, changed, moved and removed from ``base`` to ``head`` (see the module docstring)."""
     old, new = _placed(base), _placed(head)
@@ -164,7 +182,7 @@ def object_changes(base: Report | None, head: Report) -> tuple[ObjectChange, ...
     for key in old.keys() | new.keys():
         a, b = old.get(key), new.get(key)
         if a is None and b is not None:
-            out.append(ObjectChange(key, "added", b.path, b.line, None, None, diff(None, b.doc, equal=quantity_equal)))
+            out.append(ObjectChange(key, "added", b.path, b.line, None, None, tuple(added_fields(b.doc))))
         elif b is None and a is not None:
             status: ObjectStatus = "invalid" if str(key) in broken else "removed"
             out.append(ObjectChange(key, status, None, None, a.path, a.line))
