@@ -140,3 +140,18 @@ def test_a_broken_snapshot_names_the_line(repo: TemplateRepo, tmp_path: Path) ->
         make_plan(str(repo.root), "main", "raise-cpu", workloads=str(broken), use_cache=False)
     assert failed.value.exit_code == 1
     assert f"{broken}:2" in str(failed.value) and "queue" in str(failed.value)
+
+
+def test_repointing_a_local_queue_moves_its_waiting_work(repo: TemplateRepo) -> None:
+    """data-science's `analysis` LocalQueue pointed at ml-research's ClusterQueue: its waiting 130-CPU job now
+    waits there instead — for another reason, since ml-research only admits its own namespaces."""
+    repo.branch("repoint")
+    repo.replace("teams/data-science/local-queues.yaml", "clusterQueue: data-science", "clusterQueue: ml-research")
+    repo.commit("analysis goes to ml-research", "erin")
+    plan = make_plan(str(repo.root), "main", "repoint", workloads=str(FIXTURES / "big-job-snapshot.yaml"),
+                     use_cache=False)
+    assert plan.impact is not None
+    (moved,) = plan.impact.of_kind("pending-changed")
+    assert (moved.key, moved.cluster_queue_before, moved.cluster_queue_after) == (
+        "data-science/big", "data-science", "ml-research")
+    assert "namespace" in moved.message.lower()
