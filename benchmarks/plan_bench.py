@@ -28,6 +28,8 @@ import pygit2
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from check_bench import commit_all, generate
 
+from gitopsq.plan.pr_plan import PrPlan
+
 
 def change_quotas(root: Path, count: int) -> list[str]:
     """Raise the first flavor's CPU quota of ``count`` ClusterQueues (one per team file)."""
@@ -67,7 +69,7 @@ def snapshot(root: Path, workloads: int, path: Path) -> None:
     path.write_text(json.dumps({"workloads": items}))  # JSON is the scenario format too, and parses fastest
 
 
-def timed(label: str, repo: Path, head: str, **kwargs: object) -> object:
+def timed(label: str, repo: Path, head: str, workloads: str | None = None) -> tuple[PrPlan, float]:
     from gitopsq.commands import check
     from gitopsq.commands.plan import make_plan
     from gitopsq.manifests import DEFAULT_CACHE
@@ -75,7 +77,7 @@ def timed(label: str, repo: Path, head: str, **kwargs: object) -> object:
     DEFAULT_CACHE.clear()
     check._IN_MEMORY.clear()
     start, cpu = time.perf_counter(), time.process_time()
-    plan = make_plan(str(repo), "main", head, **kwargs)  # type: ignore[arg-type]
+    plan = make_plan(str(repo), "main", head, workloads=workloads)
     wall, used = time.perf_counter() - start, time.process_time() - cpu
     print(f"{label:16s} {wall:6.3f} s  (CPU {used:.3f} s)")
     return plan, wall
@@ -97,7 +99,7 @@ def main() -> None:
         repo = pygit2.init_repository(str(repo_dir), initial_head="main")
         commit_all(repo, "generated")
         base = repo.head.target
-        repo.branches.local.create("head", repo[base])
+        repo.branches.local.create("head", repo[base].peel(pygit2.Commit))
         repo.checkout("refs/heads/head")
         change_quotas(repo_dir, args.changed)
         commit_all(repo, f"raise {args.changed} quotas")
@@ -105,14 +107,15 @@ def main() -> None:
         snapshot(repo_dir, args.workloads, snap)
         print(f"repository: {objects} objects in {args.files} files; head changes {args.changed} ClusterQueues; "
               f"{os.cpu_count()} cores")
-        (plan, cold) = timed("plan-cold", repo_dir, "head")  # type: ignore[misc]
-        (plan, warm) = timed("plan-warm", repo_dir, "head")  # type: ignore[misc]
-        (with_impact, impact) = timed("impact-snapshot", repo_dir, "head", workloads=str(snap))  # type: ignore[misc]
+        plan, cold = timed("plan-cold", repo_dir, "head")
+        plan, warm = timed("plan-warm", repo_dir, "head")
+        with_impact, impact = timed("impact-snapshot", repo_dir, "head", workloads=str(snap))
         md = render_markdown(plan)
         print(f"plan: {len(plan.objects)} objects changed, {sum(len(q.rows) for q in plan.quota)} quota rows, "
               f"{len(plan.cohorts)} cohorts, {len(plan.policies.verdicts)} verdicts, exit {plan.exit_code}; "
               f"Markdown {len(md)} characters")
         imp = with_impact.impact
+        assert imp is not None
         print(f"impact: {imp.workloads} workloads, holding quota {imp.admitted_before} → {imp.admitted_after}, "
               f"{len(imp.of_kind('admissible'))} become admissible, {len(imp.headroom)} headroom changes")
         load = os.getloadavg()[0]
