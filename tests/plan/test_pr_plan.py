@@ -224,3 +224,42 @@ def test_json_output_is_versioned_and_carries_every_section(repo: TemplateRepo,
     assert row["before"] == {"nominalQuota": "96", "borrowingLimit": "32", "lendingLimit": None}
     assert row["after"]["nominalQuota"] == "128" and row["nominalQuotaDelta"] == "+32"
     assert data == plan_json(plan_of(repo, "raise-cpu")) | {"repository": data["repository"]}
+
+
+CPU_CAP = """apiVersion: gitopsq.dev/v1alpha1
+kind: Policy
+metadata:
+  name: cpu-cap
+spec:
+  severity: {severity}
+  match:
+    kinds: [ClusterQueue]
+  validations:
+    - expression: >-
+        object.spec.resourceGroups.all(g, g.flavors.all(f, f.resources.all(r,
+          r.name != 'cpu' || !quantity(string(r.nominalQuota)).isGreaterThan(quantity('100')))))
+      message: no ClusterQueue gets more than 100 CPUs of one flavor
+"""
+
+
+@pytest.mark.parametrize(("severity", "code"), [("Deny", 1), ("Warn", 0)], ids=["deny rejects", "warn reports"])
+def test_the_repositorys_own_policies_judge_the_head(repo: TemplateRepo, severity: str, code: int) -> None:
+    """A policy file under policyPaths is evaluated on the head's changes: Deny rejects, Warn only reports."""
+    repo.write("policies/cpu-cap.yaml", CPU_CAP.format(severity=severity))
+    repo.commit("platform: cap CPU per flavor", "alice")
+    raise_data_science_cpu(repo)
+    plan = plan_of(repo, "raise-cpu")
+    failing = plan.policies.denied + plan.policies.warned
+    assert [(v.policy, v.obj) for v in failing] == [("cpu-cap", "ClusterQueue/data-science")]
+    assert plan.exit_code == code
+
+
+def test_a_policy_file_that_does_not_load_rejects_the_head(repo: TemplateRepo) -> None:
+    """A head adding a policy with a CEL syntax error gets a policy-load error at its file and exit 1."""
+    repo.branch("bad-policy")
+    repo.write("policies/cpu-cap.yaml", CPU_CAP.format(severity="Deny").replace("all(r,", "all(r,,"))
+    repo.commit("platform: a broken policy", "alice")
+    plan = plan_of(repo, "bad-policy")
+    assert [(f.code, f.location.path if f.location else None) for f in plan.errors] == [
+        ("policy-load", "policies/cpu-cap.yaml")]
+    assert plan.exit_code == 1 and [a.team for a in plan.approvals] == ["platform"]
