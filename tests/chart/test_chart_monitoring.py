@@ -45,7 +45,8 @@ def exported_series() -> set[str]:
 def series_in(expr: str) -> set[str]:
     """Metric names in a PromQL expression: identifiers not inside braces, quotes or [ranges], minus functions,
     keywords and label names after by/on."""
-    stripped = re.sub(r"\{[^}]*\}|\"[^\"]*\"|\[[^\]]*\]", " ", expr)
+    stripped = re.sub(r"label_values\(([^,]+),\s*\w+\)", r"\1", expr)  # Grafana: (metric, label name)
+    stripped = re.sub(r"\{[^}]*\}|\"[^\"]*\"|\[[^\]]*\]", " ", stripped)
     stripped = re.sub(r"\b(by|on|without|ignoring)\s*\([^)]*\)", " ", stripped)
     words = set(re.findall(r"[a-zA-Z_:][a-zA-Z0-9_:]*", stripped))
     return {w for w in words if w not in PROMQL_WORDS and "_" in w and not w.startswith("$")}
@@ -124,6 +125,7 @@ def test_promql_name_extraction_ignores_labels_and_functions() -> None:
     expr = ('histogram_quantile(0.95, sum by (cluster_queue, le) (rate(kueue_admission_wait_time_seconds_bucket'
             '{cluster_queue=~"$cq"}[5m]))) > on (cluster_queue) foo_bar and time() - last_seen_seconds')
     assert series_in(expr) == {"kueue_admission_wait_time_seconds_bucket", "foo_bar", "last_seen_seconds"}
+    assert series_in("label_values(kueue_cluster_queue_info, cluster_queue)") == {"kueue_cluster_queue_info"}
 
 
 def test_rule_file_is_plain_yaml_for_prometheus_without_the_operator(helm: Helm) -> None:
