@@ -156,22 +156,31 @@ def unreadable(report: Report) -> frozenset[str]:
     return frozenset(f.obj for f in report.errors if f.obj)
 
 
-def added_fields(doc: Mapping[str, Any], path: FieldPath = ()) -> list[FieldChange]:
-    """A new object's fields as leaves (``spec.clusterQueue``), so it reads like the other objects' changes;
-    items of name-keyed lists are stepped into by name, as the diff does."""
+def leaf_fields(doc: Mapping[str, Any], op: Literal["added", "removed"], path: FieldPath = ()) -> list[FieldChange]:
+    """A whole object's fields as leaves (``spec.clusterQueue``), all ``added`` (a new object) or all ``removed``
+    (a deleted one), so it reads like the other objects' changes; name-keyed list items are stepped into by name,
+    as the diff does."""
     out: list[FieldChange] = []
     for key, val in doc.items():
         step: FieldPath = (*path, key)
         if isinstance(val, Mapping) and val:
-            out.extend(added_fields(val, step))
+            out.extend(leaf_fields(val, op, step))
         elif isinstance(val, list) and val and all(isinstance(i, Mapping) and isinstance(i.get("name"), str)
                                                   for i in val):
             for item in val:
-                out.extend(added_fields({k: v for k, v in item.items() if k != "name"}, (*step, ByName(item["name"])))
-                           or [FieldChange((*step, ByName(item["name"])), "added", None, item)])
+                inner = (*step, ByName(item["name"]))
+                out.extend(leaf_fields({k: v for k, v in item.items() if k != "name"}, op, inner)
+                           or [_leaf(inner, op, item)])
+        elif isinstance(val, list) and val and all(isinstance(i, Mapping) and i for i in val):
+            for index, item in enumerate(val):
+                out.extend(leaf_fields(item, op, (*step, index)))
         else:
-            out.append(FieldChange(step, "added", None, val))
+            out.append(_leaf(step, op, val))
     return out
+
+
+def _leaf(path: FieldPath, op: Literal["added", "removed"], value: Any) -> FieldChange:
+    return FieldChange(path, op, None, value) if op == "added" else FieldChange(path, op, value, None)
 
 
 def object_changes(base: Report | None, head: Report) -> tuple[ObjectChange, ...]:
@@ -182,10 +191,10 @@ def object_changes(base: Report | None, head: Report) -> tuple[ObjectChange, ...
     for key in old.keys() | new.keys():
         a, b = old.get(key), new.get(key)
         if a is None and b is not None:
-            out.append(ObjectChange(key, "added", b.path, b.line, None, None, tuple(added_fields(b.doc))))
+            out.append(ObjectChange(key, "added", b.path, b.line, None, None, tuple(leaf_fields(b.doc, "added"))))
         elif b is None and a is not None:
             status: ObjectStatus = "invalid" if str(key) in broken else "removed"
-            out.append(ObjectChange(key, status, None, None, a.path, a.line))
+            out.append(ObjectChange(key, status, None, None, a.path, a.line, tuple(leaf_fields(a.doc, "removed"))))
         elif a is not None and b is not None:
             fields = () if a.same_as == b.same_as else diff(a.doc, b.doc, equal=quantity_equal)
             if a.path != b.path:

@@ -170,6 +170,8 @@ def diff_lines(c: ObjectChange) -> list[str]:
     """Field changes as unified-diff lines (GitHub colours ``-`` and ``+``)."""
     if c.status == "added":
         return [f"+ {line}" for line in object_fields(c)]
+    if c.status in ("removed", "invalid"):
+        return [f"- {f.where}: {value(f.old)}" for f in c.fields if f.where not in ("apiVersion", "kind")]
     out = []
     for f in c.fields:
         if f.op in ("removed", "changed", "reordered"):

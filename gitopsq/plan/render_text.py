@@ -72,6 +72,8 @@ def object_fields(c: ObjectChange) -> list[str]:
     """An added object shows its spec once (not every field as added); others show each field change."""
     if c.status == "added":
         return [f"{f.where}: {value(f.new)}" for f in c.fields if f.where not in ("apiVersion", "kind")]
+    if c.status in ("removed", "invalid"):
+        return []  # the whole object goes: its fields are in the JSON output and the Markdown diff
     return [field_line(f) for f in c.fields]
 
 
