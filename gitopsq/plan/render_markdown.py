@@ -19,7 +19,7 @@ from gitopsq.plan.render_text import (
     ABSENT,
     IMPACT_TITLES,
     MARK,
-    _cell,
+    change_cell,
     cohort_change,
     count_phrase,
     object_fields,
@@ -135,7 +135,7 @@ def _quota(plan: PrPlan) -> list[str]:
             if not changed:
                 rows.append((f"`{co.name}`", members, ABSENT, ABSENT, "unchanged", "0"))
             rows.extend((f"`{co.name}`" if i == 0 else "", members if i == 0 else "", x.flavor, x.resource,
-                         _cell(x.resource, x.before, x.after, present=(True, True)), signed(x.resource, x.delta))
+                         change_cell(x.resource, x.before, x.after, present=(True, True)), signed(x.resource, x.delta))
                         for i, x in enumerate(changed))
         out.extend(_table(("cohort", "members", "flavor", "resource", "capacity", "Δ"), rows))
         out.append("")

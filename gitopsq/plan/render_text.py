@@ -77,7 +77,7 @@ def object_fields(c: ObjectChange) -> list[str]:
     return [field_line(f) for f in c.fields]
 
 
-def _cell(resource: str, before: int | None, after: int | None, *, present: tuple[bool, bool]) -> str:
+def change_cell(resource: str, before: int | None, after: int | None, *, present: tuple[bool, bool]) -> str:
     def one(v: int | None, here: bool) -> str:
         if not here:
             return ABSENT
@@ -92,9 +92,9 @@ def quota_cells(row: QuotaRow) -> tuple[str, str, str, str]:
     present = (row.before is not None, row.after is not None)
     empty = Limits(0)
     before, after = row.before or empty, row.after or empty
-    return (_cell(row.resource, before.nominal, after.nominal, present=present),
-            _cell(row.resource, before.borrowing, after.borrowing, present=present),
-            _cell(row.resource, before.lending, after.lending, present=present),
+    return (change_cell(row.resource, before.nominal, after.nominal, present=present),
+            change_cell(row.resource, before.borrowing, after.borrowing, present=present),
+            change_cell(row.resource, before.lending, after.lending, present=present),
             signed(row.resource, row.nominal_delta) if row.nominal_delta else "0")
 
 
@@ -169,7 +169,7 @@ def render_text(plan: PrPlan) -> str:
                 members = f"{', '.join(co.members_before) or '(none)'} → {members}"
             out.append(f"  {co.name}: members {members}")
             changed = [x for x in co.cells if x.delta]  # every cell is in the JSON output
-            rows = [(x.flavor, x.resource, _cell(x.resource, x.before, x.after, present=(True, True)),
+            rows = [(x.flavor, x.resource, change_cell(x.resource, x.before, x.after, present=(True, True)),
                      signed(x.resource, x.delta)) for x in changed]
             out.extend(table(("flavor", "resource", "capacity", "Δ"), rows) if rows else ["    capacity unchanged"])
     if plan.base_errors:
