@@ -278,6 +278,9 @@ def throughput(rig: Rig, args: argparse.Namespace) -> None:
 def memory(rig: Rig, args: argparse.Namespace) -> None:
     rest = KubeRest(load_api_client(str(rig.kubeconfig)))
     ns = "memory"
+    if args.skip_throughput:
+        rest.request("POST", f"{WL}/resourceflavors", body={"apiVersion": "kueue.x-k8s.io/v1beta2",
+                                                            "kind": "ResourceFlavor", "metadata": {"name": "rf"}})
     rest.request("POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace",
                                                      "metadata": {"name": ns}})
     rest.request("POST", f"{WL}/clusterqueues", body={
@@ -321,6 +324,7 @@ def main() -> None:
     parser.add_argument("--memory-workloads", type=int, default=10_000)
     parser.add_argument("--memory-qps", type=float, default=500.0)
     parser.add_argument("--skip-memory", action="store_true")
+    parser.add_argument("--skip-throughput", action="store_true")
     args = parser.parse_args()
     binaries = prepare(log=False)
     print(f"machine: {os.cpu_count()} cores; rig: kube-apiserver + etcd on loopback")
@@ -329,7 +333,8 @@ def main() -> None:
         try:
             with load_api_client(str(rig.kubeconfig)) as api:
                 install_crds(api)
-            throughput(rig, args)
+            if not args.skip_throughput:
+                throughput(rig, args)
             if not args.skip_memory:
                 memory(rig, args)
         finally:
