@@ -23,6 +23,7 @@ import argparse
 import copy
 import heapq
 import json
+import math
 import os
 import signal
 import subprocess
@@ -132,7 +133,7 @@ class Runner:
                     rv = obj["metadata"].get("resourceVersion", rv)
                     if event["type"] in ("ADDED", "MODIFIED"):
                         self.observe(obj)
-            except Exception:  # noqa: BLE001 - the stream ended (shutdown or timeout): watch again from rv
+            except Exception:  # the stream ended (shutdown or timeout): watch again from rv
                 continue
 
     def observe(self, obj: dict[str, Any]) -> None:
@@ -144,7 +145,7 @@ class Runner:
             if seen is None or seen.finished is not None:
                 return
             admitted = is_true(obj, "Admitted") and not is_true(obj, "Evicted")
-            running = bool(seen.intervals) and seen.intervals[-1][1] != seen.intervals[-1][1]  # open (NaN end)
+            running = bool(seen.intervals) and math.isnan(seen.intervals[-1][1])  # open interval
             if admitted and not running:
                 if seen.admitted is None:
                     seen.admitted = now
@@ -257,7 +258,7 @@ def throughput(rig: Rig, args: argparse.Namespace) -> None:
     span = (admits[-1] - admits[0]) if len(admits) > 1 else float("nan")
     first = min(s.created for s in seen)
     end = max((s.finished or 0.0) for s in seen)
-    used = sum(s.cpu * (b - a) for s in seen for a, b in s.intervals if b == b)
+    used = sum(s.cpu * (b - a) for s in seen for a, b in s.intervals if not math.isnan(b))
     utilisation = 100.0 * used / (30 * 20 * (end - first)) if end > first else float("nan")
     print(f"finished {sum(s.finished is not None for s in seen)}/{total} in {wall:.1f} s wall "
           f"(Kueue baseline: {KUEUE['wall_ms'] / 1000:.0f} s for 15,000)")
