@@ -388,88 +388,36 @@ def audit_records(syncer: Syncer, result: SyncResult, state: SourceState) -> lis
 
 
 def check_pipeline_validator() -> Validator:
-    """The Validator running `gitopsq check`'s pipeline (gitopsq.manifests.check_revision) and then the policy
-    engine's one evaluation path (gitopsq.plan.pr_policy.head_verdicts, as `gitopsq plan` runs it), judging the
-    revision against the last applied one. Parsed files and the last reports are cached, so a new revision
-    re-parses only the files that changed."""
-    from gitopsq.manifests import ParseCache, check_revision
+    """The Validator running the one validation path (gitopsq.validation.validate_revision: `gitopsq check`'s
+    manifest pipeline, then the CEL policies as `gitopsq plan` runs them), judging the revision against the one
+    applied last, or on a first sync the change the head commit brings (against its first parent: the history
+    before it is what the admin installed gitopsq on). Parsed files are cached across revisions."""
+    from gitopsq.manifests import ParseCache
+    from gitopsq.validation import validate_revision
 
     cache = ParseCache()
-    reports: dict[str, Any] = {}
-
-    def report_of(source: Source, commit: str) -> Any:
-        if commit not in reports:
-            while len(reports) >= 2:
-                reports.pop(next(iter(reports)))
-            reports[commit] = check_revision(source, commit, cache=cache)
-        return reports[commit]
 
     def validate(source: Source, commit: str, previous: str | None) -> Validated:
-        head = report_of(source, commit)
-        if head.rejected:
-            return from_report(head)
-        # Judged against the revision applied last; on a first sync (or when that revision is gone after a force
-        # push) against the head's parent: the history before the head is what the admin installed us on, and
-        # the head commit is judged as the change it is. A root commit is judged whole.
-        base_commit = previous if previous is not None and previous != commit else _parent(source, commit)
-        base = None
-        if base_commit is not None:
-            try:
-                base = report_of(source, base_commit)
-            except SourceError:
-                base_commit = _parent(source, commit)
-                base = report_of(source, base_commit) if base_commit is not None else None
-        return from_report(head, policy_verdicts(source, commit, base_commit, base, head))
+        base: str | bool = previous if previous is not None and previous != commit else True
+        return from_report(validate_revision(source, commit, base=base, cache=cache).report)
 
     return validate
 
 
-def _parent(source: Source, commit: str) -> str | None:
-    try:
-        parents = source.commit_info(commit).parents
-    except (SourceError, ValueError, KeyError):
-        return None
-    return parents[0] if parents else None
-
-
-def policy_verdicts(source: Source, commit: str, previous: str | None, base: Any, head: Any) -> tuple[Any, ...]:
-    """The head's policy verdicts against ``base`` (None: the first revision), through the same helpers as
-    `gitopsq plan`."""
-    from gitopsq.commands.plan import _commit, _policy_files
-    from gitopsq.plan.pr_policy import head_verdicts
-
-    try:
-        touched = sorted({p for c in source.changed_paths(previous if base is not None else None, commit)
-                          for p in (c.path, c.old_path) if p})
-        commit_info: dict[str, Any] | None = _commit(source, commit, (base or head).config, touched)
-    except (SourceError, ValueError, KeyError):
-        touched, commit_info = [], None  # a plain directory has no commit
-    outcome = head_verdicts(base, head, policy_files=_policy_files(source, commit, head), commit=commit_info,
-                            touched_paths=touched)
-    return tuple(outcome.findings) + tuple(v for v in outcome.verdicts if not v.allowed)
-
-
-def from_report(report: Any, verdicts: tuple[Any, ...] = ()) -> Validated:
-    """Adapt a check Report (objects, pass-through documents, findings) and policy results to Validated.
-    ``verdicts`` holds policy-load findings and the verdicts that did not allow (deny or warn)."""
+def from_report(report: Any) -> Validated:
+    """Adapt a check Report (objects, pass-through documents, findings including policy verdicts) to Validated."""
     from gitopsq.api.codec import encode
     from gitopsq.manifests import finding_json
 
-    findings = [{**finding_json(f), "reason": f.code} for f in report.findings]
-    errors = [str(f) for f in report.findings if f.is_error]
-    denied = False
-    for v in verdicts:
-        if hasattr(v, "policy"):
-            findings.append({"severity": "error" if v.denies else "warning", "code": f"policy/{v.policy}",
-                             "reason": v.reason, "message": v.message, "path": v.path, "line": v.line,
-                             "object": v.obj, "policy": v.policy})
-            if v.denies:
-                denied = True
-                errors.append(str(v))
-        else:  # a policy file that does not load
-            findings.append({**finding_json(v), "reason": v.code})
-            errors.append(str(v))
+    findings = []
+    for f in report.findings:
+        item = {**finding_json(f), "reason": f.code}
+        if f.code.startswith("policy/"):
+            item["policy"] = f.code.removeprefix("policy/")
+        findings.append(item)
+    errors = [f for f in report.findings if f.is_error]
     documents = tuple(encode(o) for o in report.objects) + tuple(dict(p.doc) for p in report.passthrough)
     reason = f"{len(errors)} error(s), first: {errors[0]}" if errors else ""
+    policy_only = bool(errors) and all(f.code.startswith("policy") for f in errors)
     return Validated(documents, tuple(findings), bool(errors), reason,
-                     "PolicyDenied" if denied and not report.rejected else "ValidationFailed")
+                     "PolicyDenied" if policy_only else "ValidationFailed")
