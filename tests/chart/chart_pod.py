@@ -4,6 +4,7 @@ the rendered args and env are used unchanged except for mount paths (a pod's fil
 from __future__ import annotations
 
 import base64
+import re
 import subprocess
 import sys
 import time
@@ -17,19 +18,17 @@ from chart_helm import Rendered
 
 
 def translate(value: str, mounts: Mapping[str, Path]) -> str:
-    """Replace a mount path prefix by its local directory (longest mount first)."""
-    for mount in sorted(mounts, key=len, reverse=True):
-        if value == mount or value.startswith(mount + "/"):
-            return str(mounts[mount]) + value[len(mount):]
-        if "=" in value:
-            flag, _, rest = value.partition("=")
-            if rest == mount or rest.startswith(mount + "/"):
-                return f"{flag}={mounts[mount]}{rest[len(mount):]}"
-    return value
+    """Replace every mount path (as a whole path or a path prefix, anywhere in the string) by its local
+    directory, in one pass so a replaced path is never rewritten again."""
+    if not mounts:
+        return value
+    pattern = "|".join(re.escape(m) for m in sorted(mounts, key=len, reverse=True))
+    return re.sub(f"(?<![\\w/.:-])({pattern})(?=/|$|\\s)", lambda match: str(mounts[match.group(1)]), value)
 
 
-class PodProcess:
-    """The controller container of ``rendered`` as a subprocess against a kubeconfig instead of in-cluster."""
+class PodFiles:
+    """The container's filesystem and process settings: volumes as directories under ``root``, Secrets written
+    as the kubelet would, and the rendered args and env with mount paths mapped into ``root``."""
 
     def __init__(self, rendered: Rendered, root: Path, *, secrets: Mapping[str, Mapping[str, bytes]],
                  namespace: str, kubeconfig: Path) -> None:
@@ -58,11 +57,20 @@ class PodProcess:
             else:
                 raise AssertionError(f"unsupported env source {item}")
         self.env = env
-        self.log = root / "controller.log"
+        self.root = root
+
+
+class PodProcess:
+    """The controller container as a subprocess against a kubeconfig instead of in-cluster."""
+
+    def __init__(self, files: PodFiles) -> None:
+        self.files = files
+        self.log = files.root / "controller.log"
         executable = Path(sys.executable).parent / "gitopsq"  # the image's ENTRYPOINT
         with self.log.open("wb") as out:
-            self.proc = subprocess.Popen([str(executable), *self.args], env=env, stdout=out, stderr=subprocess.STDOUT,
-                                         cwd=self.mounts.get("/var/cache/gitopsq", root))
+            self.proc = subprocess.Popen([str(executable), *files.args], env=files.env, stdout=out,
+                                         stderr=subprocess.STDOUT,
+                                         cwd=files.mounts.get("/var/cache/gitopsq", files.root))
 
     def logs(self) -> str:
         return self.log.read_text(errors="replace")

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 from chart_helm import ROOT, Helm, Rendered
-from chart_pod import PodProcess, secret_manifest
+from chart_pod import PodFiles, PodProcess, secret_manifest
 from envtest_rig import Envtest
 
 from gitopsq.webhook_git import sign
@@ -185,10 +185,13 @@ def installed(helm: Helm, rig: Envtest, tmp_path_factory: pytest.TempPathFactory
     release = f"r{uuid.uuid4().hex[:6]}"
     health, metrics = free_port(), free_port()
     repo = queue_repo(tmp_path / "queues", tag)
+    audit_remote = tmp_path / "audit.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(audit_remote)], check=True)
     secrets = {"git-token": {"token": b"not-used-by-a-local-repository"}, "git-webhook": {"secret": b"hook-secret"}}
     values = {"repo": {"url": f"file://{repo}", "sourceName": tag, "interval": "2s"},
               "health": {"port": health}, "metrics": {"port": metrics},
               "git": {"tokenSecret": {"name": "git-token"}}, "gitWebhook": {"secret": {"name": "git-webhook"}},
+              "audit": {"enabled": True, "repo": f"file://{audit_remote}"},
               "leaderElection": {"leaseName": f"{release}-lease", "leaseDuration": "4s", "renewDeadline": "3s",
                                  "retryPeriod": "1s"}}
     rendered = helm.render(values, release=release, namespace=namespace)
@@ -201,7 +204,8 @@ def installed(helm: Helm, rig: Envtest, tmp_path_factory: pytest.TempPathFactory
     account = rendered.get("ServiceAccount")["metadata"]["name"]
     kubeconfig = service_account_kubeconfig(rig, namespace, account, tmp_path / "sa.kubeconfig")
     yield {"rendered": rendered, "namespace": namespace, "tag": tag, "health": health, "metrics": metrics,
-           "secrets": secrets, "kubeconfig": kubeconfig, "release": release, "root": tmp_path}
+           "secrets": secrets, "kubeconfig": kubeconfig, "release": release, "root": tmp_path,
+           "audit_remote": audit_remote}
     for kind in ("clusterrolebinding", "clusterrole"):
         rig.kubectl("delete", kind, f"{release}-gitopsq", "--ignore-not-found", check=False)
     rig.delete_all()
@@ -210,10 +214,11 @@ def installed(helm: Helm, rig: Envtest, tmp_path_factory: pytest.TempPathFactory
 def test_controller_runs_with_the_rendered_configuration(rig: Envtest, installed: dict[str, Any]) -> None:
     """Started with exactly the rendered args and env, as the chart's ServiceAccount: it serves /healthz,
     /readyz and metrics, takes the Lease, syncs the repository into the cluster under the chart's RBAC, and
-    accepts a push webhook signed with the secret mounted from the chart's Secret."""
+    accepts a push webhook signed with the secret mounted from the chart's Secret; the audit trail reaches its
+    branch and SIGTERM stops it cleanly."""
     rendered: Rendered = installed["rendered"]
-    pod = PodProcess(rendered, installed["root"], secrets=installed["secrets"], namespace=installed["namespace"],
-                     kubeconfig=installed["kubeconfig"])
+    pod = PodProcess(PodFiles(rendered, installed["root"], secrets=installed["secrets"],
+                              namespace=installed["namespace"], kubeconfig=installed["kubeconfig"]))
     try:
         _exercise(rig, installed, pod)
     finally:
@@ -249,6 +254,13 @@ def _exercise(rig: Envtest, installed: dict[str, Any], pod: PodProcess) -> None:
     assert pod.http(installed["health"], "/hooks/git", body=payload,
                     headers={"X-Hub-Signature-256": sign(b"hook-secret", payload),
                              "X-GitHub-Event": "push"})[0] in (200, 202)
+    deadline = time.monotonic() + 60
+    branch = subprocess.CompletedProcess([], 1)
+    while time.monotonic() < deadline and branch.returncode != 0:
+        time.sleep(0.5)
+        branch = subprocess.run(["git", "--git-dir", str(installed["audit_remote"]), "rev-parse", "--verify",
+                                 "refs/heads/gitopsq/audit"], capture_output=True, check=False)
+    assert branch.returncode == 0, pod.logs()[-3000:]
     assert "forbidden" not in pod.logs().lower()
 
 
