@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import click
 
 from gitopsq.errors import EXIT_OK, EXIT_REJECTED
-from gitopsq.manifests import DEFAULT_CACHE, FileResult, LoadedObject, Report, check_revision
+from gitopsq.manifests import DEFAULT_CACHE, FileResult, LoadedObject, Report
 from gitopsq.manifests.pipeline import CACHE_VERSION
 
 NOTE_PLAIN_DIRECTORY = ("note: {repo} is not the root of a Git repository; checking the files on disk as revision "
@@ -186,9 +186,17 @@ def cache_file(display: str) -> Path | None:
     return root / "parsed" / f"{digest}.pickle"
 
 
-def load_report(repo: str, rev: str, *, worktree: bool = False, use_cache: bool = True) -> tuple[Report, str]:
-    """Check REPO at REV; returns the report and how to name the repository. Source failures raise SourceError."""
+def load_report(repo: str, rev: str, *, worktree: bool = False, use_cache: bool = True,
+                base: str | None = None) -> tuple[Report, str]:
+    """Check REPO at REV and judge it with the CEL policies (gitopsq.validation, the path every caller shares);
+    returns the report and how to name the repository. Source failures raise SourceError.
+
+    Policies judge the change since ``base`` (a branch, tag or commit), by default the change REV itself brings
+    (against its first parent); a root commit or a plain directory is judged whole.
+    """
+    from gitopsq.commands.policy import backend_from_env
     from gitopsq.source import DirectorySource, open_any, open_directory
+    from gitopsq.validation import validate_revision
 
     source = open_directory(repo) if worktree else open_any(repo)
     if isinstance(source, DirectorySource) and not worktree:
@@ -196,7 +204,8 @@ def load_report(repo: str, rev: str, *, worktree: bool = False, use_cache: bool 
     commit = source.resolve(rev)
     cache = DiskCache(cache_file(str(Path(repo).resolve()) if Path(repo).exists() else source.display)
                       if use_cache else None)
-    report = check_revision(source, commit, cache=cache)
+    base_sha: str | bool = source.resolve(base) if base is not None else True
+    report = validate_revision(source, commit, base=base_sha, cache=cache, backend=backend_from_env()).report
     cache.save()
     return report, source.display
 
@@ -241,16 +250,19 @@ def report_json(report: Report, display: str) -> dict[str, Any]:
 @click.argument("repo")
 @click.option("--rev", default="HEAD", show_default=True, help="Branch, tag or commit to check.")
 @click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--base", default=None, help="Judge the changes since this revision with the policies "
+              "(default: the change REV itself brings, against its first parent).")
 @click.option("--worktree", is_flag=True, help="Check the files on disk in REPO (a directory), not a commit.")
 @click.option("--no-cache", is_flag=True, help="Parse every file again instead of reusing earlier results.")
 @click.pass_context
-def command(ctx: click.Context, *, repo: str, rev: str, output: str, worktree: bool, no_cache: bool) -> None:
-    """Validate REPO at REV: gitopsq.yaml, YAML, Kueue's schema and rules, references.
+def command(ctx: click.Context, *, repo: str, rev: str, base: str | None, output: str, worktree: bool,
+            no_cache: bool) -> None:
+    """Validate REPO at REV: gitopsq.yaml, YAML, Kueue's schema and rules, references, signatures, CEL policies.
 
     REPO is a local path (Git repository or plain directory) or a URL. Exit 0 when there is no error (warnings
     allowed), 1 when there is, 2 for a usage error, 3 when the repository or revision cannot be read.
     """
-    report, display = load_report(repo, rev, worktree=worktree, use_cache=not no_cache)
+    report, display = load_report(repo, rev, worktree=worktree, use_cache=not no_cache, base=base)
     if output == "json":
         click.echo(json.dumps(report_json(report, display), indent=2, ensure_ascii=False))
     else:

@@ -9,7 +9,6 @@ repository or a revision cannot be read. An unreachable cluster is not fatal: th
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,17 +19,18 @@ from gitopsq.admission.topology import STRATEGIES, Settings
 from gitopsq.api import model as m
 from gitopsq.api.codec import encode
 from gitopsq.commands.check import DiskCache, cache_file
+from gitopsq.commands.policy import backend_from_env
 from gitopsq.errors import ClusterError, ScenarioError, SourceError, UsageError
-from gitopsq.manifests import CONFIG_PATH, Report, check_revision
+from gitopsq.manifests import CONFIG_PATH, check_revision
 from gitopsq.manifests.config_model import RepoConfig
 from gitopsq.plan.impact import CurrentAdmission, CurrentWorkload, assess, compare_trace, from_trace
 from gitopsq.plan.pr_plan import History, PrPlan, build_plan
-from gitopsq.plan.pr_policy import head_verdicts
 from gitopsq.plan.render_json import render_json
 from gitopsq.plan.render_markdown import render_markdown
 from gitopsq.plan.render_text import render_text
 from gitopsq.simulate.scenario import Scenario, parse_scenario
 from gitopsq.simulate.scenario import _Parser as _ScenarioParser
+from gitopsq.validation import judge
 
 WORKLOADS_PATH = "/apis/kueue.x-k8s.io/v1beta2/workloads"
 
@@ -128,33 +128,6 @@ def _history(source: Any, base: str, head: str) -> tuple[History, list[str]]:
                         "preview"]
 
 
-def _commit(source: Any, head: str, trust: RepoConfig | None, touched: Sequence[str]) -> dict[str, Any]:
-    """The head commit as the policy engine takes it, its signature verified against the trusted keys."""
-    from gitopsq.source.signatures import verify_signature
-
-    info = source.commit_info(head)
-    keys: dict[str, list[str]] = {}
-    for team in trust.teams if trust is not None else ():
-        for person in team.maintainers:
-            if person.signing_keys:
-                keys.setdefault(person.email or person.name, []).extend(person.signing_keys)
-    status = verify_signature(info, keys)
-    return {"sha": info.sha, "message": info.message, "changedPaths": list(touched),
-            "author": {"name": info.author.name, "email": info.author.email},
-            "committer": {"name": info.committer.name, "email": info.committer.email},
-            "signature": {"state": status.state, "kind": status.kind or "", "signer": status.signer or "",
-                          "fingerprint": status.fingerprint or "", "reason": status.reason}}
-
-
-def _policy_files(source: Any, head: str, report: Report) -> dict[str, str]:
-    config = report.config
-    if config is None or not config.policy_paths:
-        return {}
-    listed = source.list_files(head, list(config.policy_paths), [])
-    return {e.path: source.read_blob(e.blob_id).decode("utf-8", errors="replace") for e in listed
-            if e.path.endswith((".yaml", ".yml"))}
-
-
 def make_plan(repo: str, base_rev: str, head_rev: str, *, cluster: str | None = None, workloads: str | None = None,
               trace: str | None = None, use_cache: bool = True) -> PrPlan:
     """Everything `gitopsq plan` computes, as a `PrPlan` (used by the command, tests and benchmarks)."""
@@ -170,11 +143,8 @@ def make_plan(repo: str, base_rev: str, head_rev: str, *, cluster: str | None = 
     head_report = check_revision(source, head_sha, cache=cache)
     cache.save()
     history, notes = _history(source, base_sha, head_sha)
-    touched = sorted({p for c in source.changed_paths(base_sha, head_sha) for p in (c.path, c.old_path) if p})
-    trust = base_report.config or head_report.config
-    policies = head_verdicts(base_report, head_report, policy_files=_policy_files(source, head_sha, head_report),
-                             commit=_commit(source, head_sha, trust, touched), touched_paths=touched,
-                             backend=os.environ.get("GITOPSQ_CEL_BACKEND") or None)
+    policies, touched = judge(source, head_sha, head_report, base=base_sha, base_report=base_report,
+                              backend=backend_from_env())
     if base_report.config is None and source.read_file(base_sha, CONFIG_PATH) is None:
         notes.append(f"the base revision has no {CONFIG_PATH}: every head object counts as added")
     base_settings, head_settings = settings_of(base_report.config), settings_of(head_report.config)

@@ -24,13 +24,14 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     return int(exited.value.code or 0), out, err
 
 
-def commit_tree(root: Path, message: str) -> str:
+def commit_tree(root: Path, message: str, *, email: str = "alice@example.com") -> str:
+    """Commit the work tree; by default as Alice, a platform maintainer in the template's gitopsq.yaml."""
     repo = pygit2.Repository(str(root)) if (root / ".git").exists() else pygit2.init_repository(
         str(root), initial_head="main")
     repo.index.add_all()
     repo.index.write()
     tree = repo.index.write_tree()
-    who = pygit2.Signature("Test", "test@example.com", 1_700_000_000, 0)
+    who = pygit2.Signature("Committer", email, 1_700_000_000, 0)
     parents = [] if repo.head_is_unborn else [repo.head.target]
     return str(repo.create_commit("HEAD", who, who, message, tree, parents))
 
@@ -170,3 +171,19 @@ def test_render_refuses_an_invalid_revision(template_repo: Path, capsys: pytest.
     code, out, err = run(capsys, "render", str(template_repo))
     assert code == 1 and out == ""
     assert "platform/flavors.yaml:13: error: ResourceFlavor/Spot: name 'Spot' must be a DNS subdomain" in err
+
+
+def test_policies_judge_the_change_a_commit_brings(template_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """check runs the CEL policies on the change the commit brings: another team's queue edited by a stranger is
+    rejected with the policy's name, file and line, while the same change by the owning team passes."""
+    cq = template_repo / "teams/serving/cluster-queue.yaml"
+    original = cq.read_text()
+    cq.write_text(original + "\n# touched\n")
+    commit_tree(template_repo, "stranger edits serving", email="mallory@example.com")
+    code, out, _ = run(capsys, "check", str(template_repo))
+    assert code == 1
+    assert "policy/team-owns-path" in out and "teams/serving/cluster-queue.yaml" in out
+    cq.write_text(original + "\n# touched again\n")
+    commit_tree(template_repo, "platform edits serving")
+    code, out, _ = run(capsys, "check", str(template_repo))
+    assert code == 0, out

@@ -90,14 +90,15 @@ def test_workflow_posts_the_sample_plan_and_lets_it_merge(repo_with_pr: tuple[Te
 
 
 def test_workflow_updates_its_comment_and_blocks_a_rejected_head(tmp_path: Path) -> None:
-    """When a plan comment exists it is edited (PATCH, not a second comment); a denied head fails the gate."""
+    """When a plan comment exists it is edited (PATCH, not a second comment); a denied head fails check (the same
+    policies as plan) and the gate."""
     repo = TemplateRepo(tmp_path / "queues")
     base = repo.git("rev-parse", "HEAD")
     repo.branch("join")
     repo.replace("teams/serving/cluster-queue.yaml", "cohortName: production", "cohortName: research")
     head = repo.commit("serving joins research", "farid")
     run = _run_workflow(repo, base, head, tmp_path, existing="4242")
-    assert run["outcomes"] == {"check": "success", "plan.exit": "1"} and run["gate"] != 0
+    assert run["outcomes"] == {"check": "failure", "plan.exit": "1"} and run["gate"] != 0
     assert run["calls"][1].split()[:4] == ["api", "--method", "PATCH", "repos/example/queues/issues/comments/4242"]
     assert "❌ rejected" in run["posted"] and "cohort-in-trust-zone" in run["posted"]
 

@@ -1,4 +1,4 @@
-"""The policy verdicts of a pull request's head, judged against its base: gitopsq.policy's one evaluation path.
+"""The policy verdicts of a revision judged against the one before it: gitopsq.policy's one evaluation path.
 
 The revision's objects go to the engine as normalised v1beta2 documents (the form `gitopsq render` prints),
 with the file and line they came from; ``previous`` is the base revision (the last accepted one, for a PR),
