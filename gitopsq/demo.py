@@ -37,6 +37,9 @@ _log = logs.get("demo")
 TRACE_PATH = "traces/sample.yaml"
 REPO_DIR = "queues"
 DEMO_AUTHOR = ("gitopsq demo", "demo@gitopsq.invalid")
+# The first commit is the platform team's: in the template's gitopsq.yaml Alice is a platform maintainer, so the
+# built-in policies (platform-only-global, team-owns-path) accept the repository's first revision.
+PLATFORM_ADMIN = ("Alice Admin", "alice@example.com")
 OK, FAILED, UNAVAILABLE = "ok", "failed", "unavailable"
 
 
@@ -100,7 +103,7 @@ def make_repository(template: Path, target: Path, when: datetime) -> str:
     repo.index.add_all()
     repo.index.write()
     tree = repo.index.write_tree()
-    signature = pygit2.Signature(*DEMO_AUTHOR, int(when.timestamp()), 0)
+    signature = pygit2.Signature(*PLATFORM_ADMIN, int(when.timestamp()), 0)
     commit = repo.create_commit("refs/heads/main", signature, signature,
                                 "Queue definitions from the gitopsq repository template\n", tree, [])
     return str(commit)
@@ -110,8 +113,8 @@ def make_repository(template: Path, target: Path, when: datetime) -> str:
 
 def _sync_and_check(outcome: DemoOutcome) -> tuple[Any, Any] | None:
     """The source and the check report of ``main``, or None after recording the failed step."""
-    from gitopsq.manifests import check_revision
     from gitopsq.source import open_source
+    from gitopsq.validation import validate_revision
 
     try:
         source = open_source(str(outcome.repository))
@@ -120,14 +123,14 @@ def _sync_and_check(outcome: DemoOutcome) -> tuple[Any, Any] | None:
         outcome.add("sync", FAILED, str(err))
         return None
     outcome.add("sync", OK, f"read {source.display} at main = {outcome.revision[:12]} through gitopsq.source")
-    report = check_revision(source, outcome.revision)
+    report = validate_revision(source, outcome.revision).report
     if report.errors:
         first = report.errors[0]
         outcome.add("check", FAILED, f"{len(report.errors)} error(s); first: {first}")
         return None
     warned = f", {len(report.warnings)} warning(s)" if report.warnings else ""
     outcome.add("check", OK, f"{len(report.files)} files, {len(report.entries)} objects valid{warned} "
-                             "(the `gitopsq check` pipeline)")
+                             "(the `gitopsq check` pipeline: schema, references, CEL policies)")
     return source, report
 
 
