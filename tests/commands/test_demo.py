@@ -31,7 +31,8 @@ def _template(tmp_path: Path) -> Path:
     (root / "gitopsq.yaml").write_text(yaml.safe_dump({
         "apiVersion": "gitopsq.dev/v1alpha1", "kind": "RepositoryConfig", "include": ["queues/"],
         "platformTeam": "platform",
-        "teams": [{"name": "platform", "paths": ["**"], "namespaces": ["team-a"], "cohorts": [], "maintainers": []}],
+        "teams": [{"name": "platform", "paths": ["**"], "namespaces": ["team-a"], "cohorts": [],
+                   "maintainers": [{"name": "Alice Admin", "email": "alice@example.com"}]}],
     }), encoding="utf-8")
     return root
 
