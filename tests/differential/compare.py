@@ -3,7 +3,9 @@
 Compared per workload: the final state (Admitted / QuotaReserved / Pending / Finished), for a placed workload
 its ClusterQueue and flavors, for a pending one its reason and message, and for every workload the set of
 reasons it was preempted with (empty: never preempted). Event times, counts and utilisation are not compared:
-Kueue's come from a real clock.
+Kueue's come from a real clock. Messages are compared with their "; "-joined pod set parts sorted: Kueue lists
+pod sets in map order, which varies between cycles; and a message Kueue kept alternating while everything else
+stood still (`messagesSeen`, a StrictFIFO head under flavor scan progress) is not compared.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class Outcome:
     reason: str
     message: str
     preempted: frozenset[str]
+    message_unsettled: bool = False  # Kueue kept alternating messages: not compared
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +55,8 @@ def outcomes(result: dict[str, Any]) -> dict[str, Outcome]:
         flavors = tuple((ps, tuple(sorted(per.items()))) for ps, per in sorted((w.get("flavors") or {}).items()))
         placed = w["state"] in ("Admitted", "QuotaReserved")
         out[k] = Outcome(w["state"], w.get("clusterQueue", "") if placed else "", flavors if placed else (),
-                         w.get("reason", ""), w.get("message", ""), frozenset(preempted.get(k, ())))
+                         w.get("reason", ""), "; ".join(sorted(w.get("message", "").split("; "))),
+                         frozenset(preempted.get(k, ())), len(w.get("messagesSeen", ())) > 1)
     return out
 
 
@@ -65,7 +69,8 @@ def differences(kueue: dict[str, Any], gitopsq: dict[str, Any], *, messages: boo
         if a is None or b is None:
             diffs.append(Difference(k, "presence", a is not None, b is not None))
             continue
-        fields = ["state", "cluster_queue", "flavors", "reason", "preempted"] + (["message"] if messages else [])
+        compare_message = messages and not (a.message_unsettled or b.message_unsettled)
+        fields = ["state", "cluster_queue", "flavors", "reason", "preempted"] + (["message"] if compare_message else [])
         for name in fields:
             x, y = getattr(a, name), getattr(b, name)
             if x != y:

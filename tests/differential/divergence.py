@@ -14,16 +14,33 @@ import yaml
 from differential.compare import Difference, outcomes
 
 
-def kueue_expectations(kueue: dict[str, Any]) -> dict[str, Any]:
+def _in_spec_order(message: str, pod_sets: list[str]) -> str:
+    """Kueue lists failing pod sets in map order; a fixed scenario states them in the workload's order."""
+    def rank(part: str) -> int:
+        for i, name in enumerate(pod_sets):
+            if part.startswith(f"couldn't assign flavors to pod set {name}:"):
+                return i
+        return len(pod_sets)
+
+    return "; ".join(sorted(message.split("; "), key=rank))
+
+
+def kueue_expectations(kueue: dict[str, Any], scenario: dict[str, Any] | None = None) -> dict[str, Any]:
     """`expect` entries for every workload, from the oracle's JSON."""
     expect: dict[str, dict[str, Any]] = {}
+    order = {f"{w.get('namespace', 'default')}/{w['name']}": [ps.get("name", "main") for ps in w["podSets"]]
+             for w in (scenario or {}).get("workloads") or []}
+    raw = kueue["final"]["workloads"]
     for k, o in sorted(outcomes(kueue).items()):
         if o.state in ("Admitted", "QuotaReserved"):
             kind = "admitted" if o.state == "Admitted" else "quotaReserved"
             expect.setdefault(kind, {})[k] = {"clusterQueue": o.cluster_queue,
                                               "flavors": {ps: dict(per) for ps, per in o.flavors}}
         elif o.state == "Pending":
-            expect.setdefault("pending", {})[k] = {"reason": o.reason, "message": o.message}
+            entry = {"reason": o.reason}
+            if not o.message_unsettled:
+                entry["message"] = _in_spec_order(raw[k].get("message", ""), order.get(k, []))
+            expect.setdefault("pending", {})[k] = entry
         else:
             expect.setdefault("finished", {})[k] = {}
         for reason in sorted(o.preempted):
@@ -38,7 +55,7 @@ def divergence_scenario(scenario: dict[str, Any], kueue: dict[str, Any], diffs: 
     found = "; ".join(str(d) for d in diffs)
     out["description"] = (f"Found by tests/differential ({scenario['name']}). Upstream Kueue v0.19.2 settles this "
                           f"scenario as `expect` says; gitopsq differed: {found}")
-    out["expect"] = kueue_expectations(kueue)
+    out["expect"] = kueue_expectations(kueue, scenario)
     return out
 
 

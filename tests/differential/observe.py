@@ -67,7 +67,26 @@ def settled_pending(obj: dict[str, Any]) -> bool:
     return c.get("reason") not in TRANSIENT_REASONS and not str(c.get("message", "")).startswith(TRANSIENT_MESSAGES)
 
 
-def final_workload(obj: dict[str, Any]) -> dict[str, Any]:
+def normal_message(message: str) -> str:
+    """Kueue joins per-pod-set reasons with "; " in map order, which varies from cycle to cycle: sort them."""
+    return "; ".join(sorted(message.split("; ")))
+
+
+def signature(obj: dict[str, Any]) -> tuple[Any, ...]:
+    """What a Workload's status says, apart from its pending message: a StrictFIFO head that Kueue retries every
+    cycle can alternate between messages for ever (flavor scan progress resumes at another flavor each time)."""
+    c = condition(obj, "QuotaReserved") or {}
+    return (state(obj), cluster_queue(obj), tuple(sorted((k, tuple(v.items())) for k, v in flavors(obj).items())),
+            c.get("reason"), is_true(obj, "Evicted"), is_true(obj, "Preempted"))
+
+
+def message(obj: dict[str, Any]) -> str:
+    c = condition(obj, "QuotaReserved") or {}
+    return normal_message(str(c.get("message", ""))) if c.get("status") == "False" else ""
+
+
+def final_workload(obj: dict[str, Any], messages_seen: set[str] | None = None) -> dict[str, Any]:
+    """The contract's `final` entry; ``messagesSeen`` lists them when Kueue kept changing the message."""
     s = state(obj)
     out: dict[str, Any] = {"state": s}
     if s in ("Admitted", "QuotaReserved"):
@@ -78,6 +97,8 @@ def final_workload(obj: dict[str, Any]) -> dict[str, Any]:
         if c is not None and c.get("status") == "False":
             out["reason"] = c.get("reason", "")
             out["message"] = c.get("message", "")
+            if messages_seen and len(messages_seen) > 1:
+                out["messagesSeen"] = sorted(messages_seen)
     return out
 
 

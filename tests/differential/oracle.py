@@ -14,7 +14,8 @@ Kueue's CRDs replace gitopsq's there) and installs Kueue's CRDs from the Go modu
 
 "Settled": no Workload changed for `quiet` seconds, no quota was released for `release_quiet` seconds (Kueue
 requeues inadmissible workloads in 1 s batches after a release), and every pending workload carries a reason
-Kueue keeps (`observe.settled_pending`), or `transient_quiet` seconds passed without change.
+Kueue keeps (`observe.settled_pending`; one Kueue never evaluated, behind a StrictFIFO head, after
+`untried_quiet`), or `transient_quiet` seconds passed without change.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class OracleError(RuntimeError):
 class Timing:
     quiet: float = 0.6
     release_quiet: float = 1.6
+    untried_quiet: float = 1.5
     transient_quiet: float = 3.0
     instant_timeout: float = 60.0
     poll: float = 0.05
@@ -149,6 +151,7 @@ class _Run:
         self.objects: list[dict[str, Any]] = list(scenario.get("objects") or [])
         self.entries = {f"{w.get('namespace', 'default')}/{w['name']}": w for w in plan.workloads}
         self.seen: dict[str, dict[str, Any]] = {}
+        self.messages: dict[str, set[str]] = {}  # per workload, messages since its last other change
         self.events: list[ob.Event] = []
         self.clock = _Clock()
         self.now = 0.0
@@ -328,14 +331,18 @@ class _Run:
             quiet = now - last_change
             if quiet >= t.quiet and now - self.last_release >= t.release_quiet:
                 pending = [w for w in self.seen.values() if ob.state(w) == "Pending"]
-                if all(ob.settled_pending(w) for w in pending) or quiet >= t.transient_quiet:
+                untried = [w for w in pending if ob.condition(w, "QuotaReserved") is None]
+                settled = all(ob.settled_pending(w) for w in pending if w not in untried)
+                # Untried: behind a StrictFIFO head, Kueue never evaluates them; give it time to show otherwise.
+                if (settled and (not untried or quiet >= t.untried_quiet)) or quiet >= t.transient_quiet:
                     return
             if now - started > t.instant_timeout:
                 raise OracleError(f"Kueue did not settle within {t.instant_timeout}s at instant {self.now}")
             time.sleep(t.poll)
 
     def _poll(self) -> bool:
-        """Read every Workload; record transitions; complete evictions. True if anything changed."""
+        """Read every Workload; record transitions; complete evictions. True if any status said something new
+        (a new pending message alone is not: Kueue's StrictFIFO head may alternate messages for ever)."""
         changed = False
         listed = self.o.custom.list_cluster_custom_object(ko.GROUP, ko.VERSION, "workloads")
         for w in listed["items"]:
@@ -343,7 +350,10 @@ class _Run:
             before = self.seen.get(k)
             if before is not None and before["metadata"]["resourceVersion"] == w["metadata"]["resourceVersion"]:
                 continue
-            changed = True
+            if before is None or ob.signature(before) != ob.signature(w):
+                changed = True
+                self.messages[k] = set()
+            self.messages.setdefault(k, set()).add(ob.message(w))
             for e in ob.transitions(before, w, self.now):
                 self.events.append(e)
                 if e.type == "Admitted":
@@ -420,7 +430,7 @@ class _Run:
 
     def _result(self) -> dict[str, Any]:
         self._poll()
-        workloads = {k: ob.final_workload(w) for k, w in sorted(self.seen.items())}
+        workloads = {k: ob.final_workload(w, self.messages.get(k)) for k, w in sorted(self.seen.items())}
         for k in self.entries:
             workloads.setdefault(k, {"state": "Pending"})  # never created: submitted after the horizon
         queues = {}

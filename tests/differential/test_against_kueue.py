@@ -51,8 +51,8 @@ def test_random_scenario_settles_as_on_kueue(seed: int, kueue_oracle: Any, tmp_p
                     + "\n  ".join(map(str, diffs)))
 
 
-def _unmet(expect: dict[str, Any], kueue: dict[str, Any]) -> list[str]:
-    got = kueue_expectations(kueue)
+def _unmet(expect: dict[str, Any], kueue: dict[str, Any], scenario: dict[str, Any]) -> list[str]:
+    got = kueue_expectations(kueue, scenario)
     problems = []
     for kind, entries in (expect or {}).items():
         for workload, fields in (entries or {}).items():
@@ -76,5 +76,5 @@ def _unmet(expect: dict[str, Any], kueue: dict[str, Any]) -> list[str]:
 def test_handwritten_expectations_hold_on_kueue(path: Path, kueue_oracle: Any) -> None:
     """Every `expect` of a hand-written scenario is also upstream Kueue's outcome for that scenario."""
     scenario = yaml.safe_load(path.read_text(encoding="utf-8"))
-    problems = _unmet(scenario.get("expect") or {}, kueue_oracle.run(scenario))
+    problems = _unmet(scenario.get("expect") or {}, kueue_oracle.run(scenario), scenario)
     assert not problems, "\n".join(problems)
