@@ -150,10 +150,9 @@ class JobReconciler:
         obj = f"{integration.kind}/{meta['namespace']}/{meta['name']}"
         if wl is None:
             body = new_workload(integration, job, self.cache)
-            created = self.writer.create("workloads", workload_path(meta["namespace"]), body,
-                                         f"Workload/{meta['namespace']}/{name}")
-            self.writer.event(created, "Workload", "CreatedWorkload",
-                              f"Created Workload: {meta['namespace']}/{name}")
+            self.writer.create("workloads", workload_path(meta["namespace"]), body,
+                               f"Workload/{meta['namespace']}/{name}")
+            self.writer.event(job, integration.kind, "CreatedWorkload", f"Created Workload: {meta['namespace']}/{name}")
             return
         live = read_workload(wl)
         if live is None:

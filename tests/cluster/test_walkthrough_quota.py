@@ -72,7 +72,17 @@ def test_third_job_waits_with_kueue_message_until_one_completes(kueue_clean: Env
     usage = wait_for("usage of 3 cpu", lambda: (u := flavors_usage(cluster_queue(env, "cluster-queue")))
                      and u[("default-flavor", "cpu")] == "3" and u)
     assert usage[("default-flavor", "memory")] == "2Gi"
+    cq_table = wait_for("kubectl shows the pending count", lambda: (out := env.kubectl(
+        "get", "clusterqueue", "cluster-queue").stdout) and columns(out, "PENDING WORKLOADS") == [("1",)] and out)
+    assert columns(cq_table, "NAME") == [("cluster-queue",)]
+    lq_table = env.kubectl("get", "localqueue", "-n", ns).stdout
+    assert columns(lq_table, "CLUSTERQUEUE", "PENDING WORKLOADS", "ADMITTED WORKLOADS") == [
+        ("cluster-queue", "1", "2")], lq_table
 
+    events = ("get", "events", "-n", ns, "-o", "jsonpath={range .items[*]}{.involvedObject.kind}/{.reason}{'\\n'}{end}")
+    reasons = wait_for("events", lambda: (out := env.kubectl(*events).stdout) and "Job/Started" in out
+                       and "Workload/WaitingForQuota" in out and out)
+    assert {"Workload/QuotaReserved", "Workload/Admitted", "Job/CreatedWorkload"} <= set(reasons.split()), reasons
     finish_job(env, ns, "small")
     wait_for("third admitted", lambda: admitted(env, ns, "third"))
     wait_for("third unsuspended", lambda: job(env, ns, "third")["spec"]["suspend"] is False)
