@@ -150,8 +150,9 @@ class Syncer:
             state = self.store.read()
         execution = self.executor.execute(plan)
         timings["apply"] = time.perf_counter() - started
-        result = SyncResult("applied" if execution.ok else "failed", sha, False, plan, execution, validated,
-                            timings=timings)
+        outcome: SyncOutcome = "failed" if not execution.ok else \
+            ("applied" if execution.applied or execution.pruned or sha != state.last_applied else "unchanged")
+        result = SyncResult(outcome, sha, False, plan, execution, validated, timings=timings)
         self._report(state, result, inventory_after(plan, set(execution.applied), set(execution.pruned)))
         if execution.ok:
             self._applied_docs = (sha, {key_of_document(d): d for d in docs})

@@ -399,3 +399,27 @@ def test_the_repository_template_applies_cleanly(rig: Envtest, tmp_path: Path) -
     assert not first.execution.failed
     again = make_syncer(rig, repo).sync()
     assert again.outcome == "unchanged" and again.plan.applies == ()
+
+
+def test_unreachable_remote_keeps_the_applied_state_and_says_so(rig: Envtest, repo: QueueRepo,
+                                                                 tmp_path: Path) -> None:
+    """When the Git remote disappears the sync fails without touching the cluster; status shows SourceUnavailable
+    and the revision still applied; when it returns, syncing resumes."""
+    source = open_source(f"file://{repo.path}", cache_dir=tmp_path / "cache")
+    syncer = Syncer(source, KubeRest(rig.api_client()), SourceRef(NS, repo.tag), url=f"file://{repo.path}")
+    applied = syncer.sync(SyncOptions(rev="main"))
+    assert applied.outcome == "applied"
+    hidden = repo.path.with_name("hidden")
+    repo.path.rename(hidden)
+    try:
+        failed = syncer.sync(SyncOptions(rev="main"))
+        assert failed.outcome == "failed" and failed.exit_code == 3 and "source unavailable" in (failed.error or "")
+        status = gitsource(rig, repo)
+        assert conditions(status)["Ready"] == ("False", "SourceUnavailable")
+        assert conditions(status)["Reconciling"][0] == "True"
+        assert status["status"]["lastAppliedRevision"] == applied.revision
+        assert cq_live(rig, repo.team_a) is not None
+    finally:
+        hidden.rename(repo.path)
+    assert syncer.sync(SyncOptions(rev="main")).outcome == "unchanged"
+    assert conditions(gitsource(rig, repo)) == {"Ready": ("True", "ReconciliationSucceeded")}
