@@ -83,10 +83,12 @@ class KueueMetrics:
             self.attempts.labels("inadmissible", self.role).inc(inadmissible)
         self.attempt_seconds.labels("success" if admitted else "inadmissible", self.role).observe(seconds)
 
-    def admitted(self, w: Any, cq: str, waited: float, *, checks: bool) -> None:
+    def admitted(self, w: Any, cq: str, waited: float, *, checks: bool, reserved: bool = True) -> None:
+        """A reservation was written (``reserved``) and, unless admission checks remain, an admission."""
         pc = w.priority_class or ""
-        self.quota_reserved.labels(cq, pc, self.role).inc()
-        self.reserved_wait.labels(cq, pc, self.role).observe(waited)
+        if reserved:
+            self.quota_reserved.labels(cq, pc, self.role).inc()
+            self.reserved_wait.labels(cq, pc, self.role).observe(waited)
         if not checks:
             self.admitted_total.labels(cq, pc, self.role).inc()
             self.admission_wait.labels(cq, pc, self.role).observe(waited)

@@ -134,6 +134,16 @@ def _with_uids(message: str, live: Mapping[str, LiveWorkload]) -> str:
     return f"{message[:start]}(UID: {w.uid}, JobUID: {job_uid}){message[end + len(', JobUID: UNKNOWN)'):]}"
 
 
+def _checks_all_ready(raw: Mapping[str, Any]) -> bool:
+    checks = (raw.get("status") or {}).get("admissionChecks") or ()
+    return bool(checks) and all(c.get("state") == "Ready" for c in checks)
+
+
+def _admitted(raw: Mapping[str, Any]) -> bool:
+    c = condition(raw, "Admitted")
+    return c is not None and c.get("status") == "True"
+
+
 def _owned_by_job(w: LiveWorkload) -> bool:
     kinds = {i.kind for i in INTEGRATIONS}
     return any(r.get("controller") and r.get("kind") in kinds for r in (w.raw.get("metadata") or {}).get(
@@ -178,6 +188,8 @@ class AdmissionPass:
             admissions[0]()
             fault("after-reserve")
         self._parallel(admissions)
+        self._parallel([functools.partial(self._checks_ready, w, now) for w in live.values()
+                        if w.state == ADMITTED and _checks_all_ready(w.raw) and not _admitted(w.raw)])
         # Pending reasons wait behind admissions and are capped per pass so that a flood of new workloads
         # cannot delay the next admissions; the rest are written by the following passes.
         budget = max(10, int(self.options.qps))
@@ -266,6 +278,16 @@ class AdmissionPass:
                               f"Admitted by ClusterQueue {cq}, wait time since reservation was 0s")
         if self.metrics is not None:
             self.metrics.admitted(w, cq, waited, checks=bool(checks))
+
+    def _checks_ready(self, w: LiveWorkload, now: float) -> None:
+        """Every admission check of a quota-reserving Workload is Ready: it is Admitted (Kueue)."""
+        conds = self._conditions(w)
+        set_condition(conds, "Admitted", "True", "Admitted", "The workload is admitted", now)
+        if self._write(w, {"conditions": conds}):
+            cq = w.cluster_queue or ""
+            self.writer.event(w.raw, "Workload", "Admitted", f"Admitted by ClusterQueue {cq}")
+            if self.metrics is not None:
+                self.metrics.admitted(w, cq, max(0.0, now - w.created), checks=False, reserved=False)
 
     def _pending_due(self, w: LiveWorkload, reason: str, message: str, now: float) -> bool:
         """Whether the pending condition needs a write: a new reason, or a new message once per refresh."""
