@@ -206,7 +206,12 @@ def loop_requests(log: Path) -> str:
     """The request counts the loop logs when it stops."""
     for line in reversed(log.read_text().splitlines()):
         if "admission loop stopped" in line:
-            return line.split("admission loop stopped", 1)[1].strip()
+            try:
+                record = json.loads(line)
+            except ValueError:
+                return line.split("admission loop stopped", 1)[1].strip()
+            return (f"requests {record['requests']}, passes {record['passes']}, "
+                    f"throttled {record['throttled_seconds']} s")
     return "no request log; log tail: " + " | ".join(log.read_text().splitlines()[-3:])
 
 

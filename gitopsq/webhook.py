@@ -25,7 +25,12 @@ from gitopsq import logs
 from gitopsq.cluster.workloads import QUEUE_LABEL
 from gitopsq.webhook_certs import MUTATE_PATH, VALIDATE_PATH
 
-_log = logs.get("webhook")
+
+def _log() -> Any:
+    """Looked up at use, so that the configuration `logs.configure` sets later applies."""
+    return logs.get("webhook")
+
+
 MAX_BODY = 3 << 20
 
 
@@ -134,7 +139,7 @@ class WebhookServer:
                 except (ValueError, KeyError, TypeError, AttributeError) as err:
                     self._send(400, {"error": f"not an AdmissionReview: {err}"})
                     return
-                _log.debug("admission review", path=self.path, allowed=answer["response"]["allowed"])
+                _log().debug("admission review", path=self.path, allowed=answer["response"]["allowed"])
                 self._send(200, answer)
 
         self.server = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)

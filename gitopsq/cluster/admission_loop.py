@@ -50,7 +50,12 @@ from gitopsq.cluster.workloads import (
 )
 from gitopsq.errors import ClusterError
 
-_log = logs.get("admission")
+
+def _log() -> Any:
+    """Looked up at use, so that the configuration `logs.configure` sets later applies."""
+    return logs.get("admission")
+
+
 FAULT_ENV = "GITOPSQ_FAULT"  # test hook: SIGKILL this process at the named point (docs/admission-loop.md)
 
 
@@ -226,11 +231,11 @@ class AdmissionPass:
             self.writer.workload_status(w.raw, status)
             return True
         except ClusterConflict:
-            _log.debug("workload changed under us; recomputing next pass", workload=w.key)
+            _log().debug("workload changed under us; recomputing next pass", workload=w.key)
         except ClusterNotFound:
             self.cache.forget("workloads", w.key)
         except ClusterError as err:
-            _log.warning("workload status not written", workload=w.key, error=str(err))
+            _log().warning("workload status not written", workload=w.key, error=str(err))
         return False
 
     def _conditions(self, w: LiveWorkload) -> list[dict[str, Any]]:
@@ -360,7 +365,7 @@ class AdmissionLoop:
             while not stop.is_set() and not self.cache.wait_synced(timeout=0.5):
                 pass
             self.synced.set()
-            _log.info("admission loop synced", workloads=len(self.cache.items("workloads")))
+            _log().info("admission loop synced", workloads=len(self.cache.items("workloads")))
             while not stop.is_set():
                 self.cache.changed.clear()
                 if may_write():
@@ -371,7 +376,7 @@ class AdmissionLoop:
                     self.cache.changed.wait(wait)
                     time.sleep(0.02)  # let a burst of watch events land before the next pass
         finally:
-            _log.info("admission loop stopped", passes=self.passes, requests=dict(self.client.counts),
+            _log().info("admission loop stopped", passes=self.passes, requests=dict(self.client.counts),
                       throttled_seconds=round(self.client.bucket.waited, 1))
             self.cache.stop()
             if self.events is not None:
@@ -389,7 +394,7 @@ class AdmissionLoop:
                 self.metrics.observe_queues(topology, cq_tally, lq_tally, self.admission.reasons,
                                             {n: t.finished for n, t in cq_tally.items()})
         except ClusterError as err:
-            _log.warning("admission pass failed; retrying", error=str(err))
+            _log().warning("admission pass failed; retrying", error=str(err))
             time.sleep(0.5)
 
 

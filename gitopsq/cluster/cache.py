@@ -31,7 +31,10 @@ from gitopsq.cluster.apply import Backoff, KubeRest
 from gitopsq.cluster.kube import ClusterUnavailable, api_errors
 from gitopsq.errors import ClusterError
 
-_log = logs.get("cache")
+
+def _log() -> Any:
+    """Looked up at use, so that the configuration `logs.configure` sets later applies."""
+    return logs.get("cache")
 
 
 class TokenBucket:
@@ -215,12 +218,12 @@ class Informer:
                 if delay is None:
                     delays = iter(Backoff(initial=0.2, maximum=5.0, deadline=float("inf")).delays())
                     delay = 0.2
-                _log.warning("watch failed; retrying", resource=self.resource.name, error=str(err), delay=delay)
+                _log().warning("watch failed; retrying", resource=self.resource.name, error=str(err), delay=delay)
                 self._stop.wait(delay)
             except Exception as err:
                 if self._stop.is_set():
                     return
-                _log.warning("watch stream broke; relisting", resource=self.resource.name, error=repr(err))
+                _log().warning("watch stream broke; relisting", resource=self.resource.name, error=repr(err))
                 rv = None
                 self._stop.wait(0.2)
 

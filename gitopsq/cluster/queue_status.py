@@ -28,7 +28,12 @@ from gitopsq.cluster.workloads import (
 from gitopsq.cluster.workloads import set_condition as _set
 from gitopsq.errors import ClusterError
 
-_log = logs.get("queue-status")
+
+def _log() -> Any:
+    """Looked up at use, so that the configuration `logs.configure` sets later applies."""
+    return logs.get("queue-status")
+
+
 Usage = dict[tuple[str, str], int]  # (flavor, resource) -> milli
 
 
@@ -200,4 +205,4 @@ class QueueStatusWriter:
             self.writer.count()
             self.writer.cache.put(resource, answer)
         except ClusterError as err:
-            _log.info("queue status not written", queue=path, error=str(err))
+            _log().info("queue status not written", queue=path, error=str(err))
