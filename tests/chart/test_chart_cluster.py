@@ -48,16 +48,18 @@ def apply(rig: Envtest, objects: list[dict[str, Any]], *, dry_run: bool) -> subp
 
 @pytest.mark.parametrize("values", [
     pytest.param({}, id="defaults"),
-    pytest.param({"webhook": {"certManager": {"enabled": True}}}, id="cert-manager-self-signed-issuer"),
-    pytest.param({"webhook": {"certManager": {"enabled": True, "issuerRef": {"name": "corp", "kind": "ClusterIssuer",
-                                                                             "group": "cert-manager.io"}}}},
+    pytest.param({"webhook": {"enabled": True}}, id="job-webhook-self-generated-certificates"),
+    pytest.param({"webhook": {"enabled": True, "certManager": {"enabled": True}}},
+                 id="cert-manager-self-signed-issuer"),
+    pytest.param({"webhook": {"enabled": True, "certManager": {
+        "enabled": True, "issuerRef": {"name": "corp", "kind": "ClusterIssuer", "group": "cert-manager.io"}}}},
                  id="cert-manager-cluster-issuer"),
     pytest.param({"metrics": {"serviceMonitor": {"enabled": False}}}, id="no-service-monitor"),
     pytest.param({"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "platform",
                                    "effect": "NoSchedule"}], "nodeSelector": {"pool": "system"}},
                  id="extra-tolerations"),
     pytest.param({"mode": "sync"}, id="sync-only"),
-    pytest.param({"mode": "admission", "repo": {"url": ""}}, id="admission-only"),
+    pytest.param({"mode": "admission", "repo": {"url": ""}, "webhook": {"enabled": True}}, id="admission-only"),
     pytest.param({"git": {"tokenSecret": {"name": "t"}, "sshSecret": {"name": "s"}},
                   "gitWebhook": {"secret": {"name": "h"}}, "signing": {"secret": {"name": "k"}}},
                  id="all-secrets"),

@@ -12,6 +12,8 @@ from chart_helm import CHART, ROOT, Helm, Rendered
 from gitopsq.commands.controller import command as controller_command
 from gitopsq.webhook_certs import webhook_configurations
 
+WEBHOOK: dict[str, Any] = {"webhook": {"enabled": True}}
+
 
 def args_of(r: Rendered) -> list[str]:
     return list(r.container["args"])
@@ -31,19 +33,41 @@ def verbs_for(r: Rendered, group: str, resource: str, kind: str = "ClusterRole")
 
 
 def test_default_install_has_every_piece(helm: Helm) -> None:
-    """With only repo.url set, the chart renders the controller, its identity and RBAC, both webhooks, both
-    Services, monitoring objects, the dashboard and a disruption budget."""
+    """With only repo.url set, the chart renders the controller, its identity and RBAC, the metrics Service,
+    monitoring objects, the dashboard and a disruption budget; the Job webhook is opt-in."""
     r = helm.render()
     assert sorted(set(r.kinds())) == sorted({
         "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service",
-        "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ServiceMonitor", "PrometheusRule",
-        "ConfigMap", "PodDisruptionBudget"})
+        "ServiceMonitor", "PrometheusRule", "ConfigMap", "PodDisruptionBudget"})
     deployment = r.get("Deployment")
     assert deployment["spec"]["replicas"] == 2
     assert "--leader-elect" in args_of(r)
     assert r.container["image"] == "ghcr.io/gitopsq/gitopsq:0.1.0"
-    assert {s["metadata"]["name"] for s in r.objects if s["kind"] == "Service"} == \
-        {"gitopsq-metrics", "gitopsq-webhook"}
+    assert {s["metadata"]["name"] for s in r.objects if s["kind"] == "Service"} == {"gitopsq-metrics"}
+
+
+def test_enabled_webhook_adds_configurations_service_and_certificate_secret(helm: Helm) -> None:
+    """webhook.enabled adds both webhook configurations, the webhook Service, the certificate Secret the
+    replicas share, and the webhook port."""
+    r = helm.render(WEBHOOK)
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Secret"):
+        assert r.has(kind), kind
+    assert r.get("Service", "-webhook")["spec"]["ports"][0]["targetPort"] == "webhook"
+    assert {"name": "webhook", "containerPort": 9443, "protocol": "TCP"} in r.container["ports"]
+    assert r.get("Secret")["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+
+
+@pytest.mark.parametrize(("values", "expected"), [
+    pytest.param({}, ["--webhook-addr=:9443", "--webhook-cert-dir=/etc/gitopsq/webhook-certs",
+                      "--webhook-cert-secret=gitopsq-webhook-cert", "--webhook-service=gitopsq-system/gitopsq-webhook",
+                      "--webhook-configuration=gitopsq"], id="self-generated-certificates"),
+    pytest.param({"webhook": {"certManager": {"enabled": True}, "port": 10443}},
+                 ["--webhook-addr=:10443", "--webhook-cert-dir=/etc/gitopsq/webhook-certs"], id="cert-manager"),
+])
+def test_webhook_flags_the_chart_passes(helm: Helm, values: dict[str, Any], expected: list[str]) -> None:
+    """The Job webhook flags, in the chart's contract with the controller (docs/deploy.md lists them)."""
+    args = args_of(helm.render({**values, "webhook": {**WEBHOOK["webhook"], **values.get("webhook", {})}}))
+    assert [a for a in args if a.startswith("--webhook-") and not a.startswith("--webhook-secret-file")] == expected
 
 
 def test_pod_runs_under_the_restricted_pod_security_profile(helm: Helm) -> None:
@@ -61,7 +85,7 @@ def test_pod_runs_under_the_restricted_pod_security_profile(helm: Helm) -> None:
     assert set(container["resources"]["requests"]) == {"cpu", "memory"}
     assert "memory" in container["resources"]["limits"]
     writable = {m["mountPath"] for m in container["volumeMounts"] if not m.get("readOnly")}
-    assert writable == {"/tmp", "/var/cache/gitopsq", "/etc/gitopsq/webhook-certs"}
+    assert writable == {"/tmp", "/var/cache/gitopsq"}
 
 
 def test_every_rendered_flag_is_one_the_controller_accepts(helm: Helm) -> None:
@@ -70,7 +94,8 @@ def test_every_rendered_flag_is_one_the_controller_accepts(helm: Helm) -> None:
                for opt in (*p.opts, *p.secondary_opts)}
     for values in ({}, {"mode": "sync"}, {"metrics": {"enabled": False}}, {"leaderElection": {"enabled": False},
                                                                           "replicaCount": 1},
-                   {"gitWebhook": {"secret": {"name": "hook"}}, "repo": {"sourceName": "queues", "prune": False}}):
+                   {"gitWebhook": {"secret": {"name": "hook"}}, "repo": {"sourceName": "queues", "prune": False}},
+                   {"audit": {"enabled": True, "repo": "file:///srv/audit.git"}}):
         args = args_of(helm.render(values))
         assert args[0] == "controller"
         flags = {a.split("=", 1)[0] for a in args[1:]}
@@ -88,6 +113,11 @@ def test_every_rendered_flag_is_one_the_controller_accepts(helm: Helm) -> None:
     pytest.param({"gitWebhook": {"secret": {"name": "hook", "key": "hmac"}}},
                  ["--webhook-secret-file=/etc/gitopsq/git-webhook/hmac"], [], id="git-push-webhook-secret"),
     pytest.param({"extraArgs": ["--lease-duration=30s"]}, ["--lease-duration=30s"], [], id="extra-args-appended"),
+    pytest.param({"audit": {"enabled": True, "repo": "ssh://git@git.example.com/platform/audit.git"}},
+                 ["--audit-wal-dir=/var/cache/gitopsq/audit-wal",
+                  "--audit-repo=ssh://git@git.example.com/platform/audit.git"], [], id="audit-trail"),
+    pytest.param({"audit": {"enabled": True}, "mode": "admission"}, [],
+                 ["--audit-wal-dir=/var/cache/gitopsq/audit-wal"], id="no-sync-audit-without-the-sync-loop"),
 ])
 def test_values_map_to_controller_flags(helm: Helm, values: dict[str, Any], present: list[str],
                                         absent: list[str]) -> None:
@@ -110,7 +140,7 @@ def test_admission_only_mode_needs_no_repository_and_cannot_write_queues(helm: H
 
 def test_sync_only_mode_drops_the_webhook_and_the_admission_rules(helm: Helm) -> None:
     """Without the admission loop the chart installs no Job webhook and grants nothing on Jobs or Workloads."""
-    r = helm.render({"mode": "sync"})
+    r = helm.render({"mode": "sync", **WEBHOOK})
     assert not r.has("MutatingWebhookConfiguration") and not r.has("ValidatingWebhookConfiguration")
     assert verbs_for(r, "batch", "jobs") == set()
     assert verbs_for(r, "kueue.x-k8s.io", "workloads") == set()
@@ -120,7 +150,7 @@ def test_sync_only_mode_drops_the_webhook_and_the_admission_rules(helm: Helm) ->
 def test_cert_manager_issues_the_serving_certificate(helm: Helm) -> None:
     """With certManager.enabled: a self-signed Issuer, a CA, a serving Certificate for the webhook Service, its
     Secret mounted read-only, CA injection annotations, and no RBAC on webhook configurations or Secrets."""
-    r = helm.render({"webhook": {"certManager": {"enabled": True}}})
+    r = helm.render({"webhook": {"enabled": True, "certManager": {"enabled": True}}})
     serving = r.get("Certificate", "-webhook")
     assert serving["spec"]["dnsNames"][0] == "gitopsq-webhook.gitopsq-system.svc"
     assert serving["spec"]["issuerRef"]["name"] == "gitopsq-webhook-ca"
@@ -139,7 +169,7 @@ def test_cert_manager_issues_the_serving_certificate(helm: Helm) -> None:
 def test_cert_manager_with_an_existing_issuer_creates_no_issuer(helm: Helm) -> None:
     """A given issuerRef is used as is; the chart then creates only the serving Certificate."""
     ref = {"name": "corp-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}
-    r = helm.render({"webhook": {"certManager": {"enabled": True, "issuerRef": ref}}})
+    r = helm.render({"webhook": {"enabled": True, "certManager": {"enabled": True, "issuerRef": ref}}})
     assert not r.has("Issuer")
     assert [o["metadata"]["name"] for o in r.objects if o["kind"] == "Certificate"] == ["gitopsq-webhook"]
     assert r.get("Certificate")["spec"]["issuerRef"] == ref
@@ -148,7 +178,7 @@ def test_cert_manager_with_an_existing_issuer_creates_no_issuer(helm: Helm) -> N
 def test_self_generated_certificates_may_only_touch_their_own_objects(helm: Helm) -> None:
     """Without cert-manager the controller may patch only the two webhook configurations and the one
     certificate Secret of this release, by name."""
-    r = helm.render(release="q")
+    r = helm.render(WEBHOOK, release="q")
     webhook_rule = next(rule for rule in rules_of(r) if "admissionregistration.k8s.io" in rule["apiGroups"])
     assert webhook_rule["resourceNames"] == ["q-gitopsq"]
     secret_rule = next(rule for rule in rules_of(r, "Role") if "secrets" in rule["resources"])
@@ -210,6 +240,7 @@ def test_image_digest_wins_over_the_tag(helm: Helm) -> None:
     pytest.param({"tolerations": [{"key": "a", "operator": "Maybe"}]}, True, "operator",
                  id="toleration-operator-invalid"),
     pytest.param({"leaderElection": {"enabled": False}}, True, "enabled", id="two-replicas-without-election"),
+    pytest.param({"audit": {"repo": "audit branch please"}}, True, "repo", id="audit-repo-not-a-url"),
     pytest.param({"webhook": {"failurePolicy": "Sometimes"}}, True, "failurePolicy", id="webhook-failure-policy"),
     pytest.param({"extraArgs": ["leader-elect"]}, True, "extraArgs", id="extra-arg-not-a-flag"),
     pytest.param({"image": {"digest": "latest"}}, True, "digest", id="digest-not-sha256"),
@@ -224,7 +255,7 @@ def test_schema_rejects_bad_values(helm: Helm, values: dict[str, Any], with_repo
 def test_webhook_configurations_match_the_ones_gitopsq_writes(helm: Helm) -> None:
     """Webhook names, paths, rules and operations are those of gitopsq.webhook_certs, so the controller's
     caBundle patch and its HTTPS handlers line up with what Helm installed."""
-    r = helm.render()
+    r = helm.render(WEBHOOK)
     ours = {o["kind"]: o for o in webhook_configurations(b"ca", service=("gitopsq-system", "gitopsq-webhook", 443))}
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         chart_hook, code_hook = r.get(kind)["webhooks"][0], ours[kind]["webhooks"][0]

@@ -50,7 +50,18 @@ accepts (gitopsq/commands/controller.py).
 {{- end }}
 {{- end }}
 
+{{/* The Job webhook's flags (HTTPS server, certificate files; with self-generated certificates also where to
+keep them and which Service and configurations they are for). */}}
 {{- define "gitopsq.jobWebhookArgs" -}}
+{{- if include "gitopsq.webhookOn" . }}
+- --webhook-addr=:{{ .Values.webhook.port }}
+- --webhook-cert-dir=/etc/gitopsq/webhook-certs
+{{- if not .Values.webhook.certManager.enabled }}
+- --webhook-cert-secret={{ include "gitopsq.webhookCertSecret" . }}
+- --webhook-service={{ .Release.Namespace }}/{{ include "gitopsq.webhookServiceName" . }}
+- --webhook-configuration={{ include "gitopsq.fullname" . }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{- define "gitopsq.env" -}}
