@@ -229,9 +229,18 @@ def test_controller_runs_with_the_rendered_configuration(rig: Envtest, installed
 
 
 def _exercise(rig: Envtest, installed: dict[str, Any], pod: PodProcess) -> None:
-    """Health, readiness, the sync as the ServiceAccount, the Lease, metrics and the push webhook."""
-    assert pod.wait_http(installed["health"], "/healthz") == b"ok\n"
-    pod.wait_http(installed["health"], "/readyz")
+    """Health, readiness, the sync as the ServiceAccount, the Lease, metrics and the push webhook, each reached
+    the way the cluster would: probes and Services resolved through the rendered port names."""
+    rendered: Rendered = installed["rendered"]
+    container = rendered.container
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    for probe in ("livenessProbe", "readinessProbe"):
+        get = container[probe]["httpGet"]
+        pod.wait_http(ports[get["port"]], get["path"])
+    metrics_service = rendered.get("Service", "-metrics")
+    metrics_port = ports[metrics_service["spec"]["ports"][0]["targetPort"]]
+    selector = metrics_service["spec"]["selector"]
+    assert selector.items() <= rendered.get("Deployment")["spec"]["template"]["metadata"]["labels"].items()
     tag, namespace = installed["tag"], installed["namespace"]
     deadline = time.monotonic() + 90
     status: dict[str, Any] = {}
@@ -248,7 +257,7 @@ def _exercise(rig: Envtest, installed: dict[str, Any], pod: PodProcess) -> None:
     lease = json.loads(rig.kubectl("get", "lease", f"{installed['release']}-lease", "-n", namespace,
                                    "-o", "json").stdout)
     assert lease["spec"]["holderIdentity"]
-    code, body = pod.http(installed["metrics"], "/metrics")
+    code, body = pod.http(metrics_port, rendered.get("ServiceMonitor")["spec"]["endpoints"][0]["path"])
     assert code == 200 and b"gitopsq_sync_total" in body
     payload = json.dumps({"ref": "refs/heads/main"}).encode()
     assert pod.http(installed["health"], "/hooks/git", body=payload,

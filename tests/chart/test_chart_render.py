@@ -290,3 +290,31 @@ def test_dashboard_configmap_carries_the_sidecar_label_and_the_json(helm: Helm) 
     assert cm["metadata"]["labels"]["grafana_dashboard"] == "yes"
     assert cm["metadata"]["namespace"] == "monitoring"
     assert cm["data"]["gitopsq.json"] == (CHART / "dashboards" / "gitopsq.json").read_text().rstrip("\n")
+
+
+def test_services_and_service_monitor_select_what_they_mean(helm: Helm) -> None:
+    """The metrics and webhook Services select the controller pods and target named container ports; the
+    ServiceMonitor selects the metrics Service and scrapes its named port."""
+    r = helm.render(WEBHOOK)
+    pod_labels = r.get("Deployment")["spec"]["template"]["metadata"]["labels"]
+    port_names = {p["name"] for p in r.container["ports"]}
+    for suffix in ("-metrics", "-webhook"):
+        service = r.get("Service", suffix)
+        assert service["spec"]["selector"].items() <= pod_labels.items()
+        assert service["spec"]["ports"][0]["targetPort"] in port_names
+    monitor = r.get("ServiceMonitor")
+    metrics = r.get("Service", "-metrics")
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= metrics["metadata"]["labels"].items()
+    assert monitor["spec"]["endpoints"][0]["port"] == metrics["spec"]["ports"][0]["name"]
+    webhook_service = r.get("Service", "-webhook")
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        target = r.get(kind)["webhooks"][0]["clientConfig"]["service"]
+        assert (target["name"], target["port"]) == (webhook_service["metadata"]["name"],
+                                                    webhook_service["spec"]["ports"][0]["port"])
+
+
+def test_helm_lint_is_clean(helm: Helm) -> None:
+    """`helm lint --strict` finds nothing to complain about beyond informational notes."""
+    done = helm.run("lint", "--strict", str(CHART), "--set", "repo.url=https://git.example.com/q.git")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "[WARNING]" not in done.stdout and "[ERROR]" not in done.stdout
