@@ -1,4 +1,5 @@
-"""The alerts and the dashboard query only series gitopsq exports, and every alert has a runbook section."""
+"""The alerts and the dashboard are valid PromQL (a real parser), query only series gitopsq exports, and every
+alert has a runbook section."""
 
 from __future__ import annotations
 
@@ -6,14 +7,16 @@ import json
 import re
 from typing import Any
 
+import promql_parser
+import pytest
 import yaml
 from chart_helm import CHART, ROOT, Helm
 from prometheus_client import CollectorRegistry
 
 from gitopsq.metrics import KueueMetrics, SyncMetrics
 
-# Series the alerts and dashboard need that gitopsq/metrics.py does not export yet (named in docs/runbooks.md
-# and docs/metrics-needed in the chart README). Only these may be missing; anything else must exist.
+# Series the alerts and dashboard need that gitopsq/metrics.py does not export yet (listed in the chart README,
+# "Metrics the alerts and dashboard read"). Only these may be missing; anything else must exist.
 NOT_YET_EXPORTED = {
     "gitopsq_sync_drift_corrections_total": "objects whose drift a sync corrected, by kind",
     "gitopsq_sync_applied_revision_info": "1 per GitSource with its applied revision as a label",
@@ -21,9 +24,7 @@ NOT_YET_EXPORTED = {
     "gitopsq_audit_last_push_timestamp_seconds": "wall time of the last successful audit push",
     "gitopsq_audit_push_failures_total": "failed audit pushes",
 }
-PROMQL_WORDS = {"sum", "by", "rate", "increase", "histogram_quantile", "and", "on", "or", "time", "max", "absent",
-                "changes", "le", "without", "ignoring", "group_left", "label_values", "bool", "offset", "min",
-                "avg", "count", "humanize", "humanizeDuration"}
+GRAFANA_RANGES = re.compile(r"\$__(rate_)?interval|\$__range")
 
 
 def exported_series() -> set[str]:
@@ -43,13 +44,18 @@ def exported_series() -> set[str]:
 
 
 def series_in(expr: str) -> set[str]:
-    """Metric names in a PromQL expression: identifiers not inside braces, quotes or [ranges], minus functions,
-    keywords and label names after by/on."""
-    stripped = re.sub(r"label_values\(([^,]+),\s*\w+\)", r"\1", expr)  # Grafana: (metric, label name)
-    stripped = re.sub(r"\{[^}]*\}|\"[^\"]*\"|\[[^\]]*\]", " ", stripped)
-    stripped = re.sub(r"\b(by|on|without|ignoring)\s*\([^)]*\)", " ", stripped)
-    words = set(re.findall(r"[a-zA-Z_:][a-zA-Z0-9_:]*", stripped))
-    return {w for w in words if w not in PROMQL_WORDS and "_" in w and not w.startswith("$")}
+    """Metric names an expression selects, from a real PromQL parser's syntax tree (raises on invalid PromQL).
+    Grafana's range variables become a literal range and ``label_values(metric, label)`` its metric."""
+    expr = GRAFANA_RANGES.sub("5m", expr)
+    expr = re.sub(r"^label_values\(([^,]+),\s*\w+\)$", r"\1", expr.strip())
+    names: set[str] = set()
+
+    def visit(node: Any) -> None:
+        if isinstance(node, promql_parser.VectorSelector) and node.name:
+            names.add(node.name)
+
+    promql_parser.walk(promql_parser.parse(expr), visit)
+    return names
 
 
 def rules(helm: Helm) -> list[dict[str, Any]]:
@@ -121,11 +127,13 @@ def test_dashboard_parses_and_queries_exported_series() -> None:
 
 
 def test_promql_name_extraction_ignores_labels_and_functions() -> None:
-    """The series extractor used above finds metric names and nothing else."""
+    """The series extractor used above finds metric names and nothing else, and refuses broken PromQL."""
     expr = ('histogram_quantile(0.95, sum by (cluster_queue, le) (rate(kueue_admission_wait_time_seconds_bucket'
-            '{cluster_queue=~"$cq"}[5m]))) > on (cluster_queue) foo_bar and time() - last_seen_seconds')
+            '{cluster_queue=~"$cq"}[$__rate_interval]))) > on (cluster_queue) foo_bar and time() - last_seen_seconds')
     assert series_in(expr) == {"kueue_admission_wait_time_seconds_bucket", "foo_bar", "last_seen_seconds"}
     assert series_in("label_values(kueue_cluster_queue_info, cluster_queue)") == {"kueue_cluster_queue_info"}
+    with pytest.raises(ValueError, match="parenthesis"):
+        series_in("sum by (cluster_queue (kueue_pending_workloads)")
 
 
 def test_rule_file_is_plain_yaml_for_prometheus_without_the_operator(helm: Helm) -> None:
