@@ -301,3 +301,24 @@ def test_service_account_has_least_privilege(rig: Envtest, installed: dict[str, 
     elif where is not None:
         args += ["-n", where]
     assert can_i(rig, installed["kubeconfig"], *args) is allowed
+
+
+@pytest.mark.parametrize("values", [
+    pytest.param({}, id="defaults"),
+    pytest.param({"webhook": {"enabled": True, "certManager": {"enabled": True}}, "audit": {"enabled": True},
+                  "git": {"tokenSecret": {"name": "t"}, "sshSecret": {"name": "s"}}}, id="every-volume"),
+])
+def test_pod_passes_the_restricted_pod_security_admission(helm: Helm, rig: Envtest, values: dict[str, Any]) -> None:
+    """The API server's PodSecurity admission, enforcing `restricted` on the namespace, admits a Pod made from
+    the Deployment's template (and refuses the same Pod once it asks for privilege escalation)."""
+    namespace = rig.new_namespace("restricted")
+    rig.kubectl("label", "namespace", namespace, "pod-security.kubernetes.io/enforce=restricted")
+    template = helm.render(values, namespace=namespace).get("Deployment")["spec"]["template"]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gitopsq", "namespace": namespace,
+                                                           "labels": template["metadata"]["labels"]},
+           "spec": template["spec"]}
+    done = apply(rig, [pod], dry_run=True)
+    assert done.returncode == 0, done.stderr
+    pod["spec"]["containers"][0]["securityContext"]["allowPrivilegeEscalation"] = True
+    refused = apply(rig, [pod], dry_run=True)
+    assert refused.returncode != 0 and "violates PodSecurity" in refused.stderr
