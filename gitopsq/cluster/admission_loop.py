@@ -30,7 +30,7 @@ from gitopsq.admission.engine import PENDING as V_PENDING
 from gitopsq.admission.engine import QUOTA_RESERVED as V_RESERVED
 from gitopsq.admission.engine import Engine
 from gitopsq.admission.topology import Settings, Topology
-from gitopsq.cluster.cache import TOPOLOGY, Cache, Client, EventRecorder, TokenBucket
+from gitopsq.cluster.cache import TOPOLOGY, Cache, Client, TokenBucket
 from gitopsq.cluster.integrations import INTEGRATIONS
 from gitopsq.cluster.jobs import JobReconciler
 from gitopsq.cluster.kube import ClusterConflict, ClusterNotFound
@@ -40,6 +40,7 @@ from gitopsq.cluster.workloads import (
     EVICTING,
     FINISHED,
     PENDING,
+    EventRecorder,
     LiveWorkload,
     Writer,
     admission_status,
@@ -158,9 +159,10 @@ def _owned_by_job(w: LiveWorkload) -> bool:
 class AdmissionPass:
     """Step 2 of the module docstring, with its bookkeeping (last message writes, metrics hooks)."""
 
-    def __init__(self, cache: Cache, writer: Writer, options: LoopOptions, metrics: Any = None,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, cache: Cache, writer: Writer, options: LoopOptions, metrics: Any = None, *,
+                 clock: Callable[[], float] = time.time, audit: Any = None) -> None:
         self.cache, self.writer, self.options, self.metrics, self.clock = cache, writer, options, metrics, clock
+        self.audit = audit  # gitopsq.audit AuditSink, or None
         self._topology: Topology | None = None
         self._topology_generation: tuple[int, ...] = ()
         self._message_written: dict[str, float] = {}
@@ -182,6 +184,11 @@ class AdmissionPass:
         started = time.monotonic()
         topology = self.topology()
         live = {w.key: w for w in map(read_workload, self.cache.items("workloads")) if w is not None}
+        for key, w in live.items():  # finished since the last pass: recorded before what the freed quota allows
+            if w.state == FINISHED and key in self._running:
+                if self.metrics is not None:
+                    self.metrics.workload_finished(w)
+                self._audit("finished", w, w.cluster_queue or "", w.flavors, now, reason="Finished")
         decisions = decide(topology, live, now)
         for key, (kind, reason, message, _) in sorted(decisions.evict.items()):
             self._evict(live[key], kind, reason, message, now)
@@ -208,14 +215,32 @@ class AdmissionPass:
         for key, (reason, _) in decisions.pending.items():
             lq = topology.local_queues.get((live[key].namespace, live[key].queue))
             self.reasons.append((lq.cluster_queue if lq else "", reason))
+        self._running = {k for k, w in live.items() if w.state in (ADMITTED, EVICTING)} | set(decisions.admit)
         if self.metrics is not None:
             self.metrics.attempt(len(decisions.admit), len(decisions.pending), time.monotonic() - started)
-            for key, w in live.items():
-                if w.state == FINISHED and key in self._running:
-                    self.metrics.workload_finished(w)
-            self._running = {k for k, w in live.items() if w.state in (ADMITTED, EVICTING)} | set(decisions.admit)
         self.last = decisions
         return decisions
+
+    def _audit(self, transition: str, w: LiveWorkload, cq: str, flavors: Mapping[str, Mapping[str, str]],
+               now: float, *, reason: str = "", message: str = "", times: Mapping[str, float] | None = None) -> None:
+        """One ``admission.*`` record, durable in the audit WAL before the pass goes on (when auditing is on)."""
+        if self.audit is None:
+            return
+        from datetime import UTC, datetime
+
+        from gitopsq.audit import records
+        from gitopsq.errors import AuditError
+
+        def at(t: float) -> datetime:
+            return datetime.fromtimestamp(t, UTC)
+
+        try:
+            self.audit.record(records.admission(
+                transition, time=at(now), workload=records.WorkloadRef(w.namespace, w.name, w.uid or None),
+                cluster_queue=cq, flavors=flavors, reason=reason, message=message, local_queue=w.queue,
+                priority=w.priority, times={k: at(v) for k, v in (times or {"created": w.created}).items()}))
+        except AuditError as err:
+            _log().warning("audit record not written", workload=w.key, transition=transition, error=str(err))
 
     def _parallel(self, calls: Sequence[Callable[[], None]]) -> None:
         """Run independent status writes concurrently; the client's token bucket still bounds the rate."""
@@ -254,6 +279,8 @@ class AdmissionPass:
             set_condition(conds, "Requeued", "True", "Preempted" if kind == "Preempted" else reason, message, now)
         if self._write(w, status):
             self.writer.event(w.raw, "Workload", "Preempted" if kind == "Preempted" else "Evicted", message)
+            self._audit("preempted" if kind == "Preempted" else "evicted", w, w.cluster_queue or "", w.flavors, now,
+                        reason=reason, message=message, times={"created": w.created, "evicted": now})
             if self.metrics is not None:
                 self.metrics.evicted(w, kind, reason, message)
 
@@ -275,6 +302,9 @@ class AdmissionPass:
             set_condition(conds, "Admitted", "True", "Admitted", "The workload is admitted", now)
         if not self._write(w, status):
             return
+        milestones = {"created": w.created, "quotaReserved": now} | ({} if checks else {"admitted": now})
+        if not checks:
+            self._audit("admitted", w, cq, flavors, now, reason="Admitted", times=milestones)
         waited = max(0.0, now - w.created)
         self.writer.event(w.raw, "Workload", "QuotaReserved",
                           f"Quota reserved in ClusterQueue {cq}, wait time since queued was {round(waited)}s")
@@ -291,6 +321,8 @@ class AdmissionPass:
         if self._write(w, {"conditions": conds}):
             cq = w.cluster_queue or ""
             self.writer.event(w.raw, "Workload", "Admitted", f"Admitted by ClusterQueue {cq}")
+            self._audit("admitted", w, cq, w.flavors, now, reason="Admitted",
+                        times={"created": w.created, "quotaReserved": w.reserved_at, "admitted": now})
             if self.metrics is not None:
                 self.metrics.admitted(w, cq, max(0.0, now - w.created), checks=False, reserved=False)
 
@@ -343,7 +375,8 @@ class AdmissionLoop:
 
     name = "admission"
 
-    def __init__(self, api_client: Any, options: LoopOptions | None = None, *, metrics: Any = None) -> None:
+    def __init__(self, api_client: Any, options: LoopOptions | None = None, *, metrics: Any = None,
+                 audit: Any = None) -> None:
         self.options = options or LoopOptions()
         self.client = Client(api_client, qps=self.options.qps, burst=self.options.burst)
         self.cache = Cache(self.client)
@@ -355,7 +388,7 @@ class AdmissionLoop:
         share = max(1.0, self.options.qps * self.options.queue_status_share)
         self.queues = QueueStatusWriter(self.cache, self.writer, min_interval=self.options.queue_status_interval,
                                         bucket=TokenBucket(share, max(2, int(share * 2))))
-        self.admission = AdmissionPass(self.cache, self.writer, self.options, metrics)
+        self.admission = AdmissionPass(self.cache, self.writer, self.options, metrics, audit=audit)
         self.passes = 0
         self.synced = threading.Event()
 

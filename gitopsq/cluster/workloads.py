@@ -7,6 +7,7 @@ Conditions follow metav1 rules: ``lastTransitionTime`` moves only when the statu
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,6 +19,8 @@ from gitopsq.api.codec import decode
 from gitopsq.api.quantity import Quantity
 from gitopsq.api.reader import Reader
 from gitopsq.api.workload_codec import decode_pod_sets
+from gitopsq.cluster.cache import Client, TokenBucket
+from gitopsq.errors import ClusterError
 
 FINISHED, ADMITTED, EVICTING, PENDING, INACTIVE = "finished", "admitted", "evicting", "pending", "inactive"
 QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
@@ -192,8 +195,6 @@ class Writer:
     """
 
     def __init__(self, client: Any, cache: Any, events: Any | None = None) -> None:
-        import threading
-
         self.client, self.cache, self.events = client, cache, events
         self.writes = 0
         self._mark = 0
@@ -242,3 +243,52 @@ class Writer:
     def event(self, obj: Mapping[str, Any], kind: str, reason: str, message: str, *, warning: bool = False) -> None:
         if self.events is not None:
             self.events.emit(obj, kind, reason, message, warning=warning)
+
+
+class EventRecorder:
+    """core/v1 Events, sent from a background thread through their own token bucket so that they never
+    delay admission writes (client-go's event broadcaster does the same); dropped when the queue is full."""
+
+    def __init__(self, client: Client, *, component: str = "gitopsq-admission", qps: float = 20.0,
+                 limit: int = 10_000) -> None:
+        import queue
+
+        self.client, self.component = client, component
+        self.bucket = TokenBucket(qps, int(max(1, qps * 2)))
+        self.queue: queue.Queue[dict[str, Any] | None] = queue.Queue(limit)
+        self.sent = self.dropped = 0
+        self._thread = threading.Thread(target=self._run, name="event-recorder", daemon=True)
+        self._thread.start()
+
+    def emit(self, obj: Mapping[str, Any], kind: str, reason: str, message: str, *, warning: bool = False) -> None:
+        import queue
+
+        meta = obj.get("metadata") or {}
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        api_version = obj.get("apiVersion") or {"Workload": "kueue.x-k8s.io/v1beta2", "Job": "batch/v1"}.get(kind, "")
+        event = {"metadata": {"generateName": f"{meta.get('name')}.", "namespace": meta.get("namespace") or "default"},
+                 "involvedObject": {"apiVersion": api_version, "kind": kind, "name": meta.get("name"),
+                                    "namespace": meta.get("namespace"), "uid": meta.get("uid")},
+                 "reason": reason, "message": message[:1024], "type": "Warning" if warning else "Normal",
+                 "source": {"component": self.component}, "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+                 "reportingComponent": self.component}
+        try:
+            self.queue.put_nowait(event)
+        except queue.Full:
+            self.dropped += 1
+
+    def _run(self) -> None:
+        while True:
+            event = self.queue.get()
+            if event is None:
+                return
+            self.bucket.take()
+            try:
+                self.client.rest.request("POST", f"/api/v1/namespaces/{event['metadata']['namespace']}/events",
+                                         body=event, retry=False)
+                self.sent += 1
+            except ClusterError:
+                self.dropped += 1
+
+    def close(self) -> None:
+        self.queue.put(None)

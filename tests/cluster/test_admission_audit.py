@@ -1,0 +1,97 @@
+"""The admission loop's audit records: admitted, preempted and finished transitions reach the audit sink."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from envtest_rig import Envtest
+from test_admission_support import FAST, admitted, apply, create_job, finish_job, job_manifest, wait_for
+
+from gitopsq.audit.records import Record, validate_record
+from gitopsq.cluster.admission_loop import AdmissionLoop
+
+pytestmark = pytest.mark.envtest
+
+QUEUES = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {{name: default-flavor}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {{name: urgent}}
+value: 100
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {{name: audit-cq}}
+spec:
+  namespaceSelector: {{}}
+  preemption: {{withinClusterQueue: LowerPriority}}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: default-flavor
+      resources: [{{name: cpu, nominalQuota: "1"}}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {{name: queue, namespace: {ns}}}
+spec: {{clusterQueue: audit-cq}}
+"""
+
+
+class RecordingSink:
+    """An AuditSink that keeps records in memory (the real trail is tested in tests/audit)."""
+
+    def __init__(self) -> None:
+        self.records: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+
+    def record(self, record: Record) -> None:
+        with self.lock:
+            self.records.append(dict(record.data))
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        with self.lock:
+            return [r for r in self.records if r["type"] == kind]
+
+
+def test_transitions_are_audited(kueue_clean: Envtest) -> None:
+    """Admission, preemption, completion and re-admission each produce a well-formed admission.* record naming the workload,
+    its ClusterQueue and flavors."""
+    env = kueue_clean
+    ns = env.new_namespace("audit")
+    apply(env, QUEUES.format(ns=ns))
+    sink = RecordingSink()
+    api = env.api_client()
+    loop = AdmissionLoop(api, FAST, audit=sink)
+    stop = threading.Event()
+    thread = threading.Thread(target=loop.run, args=(stop, lambda: True), daemon=True)
+    thread.start()
+    try:
+        create_job(env, job_manifest(ns, "low", "queue", {"cpu": "1"}))
+        wait_for("low admitted", lambda: admitted(env, ns, "low"))
+        create_job(env, job_manifest(ns, "urgent", "queue", {"cpu": "1"},
+                                     labels={"kueue.x-k8s.io/priority-class": "urgent"}))
+        wait_for("urgent admitted", lambda: admitted(env, ns, "urgent"), timeout=30)
+        finish_job(env, ns, "urgent")
+        wait_for("low admitted again once urgent finished", lambda: len(sink.of("admission.admitted")) == 3)
+    finally:
+        stop.set()
+        loop.cache.changed.set()
+        thread.join(30)
+        api.close()
+    assert all(validate_record(r) == [] for r in sink.records)
+    story = [(r["type"].split(".")[1], r["workload"]["name"].split("-")[1]) for r in sink.records]
+    assert story == [("admitted", "low"), ("preempted", "low"), ("admitted", "urgent"), ("finished", "urgent"),
+                     ("admitted", "low")]
+    admissions = sink.of("admission.admitted")
+    assert {r["clusterQueue"] for r in admissions} == {"audit-cq"}
+    assert admissions[0]["flavors"] == {"main": {"cpu": "default-flavor"}}
+    (preempted,) = sink.of("admission.preempted")
+    assert preempted["workload"]["name"].startswith("job-low-") and preempted["reason"] == "InClusterQueue"
+    (finished,) = sink.of("admission.finished")
+    assert finished["workload"]["name"].startswith("job-urgent-")
