@@ -69,10 +69,6 @@ keep them and which Service and configurations they are for). */}}
   value: /var/cache/gitopsq
 - name: XDG_CACHE_HOME
   value: /var/cache/gitopsq
-- name: POD_NAMESPACE
-  valueFrom:
-    fieldRef:
-      fieldPath: metadata.namespace
 {{- with .Values.git.username }}
 - name: GITOPSQ_GIT_USERNAME
   value: {{ . | quote }}
