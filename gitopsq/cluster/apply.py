@@ -127,7 +127,9 @@ class KubeRest:
         items: list[dict[str, Any]] = []
         token = ""
         while True:
-            query = [("limit", str(page))] + ([("continue", token)] if token else []) + \
+            # resourceVersion=0: served from the API server's watch cache, not etcd; a LIST may then be a moment
+            # stale, which at worst re-applies an object that was already right (server-side apply is idempotent)
+            query = [("limit", str(page)), ("resourceVersion", "0")] + ([("continue", token)] if token else []) + \
                 ([("labelSelector", selector)] if selector else [])
             answer = self.request("GET", path, query=query)
             items.extend(answer.get("items") or [])
