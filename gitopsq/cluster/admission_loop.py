@@ -393,6 +393,7 @@ class AdmissionLoop:
         self.synced = threading.Event()
 
     def run(self, stop: threading.Event, may_write: Callable[[], bool]) -> None:
+        self.writer.may_write = may_write
         self.cache.start()
         try:
             while not stop.is_set() and not self.cache.wait_synced(timeout=0.5):

@@ -200,7 +200,7 @@ class QueueStatusWriter:
 
     def _send(self, resource: str, path: str, status: dict[str, Any]) -> None:
         try:
-            answer = self.writer.client.request("PATCH", path + "/status", body={"status": status},
+            answer = self.writer.send("PATCH", path + "/status", body={"status": status},
                                                 content_type=MERGE_PATCH, obj=path)
             self.writer.count()
             self.writer.cache.put(resource, answer)

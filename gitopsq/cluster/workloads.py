@@ -187,6 +187,10 @@ def workload_path(namespace: str, name: str = "") -> str:
     return f"{base}/{name}" if name else base
 
 
+class NotLeading(ClusterError):  # noqa: N818 - reads as a state, like the kube.py classes
+    """The controller lost its Lease: no more writes until it is leader again."""
+
+
 class Writer:
     """Every write of the loop, through the rate-limited client; answers go into the cache at once.
 
@@ -199,6 +203,13 @@ class Writer:
         self.writes = 0
         self._mark = 0
         self._lock = threading.Lock()
+        self.may_write: Any = lambda: True  # the controller's leadership check (Runnable protocol)
+
+    def send(self, method: str, path: str, **kwargs: Any) -> Any:
+        """One write, refused unless ``may_write()`` (leadership held) says yes right now."""
+        if not self.may_write():
+            raise NotLeading("leadership lost: write not sent", obj=kwargs.get("obj"))
+        return self.client.request(method, path, **kwargs)
 
     def count(self) -> None:
         with self._lock:  # writers run on a thread pool
@@ -215,7 +226,7 @@ class Writer:
     def workload_status(self, raw: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]:
         meta = raw.get("metadata") or {}
         body = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": status}
-        answer: dict[str, Any] = self.client.request(
+        answer: dict[str, Any] = self.send(
             "PATCH", workload_path(meta["namespace"], meta["name"]) + "/status", body=body,
             content_type=MERGE_PATCH, obj=f"Workload/{meta['namespace']}/{meta['name']}")
         self.count()
@@ -223,20 +234,20 @@ class Writer:
         return answer
 
     def patch(self, resource: str, path: str, body: Mapping[str, Any], obj: str) -> dict[str, Any]:
-        answer: dict[str, Any] = self.client.request("PATCH", path, body=dict(body), content_type=MERGE_PATCH,
+        answer: dict[str, Any] = self.send("PATCH", path, body=dict(body), content_type=MERGE_PATCH,
                                                      obj=obj)
         self.count()
         self.cache.put(resource, answer)
         return answer
 
     def create(self, resource: str, path: str, body: Mapping[str, Any], obj: str) -> dict[str, Any]:
-        answer: dict[str, Any] = self.client.request("POST", path, body=dict(body), obj=obj)
+        answer: dict[str, Any] = self.send("POST", path, body=dict(body), obj=obj)
         self.count()
         self.cache.put(resource, answer)
         return answer
 
     def delete(self, resource: str, path: str, key: str, obj: str) -> None:
-        self.client.request("DELETE", path, obj=obj)
+        self.send("DELETE", path, obj=obj)
         self.count()
         self.cache.forget(resource, key)
 

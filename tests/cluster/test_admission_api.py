@@ -125,3 +125,21 @@ def test_watches_relist_after_api_server_restart(kueue_clean: Envtest) -> None:
         create_job(env, job_manifest(ns, "after", "queue", {"cpu": "500m"}))
         wait_for("after admitted", lambda: admitted(env, ns, "after"), timeout=60)
         assert sum(i.relists for i in running.loop.cache.informers.values()) > relists
+
+
+def test_no_write_leaves_without_leadership() -> None:
+    """Every write asks the controller's leadership check first; without the Lease nothing is sent."""
+    from gitopsq.cluster.workloads import NotLeading
+
+    sent: list[str] = []
+
+    class Recorder:
+        def request(self, method: str, path: str, **_: object) -> dict[str, object]:
+            sent.append(method)
+            return {"metadata": {"name": "x"}}
+
+    writer = Writer(Recorder(), None)
+    writer.may_write = lambda: False
+    with pytest.raises(NotLeading):
+        writer.patch("jobs", "/apis/batch/v1/namespaces/a/jobs/x", {"spec": {"suspend": True}}, "Job/a/x")
+    assert sent == []
