@@ -59,7 +59,8 @@ def series_in(expr: str) -> set[str]:
 
 
 def rules(helm: Helm) -> list[dict[str, Any]]:
-    rule = helm.render().get("PrometheusRule")
+    """Every alert the chart can ship (mode all, audit trail on)."""
+    rule = helm.render({"audit": {"enabled": True}}).get("PrometheusRule")
     return [r for group in rule["spec"]["groups"] for r in group["rules"]]
 
 
@@ -91,6 +92,22 @@ def test_every_alert_has_a_runbook_section(helm: Helm) -> None:
         anchor = r["annotations"]["runbook_url"].rsplit("#", 1)[1]
         assert anchor in anchors, f"{r['alert']}: no section #{anchor} in docs/runbooks.md"
         assert r["labels"]["severity"] in {"warning", "critical"}
+
+
+@pytest.mark.parametrize(("values", "groups", "audit_alerts"), [
+    pytest.param({}, ["gitopsq.queueing", "gitopsq.controller"], False, id="all-without-audit"),
+    pytest.param({"audit": {"enabled": True}}, ["gitopsq.queueing", "gitopsq.controller"], True, id="all-with-audit"),
+    pytest.param({"mode": "sync"}, ["gitopsq.controller"], False, id="sync-only-kueue-admits"),
+    pytest.param({"mode": "admission"}, ["gitopsq.queueing"], False, id="admission-only-no-sync-alerts"),
+])
+def test_alert_groups_follow_what_runs(helm: Helm, values: dict[str, Any], groups: list[str],
+                                       audit_alerts: bool) -> None:
+    """Queueing alerts ship only where gitopsq admits, sync alerts only where it syncs, audit alerts only with
+    the audit trail, so no alert waits on series that cannot exist."""
+    rule = helm.render(values, with_repo=values.get("mode") != "admission").get("PrometheusRule")
+    assert [g["name"] for g in rule["spec"]["groups"]] == groups
+    names = {r["alert"] for g in rule["spec"]["groups"] for r in g["rules"]}
+    assert ("GitopsqAuditLagging" in names) is audit_alerts
 
 
 def test_thresholds_come_from_values(helm: Helm) -> None:

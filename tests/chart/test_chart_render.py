@@ -145,6 +145,8 @@ def test_sync_only_mode_drops_the_webhook_and_the_admission_rules(helm: Helm) ->
     assert verbs_for(r, "batch", "jobs") == set()
     assert verbs_for(r, "kueue.x-k8s.io", "workloads") == set()
     assert verbs_for(r, "kueue.x-k8s.io", "clusterqueues") == {"get", "list", "watch", "create", "patch", "delete"}
+    assert verbs_for(r, "", "events") == set()  # GitSource Events only, in its own namespace
+    assert verbs_for(r, "", "events", "Role") == {"create"}
 
 
 def test_cert_manager_issues_the_serving_certificate(helm: Helm) -> None:
