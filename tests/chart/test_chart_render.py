@@ -320,3 +320,18 @@ def test_helm_lint_is_clean(helm: Helm) -> None:
     done = helm.run("lint", "--strict", str(CHART), "--set", "repo.url=https://git.example.com/q.git")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "[WARNING]" not in done.stdout and "[ERROR]" not in done.stdout
+
+
+def test_values_schema_is_a_valid_schema_that_accepts_the_defaults() -> None:
+    """values.schema.json is itself valid JSON Schema, and values.yaml (plus a repository URL) satisfies it."""
+    import json
+
+    import jsonschema
+    import yaml
+
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    jsonschema.Draft7Validator.check_schema(schema)
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    values["repo"]["url"] = "https://git.example.com/platform/queues.git"
+    jsonschema.Draft7Validator(schema).validate(values)
+    assert set(values) <= set(schema["properties"])
