@@ -3,10 +3,13 @@ that must match the code (controller flags, webhook paths, CRD files)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import click
+import jsonschema
 import pytest
+import yaml
 from chart_helm import CHART, ROOT, Helm, Rendered
 
 from gitopsq.commands.controller import command as controller_command
@@ -324,11 +327,6 @@ def test_helm_lint_is_clean(helm: Helm) -> None:
 
 def test_values_schema_is_a_valid_schema_that_accepts_the_defaults() -> None:
     """values.schema.json is itself valid JSON Schema, and values.yaml (plus a repository URL) satisfies it."""
-    import json
-
-    import jsonschema
-    import yaml
-
     schema = json.loads((CHART / "values.schema.json").read_text())
     jsonschema.Draft7Validator.check_schema(schema)
     values = yaml.safe_load((CHART / "values.yaml").read_text())
