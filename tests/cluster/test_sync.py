@@ -423,3 +423,15 @@ def test_unreachable_remote_keeps_the_applied_state_and_says_so(rig: Envtest, re
         hidden.rename(repo.path)
     assert syncer.sync(SyncOptions(rev="main")).outcome == "unchanged"
     assert conditions(gitsource(rig, repo)) == {"Ready": ("True", "ReconciliationSucceeded")}
+
+
+def test_object_created_by_someone_else_is_not_forced(rig: Envtest, repo: QueueRepo) -> None:
+    """A ClusterQueue another field manager created with other values is not taken over by force: the apply is
+    reported as a field-manager conflict and the sync fails, leaving that object as it was."""
+    rig.kubectl("apply", "--server-side", "--field-manager", "someone-else", "-f", "-",
+                stdin=repo.cq(repo.team_a, cpu="4"))
+    result = make_syncer(rig, repo).sync()
+    assert result.outcome == "failed"
+    assert [(f.key.name, f.conflict) for f in result.execution.failed] == [(repo.team_a, True)]
+    assert cpu_of(cq_live(rig, repo.team_a)) == "4"
+    assert cq_live(rig, repo.team_b) is not None
