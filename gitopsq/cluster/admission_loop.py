@@ -75,6 +75,7 @@ class LoopOptions:
     queue_status_interval: float = 5.0  # a queue's status is written at most this often
     write_workers: int = 8  # concurrent status writes within a pass
     queue_status_share: float = 0.1  # fraction of qps that queue status writes may use
+    pending_share: float = 0.25  # fraction of qps for pending reasons while admissions are being written
     settings: Settings = field(default_factory=Settings)
     events: bool = True
 
@@ -170,6 +171,8 @@ class AdmissionPass:
         self.last: Decisions = Decisions()
         self.reasons: list[tuple[str, str]] = []
         self.backlog = 0  # pending reasons left for the next pass
+        share = max(1.0, options.qps * options.pending_share)
+        self._pending_bucket = TokenBucket(share, max(1, int(options.qps)))
         self._pool = ThreadPoolExecutor(max_workers=options.write_workers, thread_name_prefix="admission-write")
 
     def topology(self) -> Topology:
@@ -202,13 +205,17 @@ class AdmissionPass:
         self._parallel(admissions)
         self._parallel([functools.partial(self._checks_ready, w, now) for w in live.values()
                         if w.state == ADMITTED and _checks_all_ready(w.raw) and not _admitted(w.raw)])
-        # Pending reasons wait behind admissions and are capped per pass so that a flood of new workloads
-        # cannot delay the next admissions; the rest are written by the following passes.
-        budget = max(10, int(self.options.qps))
+        # Pending reasons wait behind admissions: while admissions flow they get only their share of the
+        # request budget (the rest waits for later passes); when nothing is admitted they may use all of it.
         pending = [functools.partial(self._pending, live[key], reason, message, now)
                    for key, (reason, message) in sorted(decisions.pending.items(),
                                                         key=lambda kv: (live[kv[0]].created, kv[0]))
                    if self._pending_due(live[key], reason, message, now)]
+        budget = max(10, int(self.options.qps))
+        if decisions.admit or decisions.deferred:
+            budget = 0
+            while budget < len(pending) and self._pending_bucket.try_take():
+                budget += 1
         self._parallel(pending[:budget])
         self.backlog = len(pending) - min(len(pending), budget)
         self.reasons = []
