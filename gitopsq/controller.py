@@ -82,6 +82,7 @@ class SyncLoop:
         self._wake.set()
 
     def run(self, stop: threading.Event, may_write: Callable[[], bool]) -> None:
+        self.syncer.executor.may_write = may_write
         while not stop.is_set():
             self._wake.clear()
             if may_write():

@@ -44,6 +44,7 @@ RESOURCES: Final[Mapping[tuple[str, str], tuple[str, bool]]] = {
     ("gitopsq.dev", "GitSource"): ("gitsources", True),
 }
 APPLY_CONTENT_TYPE: Final = "application/apply-patch+yaml"
+NOT_LEADER: Final = "not written: this replica is no longer the leader"
 
 
 def collection_path(group: str, version: str, kind: str, namespace: str = "") -> str:
@@ -234,10 +235,13 @@ class Execution:
 class Executor:
     """Carries out a Plan with server-side apply; stateless apart from its REST client."""
 
-    def __init__(self, rest: KubeRest, *, field_manager: str = FIELD_MANAGER, concurrency: int = 8) -> None:
+    def __init__(self, rest: KubeRest, *, field_manager: str = FIELD_MANAGER, concurrency: int = 8,
+                 may_write: Callable[[], bool] | None = None) -> None:
         self.rest = rest
         self.field_manager = field_manager
         self.concurrency = concurrency
+        # checked before every write: a replica that lost its Lease mid-sync stops writing at once
+        self.may_write = may_write or (lambda: True)
 
     def execute(self, plan: Plan, *, dry_run: bool = False) -> Execution:
         retries_before = self.rest.retries
@@ -248,6 +252,8 @@ class Executor:
         new_namespaces = {a.key.name for a in plan.applies if a.key.kind == "Namespace" and a.reason == "create"}
 
         def one(action: ApplyAction) -> tuple[ApplyAction, dict[str, Any] | None, Failure | None, bool]:
+            if not self.may_write():
+                return action, None, Failure(action.key, "apply", NOT_LEADER), False
             try:
                 return action, self.apply(action, dry_run=dry_run), None, False
             except ClusterNotFound as err:
@@ -278,7 +284,7 @@ class Executor:
         pruned: list[ObjectKey] = []
         held: list[ObjectKey] = []
         for prune in plan.prunes:
-            if failed:
+            if failed or not self.may_write():
                 held.append(prune.key)
                 continue
             try:
