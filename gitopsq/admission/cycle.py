@@ -24,9 +24,9 @@ from gitopsq.admission.preemption import ClassicalPreemption, Preemptor, Target
 from gitopsq.admission.quota import FlavorResource, QuotaNode
 from gitopsq.admission.state import State, Status
 from gitopsq.admission.topology import QueueSpec
-from gitopsq.admission.workload import Assignment, WorkloadInfo
+from gitopsq.admission.workload import Assignment, Shape, WorkloadInfo, reduced, reducible
 
-MAX_CYCLES_PER_INSTANT = 100_000  # a guard against oscillation, far above any settled instant we have seen
+MAX_CYCLES_PER_INSTANT = 20_000  # a guard against preemption ping-pong; settled instants need far fewer
 FIT, PREEMPT, NO_FIT = "Fit", "Preempt", "NoFit"
 
 
@@ -41,16 +41,17 @@ class Entry:
     message: str = ""
     always_inadmissible: bool = False  # namespace mismatch: not retried even by StrictFIFO
     reserve: dict[FlavorResource, int] = field(default_factory=dict)
+    preemptor: bool = False  # issued preemptions in the previous cycle: goes first (PrioritizePreemptorWorkloads)
 
-    def order_key(self) -> tuple[int, int, float, int]:
+    def order_key(self) -> tuple[int, int, int, float, int]:
         borrow = self.nomination.borrow if self.nomination else 0
-        return (borrow, -self.w.priority, self.w.created, self.w.seq)
+        return (0 if self.preemptor else 1, borrow, -self.w.priority, self.w.created, self.w.seq)
 
 
 def preemption_engine(state: State) -> ClassicalPreemption:
     if state.topology.settings.fair_sharing:
-        return fairsharing.FairPreemption(state.tree, state.admitted, state.topology)
-    return ClassicalPreemption(state.tree, state.admitted)
+        return fairsharing.FairPreemption(state.tree, state.admitted, state.topology, state.preempted_now)
+    return ClassicalPreemption(state.tree, state.admitted, state.preempted_now)
 
 
 def _oracle_mode(targets: list[Target], cq: str) -> Mode:
@@ -76,7 +77,28 @@ def _to_reserve(node: QuotaNode, spec: QueueSpec, n: Nomination) -> dict[FlavorR
 
 
 def nominate(state: State, w: WorkloadInfo, spec: QueueSpec) -> Entry:
-    """Flavor assignment and, when needed, preemption targets for one head (Kueue ``nominate``)."""
+    """Flavor assignment and, when needed, preemption targets for one head (Kueue ``nominate``).
+
+    Partial admission: when the full size neither fits nor finds victims and some pod set has a ``minCount``,
+    binary-search the smallest reduction that does (Kueue's PodSetReducer).
+    """
+    entry = _nominate_shape(state, w, spec, w.shape)
+    total = reducible(w.shape)
+    if entry.kind != NO_FIT or total == 0 or entry.always_inadmissible:
+        return entry
+    best: Entry | None = None
+    low, high = 1, total
+    while low <= high:
+        mid = (low + high) // 2
+        trial = _nominate_shape(state, w, spec, reduced(w.shape, mid))
+        if trial.kind == NO_FIT:
+            low = mid + 1
+        else:
+            best, high = trial, mid - 1
+    return best or entry
+
+
+def _nominate_shape(state: State, w: WorkloadInfo, spec: QueueSpec, shape: Shape) -> Entry:
     labels = state.topology.namespace_labels.get(w.namespace, {})
     if spec.namespace_selector is None or not spec.namespace_selector.matches(labels):
         return Entry(w, spec, NO_FIT, reason=msg.MISCONFIGURED, message=msg.NAMESPACE_MISMATCH,
@@ -84,20 +106,38 @@ def nominate(state: State, w: WorkloadInfo, spec: QueueSpec) -> Entry:
     node = state.tree.queues[spec.name]
     engine = preemption_engine(state)
 
-    def oracle(fr: FlavorResource, val: int) -> Mode:
-        return _oracle_mode(engine.targets(Preemptor(w, spec, {fr: val}, frozenset({fr}))), spec.name)
+    searched: dict[tuple[frozenset[tuple[FlavorResource, int]], frozenset[FlavorResource]], list[Target]] = {}
+
+    def targets(requests: dict[FlavorResource, int], contested: frozenset[FlavorResource]) -> list[Target]:
+        # The oracle's single-resource search is often the final search too: run each search once.
+        key = (frozenset(requests.items()), contested)
+        if key not in searched:
+            searched[key] = engine.targets(Preemptor(w, spec, requests, contested))
+        return searched[key]
+
+    def oracle(fr: FlavorResource, val: int) -> tuple[Mode, int]:
+        found = targets({fr: val}, frozenset({fr}))
+        gone = [t.workload for t in found if t.workload.assignment is not None]
+        for v in gone:
+            assert v.assignment is not None
+            quota.remove_all(state.tree.queues[v.assignment.cluster_queue], v.assignment.usage)
+        borrow = quota.borrowing_level(node, fr, val)[0]
+        for v in gone:
+            assert v.assignment is not None
+            quota.add_all(state.tree.queues[v.assignment.cluster_queue], v.assignment.usage)
+        return _oracle_mode(found, spec.name), borrow
 
     pre = spec.preemption
     while_borrowing = (pre.borrow_within_cohort is not None and pre.borrow_within_cohort.policy != "Never") or (
         state.topology.settings.fair_sharing and pre.reclaim_within_cohort != "Never")
-    n = assign_flavors(spec, node, w.shape, state.topology.flavors, oracle, preempt_while_borrowing=while_borrowing)
+    n = assign_flavors(spec, node, shape, state.topology.flavors, oracle, preempt_while_borrowing=while_borrowing)
     if n.mode == Mode.FIT:
         return Entry(w, spec, FIT, n)
     if n.mode >= Mode.NO_CANDIDATES:
-        targets = engine.targets(Preemptor(w, spec, n.usage, n.needs_preemption)) if n.mode >= Mode.PREEMPT else []
-        if targets:
-            return Entry(w, spec, PREEMPT, n, targets, msg.WAITING_FOR_PREEMPTED,
-                         msg.pending_preemption(n.message, len(targets)))
+        found = targets(dict(n.usage), n.needs_preemption) if n.mode >= Mode.PREEMPT else []
+        if found:
+            return Entry(w, spec, PREEMPT, n, list(found), msg.WAITING_FOR_PREEMPTED,
+                         msg.pending_preemption(n.message, len(found)))
         entry = Entry(w, spec, NO_FIT, n, reason=msg.WAITING_FOR_QUOTA, message=n.message)
         if pre.reclaim_within_cohort != "Any":
             entry.reserve = _to_reserve(node, spec, n)
@@ -162,6 +202,9 @@ def _ordered(state: State, entries: list[Entry]) -> Iterator[Entry]:
 def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: float) -> bool:
     """One scheduling cycle over ``heads``; True when it changed anything."""
     entries = [nominate(state, w, spec) for spec, w in heads]
+    for e in entries:
+        e.preemptor = e.w.key in state.preemptors
+    state.preemptors = set()
     fair = state.topology.settings.fair_sharing
     victims: dict[str, tuple[Target, WorkloadInfo]] = {}
     held: list[tuple[QuotaNode, dict[FlavorResource, int]]] = []
@@ -206,8 +249,11 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
         held.append((node, dict(e.nomination.usage)))
         for t in e.targets:
             victims[t.workload.key] = (t, e.w)
+        state.preemptors.add(e.w.key)
         state.status[e.w.key] = Status(e.reason, e.message)
         queue.push(e.w)
+        if not queue.strict:
+            queue.sticky = e.w
     for node, usage in held:
         quota.remove_all(node, usage)
     for target, preemptor in victims.values():
@@ -215,6 +261,7 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
         assert victim.assignment is not None and preemptor.cluster_queue is not None
         message = msg.preempted(target.reason, preemptor.key, path_of(state.tree.queues[preemptor.cluster_queue]),
                                 path_of(state.tree.queues[victim.assignment.cluster_queue]))
+        state.preempted_now.add(victim.key)
         state.evict(victim, now, kind="Preempted", reason=target.reason, message=message,
                     requeue_reason="Preempted")
         state.status[victim.key] = Status(msg.WAITING_FOR_QUOTA, message)
@@ -223,6 +270,7 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
 
 def settle(state: State, now: float) -> None:
     """Run cycles at ``now`` until nothing changes (module docstring)."""
+    state.preempted_now = set()
     state.requeue_released()
     for _ in range(MAX_CYCLES_PER_INSTANT):
         heads, parked = _heads(state)

@@ -77,7 +77,7 @@ class Engine:
             st.status[w.key] = Status(msg.MISCONFIGURED, msg.lq_missing(w.queue))
             return
         if lq.stop_policy != "None":
-            st.status[w.key] = Status(msg.SUSPENDED, msg.lq_stopped(w.queue))
+            st.status[w.key] = Status(msg.SUSPENDED, msg.lq_inactive(w.queue))
             return
         spec = self.topology.queues.get(lq.cluster_queue)
         if spec is None:
@@ -86,9 +86,7 @@ class Engine:
         w.cluster_queue = spec.name
         st.queues[spec.name].push(w)
         if not spec.active:
-            stopped = spec.stop_policy != "None"
-            st.status[w.key] = Status(msg.SUSPENDED,
-                                      msg.cq_stopped(spec.name) if stopped else msg.cq_inactive(spec.name))
+            st.status[w.key] = Status(msg.SUSPENDED, msg.cq_inactive(spec.name))
 
     def restore(self, key: str, *, cluster_queue: str, flavors: Mapping[str, Mapping[str, str]],
                 at: float) -> None:
@@ -162,7 +160,7 @@ class Engine:
                 if spec.stop_policy == "HoldAndDrain" or not w.admitted:
                     st.evict(w, now, kind="Evicted", reason="ClusterQueueStopped", message=msg.CQ_STOPPED_EVICTION,
                              requeue_reason="ClusterQueueStopped")
-                    st.status[w.key] = Status(msg.SUSPENDED, msg.cq_stopped(spec.name))
+                    st.status[w.key] = Status(msg.SUSPENDED, msg.cq_inactive(spec.name))
         for (ns, name), lq in self.topology.local_queues.items():
             if lq.stop_policy == "None" or lq.cluster_queue not in st.admitted:
                 continue
@@ -171,7 +169,7 @@ class Engine:
                     st.evict(w, now, kind="Evicted", reason="LocalQueueStopped", message=msg.LQ_STOPPED_EVICTION,
                              requeue_reason="LocalQueueStopped")
                     st.queues[lq.cluster_queue].discard(w.key)
-                    st.status[w.key] = Status(msg.SUSPENDED, msg.lq_stopped(name))
+                    st.status[w.key] = Status(msg.SUSPENDED, msg.lq_inactive(name))
 
     def schedule(self, now: float) -> None:
         """Settle the instant ``now``: admit, preempt and explain, until nothing more changes."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING
 
 from gitopsq.admission import messages as msg
@@ -96,7 +97,7 @@ def _winner(tree: QuotaTree, topology: Topology, group: list[Entry]) -> Entry:
         for node in reversed(_chain(tree.queues[e.spec.name])[:-1]):
             borrows = any(node.borrowing_with(fr, v) for fr, v in usage.items())
             levels.append((1 if borrows else 0, drs(node, topology, usage)))
-        return (*levels, -e.w.priority, e.w.created, e.w.seq)
+        return (0 if e.preemptor else 1, *levels, -e.w.priority, e.w.created, e.w.seq)
 
     return min(group, key=key)
 
@@ -105,8 +106,8 @@ class FairPreemption(ClassicalPreemption):
     """Preemption under fair sharing (rule 3); same interface as the classical search."""
 
     def __init__(self, tree: QuotaTree, admitted: Mapping[str, Mapping[str, WorkloadInfo]],
-                 topology: Topology) -> None:
-        super().__init__(tree, admitted)
+                 topology: Topology, protected: AbstractSet[str] = frozenset()) -> None:
+        super().__init__(tree, admitted, protected)
         self.topology = topology
 
     def _fair_candidates(self, p: Preemptor) -> dict[str, list[WorkloadInfo]]:
@@ -121,7 +122,7 @@ class FairPreemption(ClassicalPreemption):
             if not same and quota.within_nominal(self.tree.queues[cq], p.contested):
                 continue
             found = [w for w in self.admitted.get(cq, {}).values()
-                     if uses(w, p.contested) and policy_allows(policy, p.workload, w)]
+                     if w.key not in self.protected and uses(w, p.contested) and policy_allows(policy, p.workload, w)]
             if found:
                 found.sort(key=lambda w: candidate_order(w, p.spec.name))
                 out[cq] = found

@@ -38,7 +38,8 @@ class Mode(IntEnum):
     FIT = 4
 
 
-Oracle = Callable[[FlavorResource, int], Mode]
+# Simulates preemption for one flavor-resource: (mode, borrowing level once the victims are gone).
+Oracle = Callable[[FlavorResource, int], tuple[Mode, int]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +164,8 @@ class _PodSetScan:
         self.reasons.append(msg.insufficient_unused(res, flavor, val - free))
         lim = self.spec.limits.get(fr)
         if val <= (lim.nominal if lim else 0) or may_reclaim or self.preempt_while_borrowing:
-            return self.oracle(fr, val), borrow, msg.SEVERITY[msg.WAITING_FOR_QUOTA]
+            mode, after = self.oracle(fr, val)
+            return mode, (after if mode > Mode.NO_CANDIDATES else borrow), msg.SEVERITY[msg.WAITING_FOR_QUOTA]
         return Mode.NO_FIT, borrow, msg.SEVERITY[msg.WAITING_FOR_QUOTA]
 
     def group(self, ps: PodSetShape, group: Group, requests: Mapping[str, int]) -> _Choice:

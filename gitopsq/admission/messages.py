@@ -81,12 +81,8 @@ def cq_inactive(cluster_queue: str) -> str:
     return f"ClusterQueue {cluster_queue} is inactive"
 
 
-def cq_stopped(cluster_queue: str) -> str:
-    return f"ClusterQueue {cluster_queue} is stopped"
-
-
-def lq_stopped(local_queue: str) -> str:
-    return f"LocalQueue {local_queue} is stopped"
+def lq_inactive(local_queue: str) -> str:
+    return f"LocalQueue {local_queue} is inactive"
 
 
 def lq_missing(local_queue: str) -> str:

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from gitopsq.admission import messages as msg
@@ -86,9 +87,11 @@ def workload_fits(p: Preemptor, node: QuotaNode, allow_borrowing: bool) -> bool:
 class ClassicalPreemption:
     """Finds victims in one snapshot state; the tree is restored before every method returns."""
 
-    def __init__(self, tree: QuotaTree, admitted: Mapping[str, Mapping[str, WorkloadInfo]]) -> None:
+    def __init__(self, tree: QuotaTree, admitted: Mapping[str, Mapping[str, WorkloadInfo]],
+                 protected: AbstractSet[str] = frozenset()) -> None:
         self.tree = tree
         self.admitted = admitted
+        self.protected = protected  # preempted once already in this instant: not a candidate again
 
     def _variant(self, p: Preemptor, w: WorkloadInfo, advantage: bool) -> int:
         same = w.cluster_queue == p.spec.name
@@ -111,6 +114,8 @@ class ClassicalPreemption:
     def _from_queue(self, p: Preemptor, cq: str, lca: QuotaNode | None, advantage: bool) -> list[_Candidate]:
         out = []
         for w in self.admitted.get(cq, {}).values():
+            if w.key in self.protected:
+                continue
             variant = self._variant(p, w, advantage)
             if variant != NEVER:
                 out.append(_Candidate(w, lca, variant))

@@ -18,7 +18,7 @@ Blocked = tuple[str, str]  # (reason, message) the shape's last attempt got
 
 
 class ClusterQueueQueue:
-    __slots__ = ("_counter", "_heap", "_version", "blocked_shapes", "inadmissible", "name", "strict")
+    __slots__ = ("_counter", "_heap", "_version", "blocked_shapes", "inadmissible", "name", "sticky", "strict")
 
     def __init__(self, name: str, *, strict: bool) -> None:
         self.name = name
@@ -30,6 +30,9 @@ class ClusterQueueQueue:
         # Shapes that found no fit since capacity last changed: equal shapes skip nomination (Kueue's
         # SchedulingEquivalenceHashing, BestEffortFIFO only).
         self.blocked_shapes: dict[Shape, Blocked] = {}
+        # A BestEffortFIFO preemptor stays the head until it is admitted (Kueue's sticky preemptor), so the
+        # capacity its victims free is not taken by whoever would otherwise come first.
+        self.sticky: WorkloadInfo | None = None
 
     def __len__(self) -> int:
         return len(self._version) + len(self.inadmissible)
@@ -54,7 +57,11 @@ class ClusterQueueQueue:
         return bool(self._heap)
 
     def pop(self) -> WorkloadInfo | None:
-        """Remove and return the head of the active heap."""
+        """Remove and return the head of the active heap (the sticky preemptor first)."""
+        sticky, self.sticky = self.sticky, None
+        if sticky is not None and sticky.key in self._version:
+            del self._version[sticky.key]
+            return sticky
         self._clean()
         if not self._heap:
             return None

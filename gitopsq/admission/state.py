@@ -51,6 +51,8 @@ class State:
         self.workloads: dict[str, WorkloadInfo] = {}
         self.status: dict[str, Status] = {}
         self.events: list[Event] = []
+        self.preemptors: set[str] = set()  # workloads whose victims were evicted in the last cycle
+        self.preempted_now: set[str] = set()  # evicted by preemption in the instant being settled
         self.dirty_roots: set[str] = set()  # root nodes whose capacity was released since the last requeue
         self.members: dict[str, list[str]] = {}  # root node -> ClusterQueues below it
         for name in tree.queues:

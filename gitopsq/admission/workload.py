@@ -23,6 +23,8 @@ class PodSetShape:
     name: str
     count: int
     totals: FrozenMap[str, int]
+    per_pod: FrozenMap[str, int]
+    min_count: int | None
     node_selector: FrozenMap[str, str]
     tolerations: tuple[m.Toleration, ...]
     required_affinity: tuple[tuple[m.LabelSelectorRequirement, ...], ...]
@@ -36,15 +38,41 @@ class Shape:
 _SHAPES: dict[Shape, Shape] = {}
 
 
+def _intern(shape: Shape) -> Shape:
+    return _SHAPES.setdefault(shape, shape)
+
+
 def shape_of(pod_sets: tuple[m.PodSet, ...]) -> Shape:
     """The interned shape of a workload's pod sets."""
-    shape = Shape(tuple(
+    return _intern(Shape(tuple(
         PodSetShape(name=ps.name, count=ps.count,
                     totals=FrozenMap({r: q.milli * ps.count for r, q in ps.requests.items()}),
-                    node_selector=ps.node_selector, tolerations=ps.tolerations,
+                    per_pod=FrozenMap({r: q.milli for r, q in ps.requests.items()}),
+                    min_count=ps.min_count, node_selector=ps.node_selector, tolerations=ps.tolerations,
                     required_affinity=ps.required_affinity)
-        for ps in pod_sets))
-    return _SHAPES.setdefault(shape, shape)
+        for ps in pod_sets)))
+
+
+def reducible(shape: Shape) -> int:
+    """How many pods partial admission may drop in total (``count − minCount`` over pod sets)."""
+    return sum(ps.count - ps.min_count for ps in shape.pod_sets if ps.min_count is not None and ps.min_count < ps.count)
+
+
+def reduced(shape: Shape, delta: int) -> Shape:
+    """The shape with ``delta`` of its reducible pods dropped, spread over pod sets in proportion (Kueue's
+    PodSetReducer)."""
+    total = reducible(shape)
+    out = []
+    for ps in shape.pod_sets:
+        if ps.min_count is None or ps.min_count >= ps.count or total == 0:
+            out.append(ps)
+            continue
+        count = ps.count - -(-(ps.count - ps.min_count) * delta // total)
+        totals = FrozenMap({r: v * count for r, v in ps.per_pod.items()})
+        out.append(PodSetShape(name=ps.name, count=count, totals=totals, per_pod=ps.per_pod, min_count=ps.min_count,
+                               node_selector=ps.node_selector, tolerations=ps.tolerations,
+                               required_affinity=ps.required_affinity))
+    return _intern(Shape(tuple(out)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -239,16 +239,17 @@ class _Parser:
                                                "tolerations", "template"))
             name = r.string(body.get("name"), (*p, "name"), default="main")
             count = r.integer(body.get("count"), (*p, "count"), default=1, minimum=0) or 0
+            min_count = r.integer(body.get("minCount"), (*p, "minCount"), minimum=1)
             if body.get("template") is not None:
                 out.append(decode_pod_template(r, body["template"], (*p, "template"), name=name, count=count,
-                                               min_count=None))
+                                               min_count=min_count))
                 continue
             requests = {}
             for res, q in _free(r, body.get("requests"), (*p, "requests")).items():
                 parsed = r.quantity(q, (*p, "requests", res))
                 if parsed is not None:
                     requests[str(res)] = parsed
-            out.append(m.PodSet(name=name, count=count, requests=FrozenMap(requests),
+            out.append(m.PodSet(name=name, count=count, min_count=min_count, requests=FrozenMap(requests),
                                 node_selector=r.string_map(body.get("nodeSelector"), (*p, "nodeSelector")),
                                 tolerations=decode_tolerations(r, body.get("tolerations"), (*p, "tolerations"))))
         return tuple(out)

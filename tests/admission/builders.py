@@ -167,3 +167,7 @@ class Sim:
 
     def flavors(self, key: str) -> dict[str, dict[str, str]]:
         return {ps: dict(per) for ps, per in self.engine.view(key).flavors}
+
+
+def workload_priority_class(name: str, value: int) -> m.QueueObject:
+    return _obj({"apiVersion": V, "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value})

@@ -1,0 +1,88 @@
+"""Fair sharing: dominant resource share, admission tournament, fair preemption strategies (kueue.md §1.5)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gitopsq.admission import fairsharing, quota
+
+from .builders import Sim, cq, flavor, lq, one
+
+
+def _pool(weight_a: str = "1", weight_b: str = "1", *, preemption: dict[str, str] | None = None,
+          strategies: tuple[str, ...] | None = None) -> Sim:
+    pre = preemption or {}
+    return Sim(flavor("default"),
+               cq("lender", cohort="pool", quotas={"default": {"cpu": "6"}}),
+               cq("a", cohort="pool", quotas={"default": {"cpu": "0"}}, weight=weight_a, preemption=pre),
+               cq("b", cohort="pool", quotas={"default": {"cpu": "0"}}, weight=weight_b, preemption=pre),
+               lq("ns-a", "q", "a"), lq("ns-b", "q", "b"), fair=True, strategies=strategies)
+
+
+@pytest.mark.parametrize(("borrowed", "weight", "expected"), [
+    pytest.param(0, "1", 0.0, id="not-borrowing-is-zero"),
+    pytest.param(3000, "1", 500.0, id="half-of-lendable"),
+    pytest.param(3000, "2", 250.0, id="weight-divides-the-share"),
+    pytest.param(3000, "0", math.inf, id="weight-zero-while-borrowing-is-infinite"),
+])
+def test_dominant_resource_share(borrowed: int, weight: str, expected: float) -> None:
+    """DRS = borrowed × 1000 / what the parent could lend, divided by the weight."""
+    sim = _pool(weight_a=weight)
+    tree = sim.engine.state.tree
+    quota.add_usage(tree.queues["a"], ("default", "cpu"), borrowed)
+    assert fairsharing.drs(tree.queues["a"], sim.engine.topology) == expected
+
+
+@pytest.mark.parametrize(("weight_a", "admitted_a"), [
+    pytest.param("1", 3, id="equal-weights-split-evenly"),
+    pytest.param("2", 4, id="double-weight-gets-two-thirds"),
+])
+def test_tournament_splits_borrowed_capacity_by_weight(weight_a: str, admitted_a: int) -> None:
+    """With six free cpus and six 1-cpu jobs per queue, admissions follow the weighted shares."""
+    sim = _pool(weight_a)
+    for i in range(6):
+        sim.submit(f"ns-a/a-{i}", "q", one("1"))
+        sim.submit(f"ns-b/b-{i}", "q", one("1"))
+    sim.schedule(0.0)
+    admitted = sum(sim.state(f"ns-a/a-{i}") == "Admitted" for i in range(6))
+    assert admitted == admitted_a
+    assert admitted + sum(sim.state(f"ns-b/b-{i}") == "Admitted" for i in range(6)) == 6
+
+
+def test_fair_preemption_takes_from_the_queue_over_its_share() -> None:
+    """A queue below its fair share preempts from the one above it (InCohortFairSharing)."""
+    sim = _pool(preemption={"reclaimWithinCohort": "Any"})
+    for i in range(6):
+        sim.running(f"ns-b/b-{i}", "q", one("1"), cq="b", at=float(i))
+    sim.submit("ns-a/a-0", "q", one("1"))
+    sim.submit("ns-a/a-1", "q", one("1"))
+    events = sim.schedule(10.0)
+    reasons = {e[2] for e in events if e[0] == "Preempted"}
+    assert reasons == {"InCohortFairSharing"}
+    assert sim.state("ns-a/a-0") == "Admitted" and sim.state("ns-a/a-1") == "Admitted"
+
+
+def test_fair_preemption_stops_at_equal_shares() -> None:
+    """Preemption stops once shares are balanced: a queue never preempts to get above the other."""
+    sim = _pool(preemption={"reclaimWithinCohort": "Any"})
+    for i in range(3):
+        sim.running(f"ns-b/b-{i}", "q", one("1"), cq="b", at=float(i))
+        sim.running(f"ns-a/a-{i}", "q", one("1"), cq="a", at=float(i))
+    sim.submit("ns-a/a-extra", "q", one("1"))
+    events = sim.schedule(10.0)
+    assert [e for e in events if e[0] == "Preempted"] == []
+    assert sim.why("ns-a/a-extra")[0] == "WaitingForQuota"
+
+
+def test_within_nominal_preemptor_reclaims_unconditionally() -> None:
+    """A preemptor that stays within its nominal quota reclaims without consulting shares."""
+    sim = Sim(flavor("default"),
+              cq("owner", cohort="pool", quotas={"default": {"cpu": "4"}}, preemption={"reclaimWithinCohort": "Any"}),
+              cq("borrower", cohort="pool", quotas={"default": {"cpu": "0"}}, weight="0"),
+              lq("ns-a", "q", "owner"), lq("ns-b", "q", "borrower"), fair=True)
+    sim.running("ns-b/w", "q", one("4"), cq="borrower")
+    sim.submit("ns-a/w", "q", one("4"))
+    events = sim.schedule(1.0)
+    assert ("Preempted", "ns-b/w", "InCohortReclamation") in events

@@ -1,0 +1,138 @@
+"""Queues: strategies, priorities, stop policies, namespace selectors, inactive queues, checks (kueue.md §1.6)."""
+
+from __future__ import annotations
+
+import pytest
+
+from .builders import Sim, check, cq, flavor, lq, namespace, one, workload_priority_class
+
+QUOTA = {"default": {"cpu": "4"}}
+
+
+@pytest.mark.parametrize(("strategy", "small_state"), [
+    pytest.param("StrictFIFO", "Pending", id="strict-fifo-head-blocks-the-queue"),
+    pytest.param("BestEffortFIFO", "Admitted", id="best-effort-fifo-admits-behind-a-blocked-head"),
+])
+def test_queueing_strategies(strategy: str, small_state: str) -> None:
+    """A head that does not fit blocks StrictFIFO but not BestEffortFIFO."""
+    sim = Sim(flavor("default"), cq("cq", quotas=QUOTA, strategy=strategy), lq("ns", "q", "cq"))
+    sim.running("ns/running", "q", one("3"), cq="cq")
+    sim.submit("ns/big", "q", one("2"), priority=10)
+    sim.submit("ns/small", "q", one("1"))
+    sim.schedule()
+    assert sim.state("ns/small") == small_state
+    assert sim.why("ns/big")[0] == "WaitingForQuota"
+
+
+def test_strict_fifo_waiting_workload_explains_itself() -> None:
+    """A workload never attempted behind a StrictFIFO head still gets a non-empty reason."""
+    sim = Sim(flavor("default"), cq("cq", quotas=QUOTA, strategy="StrictFIFO"), lq("ns", "q", "cq"))
+    sim.running("ns/running", "q", one("4"), cq="cq")
+    sim.submit("ns/a", "q", one("2"), priority=10)
+    sim.submit("ns/b", "q", one("1"))
+    sim.schedule()
+    assert sim.why("ns/b")[0] == "WaitingForQuota" and sim.why("ns/b")[1]
+
+
+def test_priority_orders_admission_and_workload_priority_class_resolves() -> None:
+    """Higher priority is admitted first; a WorkloadPriorityClass name resolves to its value."""
+    sim = Sim(flavor("default"), cq("cq", quotas=QUOTA), lq("ns", "q", "cq"), workload_priority_class("urgent", 1000))
+    assert sim.engine.priority_of(None, "urgent") == 1000
+    sim.submit("ns/early-low", "q", one("4"), priority=0)
+    sim.submit("ns/late-high", "q", one("4"), priority=sim.engine.priority_of(None, "urgent"))
+    sim.schedule()
+    assert sim.state("ns/late-high") == "Admitted" and sim.state("ns/early-low") == "Pending"
+
+
+@pytest.mark.parametrize(("labels", "admitted"), [
+    pytest.param({"team": "a"}, True, id="matching-namespace"),
+    pytest.param({"team": "b"}, False, id="other-namespace-is-misconfigured"),
+])
+def test_namespace_selector(labels: dict[str, str], admitted: bool) -> None:
+    """namespaceSelector gates which namespaces' workloads the ClusterQueue admits."""
+    sim = Sim(flavor("default"), cq("cq", quotas=QUOTA, selector={"matchLabels": {"team": "a"}}),
+              lq("ns", "q", "cq"), namespace("ns", labels))
+    sim.submit("ns/w", "q", one("1"))
+    sim.schedule()
+    assert sim.state("ns/w") == ("Admitted" if admitted else "Pending")
+    if not admitted:
+        assert sim.why("ns/w") == ("Misconfigured", "workload namespace doesn't match ClusterQueue selector")
+
+
+@pytest.mark.parametrize(("objects_extra", "cq_args", "reason", "message"), [
+    pytest.param([], {"quotas": {"missing": {"cpu": "1"}}}, "FlavorNotFound",
+                 "Can't admit new workloads: references missing ResourceFlavor(s): missing.", id="missing-flavor"),
+    pytest.param([], {"quotas": QUOTA, "checks": ["prov"]}, "AdmissionCheckNotFound",
+                 "Can't admit new workloads: references missing AdmissionCheck(s): prov.", id="missing-check"),
+    pytest.param([], {"quotas": QUOTA, "stop": "Hold"}, "Stopped", "Can't admit new workloads: is stopped.",
+                 id="stopped"),
+])
+def test_inactive_cluster_queue(objects_extra: list[object], cq_args: dict[str, object], reason: str,
+                                message: str) -> None:
+    """An inactive ClusterQueue carries Kueue's Active=False reason and its workloads wait as Suspended."""
+    sim = Sim(flavor("default"), cq("cq", **cq_args), lq("ns", "q", "cq"))  # type: ignore[arg-type]
+    spec = sim.engine.topology.queues["cq"]
+    assert (spec.inactive_reason, spec.inactive_message) == (reason, message)
+    sim.submit("ns/w", "q", one("1"))
+    sim.schedule()
+    expected = "ClusterQueue cq is inactive"
+    assert sim.why("ns/w") == ("Suspended", expected)
+
+
+@pytest.mark.parametrize(("policy", "running_state"), [
+    pytest.param("Hold", "Admitted", id="hold-keeps-running-work"),
+    pytest.param("HoldAndDrain", "Pending", id="hold-and-drain-evicts-running-work"),
+])
+def test_cluster_queue_stop_policies(policy: str, running_state: str) -> None:
+    """Hold keeps admitted workloads; HoldAndDrain evicts them with reason ClusterQueueStopped."""
+    sim = Sim(flavor("default"), cq("cq", quotas=QUOTA, stop=policy), lq("ns", "q", "cq"))
+    sim.running("ns/running", "q", one("1"), cq="cq")
+    events = sim.schedule()
+    assert sim.state("ns/running") == running_state
+    assert (("Evicted", "ns/running", "ClusterQueueStopped") in events) is (policy == "HoldAndDrain")
+
+
+def test_local_queue_stop_policy_suspends_its_workloads() -> None:
+    """A stopped LocalQueue keeps its new workloads out with reason Suspended."""
+    sim = Sim(flavor("default"), cq("cq", quotas=QUOTA), lq("ns", "q", "cq", stop="Hold"))
+    sim.submit("ns/w", "q", one("1"))
+    sim.schedule()
+    assert sim.why("ns/w") == ("Suspended", "LocalQueue q is inactive")
+
+
+def test_missing_local_queue_is_misconfigured() -> None:
+    """A workload naming a LocalQueue that does not exist waits as Misconfigured."""
+    sim = Sim(flavor("default"), cq("cq", quotas=QUOTA))
+    sim.submit("ns/w", "nowhere", one("1"))
+    sim.schedule()
+    assert sim.why("ns/w") == ("Misconfigured", "LocalQueue nowhere doesn't exist")
+
+
+@pytest.mark.parametrize(("answer", "state", "event"), [
+    pytest.param("Ready", "Admitted", "Admitted", id="ready-admits"),
+    pytest.param("Retry", "Pending", "Evicted", id="retry-evicts-and-requeues"),
+    pytest.param("Rejected", "Pending", "Evicted", id="rejected-deactivates"),
+])
+def test_admission_check_state_machine(answer: str, state: str, event: str) -> None:
+    """Quota is reserved first; the check's answer admits, evicts for retry, or deactivates."""
+    sim = Sim(flavor("default"), check("prov"), cq("cq", quotas=QUOTA, checks=["prov"]), lq("ns", "q", "cq"))
+    sim.submit("ns/w", "q", one("1"))
+    events = sim.schedule(0.0)
+    assert ("QuotaReserved", "ns/w", "QuotaReserved") in events and sim.state("ns/w") == "QuotaReserved"
+    sim.engine.set_check("ns/w", "prov", answer, 5.0)
+    assert [e.type for e in sim.engine.take_events()][0] == event
+    assert sim.state("ns/w") == state
+    if answer == "Rejected":
+        assert sim.why("ns/w")[0] == "Deactivated"
+
+
+def test_finish_releases_quota_and_requeues_inadmissible() -> None:
+    """When a workload finishes, parked workloads of its cohort tree are tried again at once."""
+    sim = Sim(flavor("default"), cq("cq", quotas=QUOTA), lq("ns", "q", "cq"))
+    sim.running("ns/running", "q", one("4"), cq="cq")
+    sim.submit("ns/waiting", "q", one("4"))
+    sim.schedule(1.0)
+    assert sim.state("ns/waiting") == "Pending"
+    sim.engine.finish("ns/running", 2.0)
+    sim.schedule(2.0)
+    assert sim.state("ns/waiting") == "Admitted" and sim.state("ns/running") == "Finished"
