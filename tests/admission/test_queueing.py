@@ -120,7 +120,7 @@ def test_admission_check_state_machine(answer: str, state: str, event: str) -> N
     events = sim.schedule(0.0)
     assert ("QuotaReserved", "ns/w", "QuotaReserved") in events and sim.state("ns/w") == "QuotaReserved"
     sim.engine.set_check("ns/w", "prov", answer, 5.0)
-    assert [e.type for e in sim.engine.take_events()][0] == event
+    assert next(e.type for e in sim.engine.take_events()) == event
     assert sim.state("ns/w") == state
     if answer == "Rejected":
         assert sim.why("ns/w")[0] == "Deactivated"
