@@ -30,6 +30,8 @@ from gitopsq.api.frozenmap import FrozenMap
 from gitopsq.api.reader import FieldPath, LineOf, Reader
 from gitopsq.api.workload_codec import decode_pod_template
 from gitopsq.errors import Location, ScenarioError
+from gitopsq.manifests.report import LoadedObject
+from gitopsq.manifests.validate import validate_object
 
 CHECK_STATES = ("Ready", "Retry", "Rejected")
 EXPECT_KINDS = ("admitted", "quotaReserved", "pending", "preempted", "finished")
@@ -222,6 +224,11 @@ class _Parser:
             self.findings.extend(decoded.findings)
             if decoded.obj is not None and not isinstance(decoded.obj, m.Workload):
                 out.append(decoded.obj)
+                # The same per-object rules as `gitopsq check` (quota values, limits, group shapes, names …).
+                lines = {p[2:]: n for p, n in self.lines.items() if p[:2] == base}
+                entry = LoadedObject(obj=decoded.obj, path=self.file, line=self.line(base) or 1,
+                                     api_version=decoded.api_version, lines=lines)
+                self.findings.extend(validate_object(entry))
             elif isinstance(decoded.obj, m.Workload):
                 self.findings.append(findings.error("wrong-kind", "Workloads belong under `workloads`",
                                                     location=Location(self.file, self.line(base))))

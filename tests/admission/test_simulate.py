@@ -101,6 +101,8 @@ horizon: 20
     pytest.param(OBJECTS + "workloads:\n  - {name: w, podSets: [{count: 1}]}\n", "queue is required",
                  id="missing-queue"),
     pytest.param("objects: [\n", "s.yaml:2", id="broken-yaml"),
+    pytest.param(OBJECTS.replace('nominalQuota: "4"', 'nominalQuota: "4", lendingLimit: "9"'),
+                 "s.yaml:10: error: ClusterQueue/cq: lendingLimit of default/cpu is 9", id="check-rules-apply"),
     pytest.param(OBJECTS + "workloads:\n  - {name: w, queue: q, podSets: [{count: 1}], admitted: {clusterQueue: "
                  "nope}}\n", "not a ClusterQueue of this scenario", id="admitted-in-unknown-queue"),
 ])
