@@ -188,3 +188,18 @@ def test_direct_workload_admitted_and_released_when_finished_by_anyone(kueue_cle
     wait_for("direct-2 admitted", lambda: state("direct-2") == "True")
     wait_for("usage is the second workload only",
              lambda: flavors_usage(cluster_queue(env, "jobs-cq")).get(("default-flavor", "cpu")) == "2")
+
+
+@pytest.mark.usefixtures("admission")
+def test_running_labelled_job_without_admission_is_suspended(kueue_clean: Envtest, ns: str) -> None:
+    """A labelled Job that starts unsuspended (no webhook) and does not fit is suspended by the loop; when
+    quota frees up it is admitted and started again."""
+    env = kueue_clean
+    create_job(env, job_manifest(ns, "holder", "queue", {"cpu": "2"}))
+    wait_for("holder admitted", lambda: admitted(env, ns, "holder"))
+    create_job(env, job_manifest(ns, "eager", "queue", {"cpu": "2"}, suspend=False))
+    wait_for("eager suspended", lambda: job(env, ns, "eager")["spec"]["suspend"] is True)
+    assert not admitted(env, ns, "eager")
+    finish_job(env, ns, "holder")
+    wait_for("eager started once admitted", lambda: job(env, ns, "eager")["spec"]["suspend"] is False)
+    assert admitted(env, ns, "eager")

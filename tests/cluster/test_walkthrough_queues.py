@@ -44,6 +44,7 @@ FLAVOR = """
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
 metadata: {name: default-flavor}
+spec: {nodeLabels: {pool: research}}
 """
 
 
@@ -128,5 +129,8 @@ def test_cohort_borrowing_then_reclaim_with_preemption(kueue_clean: Envtest) -> 
     assert cond(victim, "QuotaReserved")["status"] == "False"
     assert cond(victim, "Requeued")["reason"] == "Preempted"
     assert "admission" not in victim["status"]
-    assert job(env, ns_a, "a-borrow")["spec"]["suspend"] is True
+    stopped = wait_for("victim's template restored", lambda: (j := job(env, ns_a, "a-borrow"))
+                       and not j["spec"]["template"]["spec"].get("nodeSelector") and j)
+    assert stopped["spec"]["suspend"] is True
+    assert job(env, ns_b, "b-reclaims")["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "research"}
     assert admitted(env, ns_a, "a-own")
