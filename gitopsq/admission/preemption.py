@@ -112,9 +112,18 @@ class ClassicalPreemption:
         return WHILE_BORROWING
 
     def _from_queue(self, p: Preemptor, cq: str, lca: QuotaNode | None, advantage: bool) -> list[_Candidate]:
+        pre = p.spec.preemption
+        policy = pre.within_cluster_queue if cq == p.spec.name else pre.reclaim_within_cohort
+        if policy == "Never":
+            return []
         out = []
+        priority, contested, protected = p.workload.priority, p.contested, self.protected
         for w in self.admitted.get(cq, {}).values():
-            if w.key in self.protected:
+            # Cheap filters first; `_variant` decides the rest.
+            if (policy == "LowerPriority" and w.priority >= priority) or w.key in protected:
+                continue
+            a = w.assignment
+            if a is None or not any(fr in a.usage for fr in contested):
                 continue
             variant = self._variant(p, w, advantage)
             if variant != NEVER:
