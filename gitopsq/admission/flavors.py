@@ -180,15 +180,15 @@ class _PodSetScan:
                 continue
             choice = _Choice(flavor, Mode.FIT, 0, [])
             severity = 0
-            for res in group.resources:
-                if res not in requests:
-                    continue
+            for res in sorted(r for r in group.resources if r in requests):
                 mode, borrow, sev = self._resource(flavor, res, requests[res])
                 severity = max(severity, sev)
                 if Mode.NO_FIT < mode < Mode.FIT:
                     choice.needs_preemption.append((flavor, res))
                 choice.mode = min(choice.mode, mode)
                 choice.borrow = max(choice.borrow, borrow)
+                if choice.mode == Mode.NO_FIT:
+                    break  # Kueue checks no further resource of a flavor that cannot fit
             least_severe = min(least_severe, severity)
             if _preferred(choice, best, ff):
                 best = choice
