@@ -153,7 +153,11 @@ class Simulation:
         engine = self.engine
         topo = engine.topology
         workloads = {}
-        for key in self.runs:
+        for key, run in self.runs.items():
+            if key not in engine.state.workloads:
+                workloads[key] = WorkloadFinal("Pending", reason="NotYetSubmitted",
+                                               message=f"submitted at t={run.trace.submit_at:g}s, after the horizon")
+                continue
             v = engine.view(key)
             workloads[key] = WorkloadFinal(v.state, v.cluster_queue if v.state != FINISHED else "", v.flavors,
                                            v.reason, v.message)

@@ -135,3 +135,10 @@ def test_cli_exit_codes(tmp_path: Path, expect: str, code: int) -> None:
     assert result.exit_code == code, result.output
     assert json.loads(result.stdout)["summary"]["finished"] == 2
     assert ("expectation failed" in result.stderr) is (code == 1)
+
+
+def test_workload_submitted_after_the_horizon_is_reported_pending() -> None:
+    """A workload whose submitAt lies beyond the horizon is listed as Pending, NotYetSubmitted."""
+    result = simulate(parse_scenario(TRACE + "horizon: 5\n", "s.yaml"))
+    final = result.workloads["ns/second"]
+    assert (final.state, final.reason) == ("Pending", "NotYetSubmitted")
