@@ -264,7 +264,7 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
         state.preempted_now.add(victim.key)
         state.evict(victim, now, kind="Preempted", reason=target.reason, message=message,
                     requeue_reason="Preempted")
-        state.status[victim.key] = Status(msg.WAITING_FOR_QUOTA, message)
+        state.status[victim.key] = Status(msg.PENDING_EVALUATION, msg.PENDING_EVALUATION_MESSAGE)
     return progress
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gitopsq.admission import messages as msg
@@ -89,17 +90,44 @@ def tournament(tree: QuotaTree, topology: Topology, entries: list[Entry]) -> Ite
         yield winner
 
 
-def _winner(tree: QuotaTree, topology: Topology, group: list[Entry]) -> Entry:
-    def key(e: Entry) -> tuple[object, ...]:
-        usage = e.nomination.usage if e.nomination else {}
-        levels: list[tuple[int, float]] = []
-        # Compare from the root downwards: the child of each cohort on the entry's path.
-        for node in reversed(_chain(tree.queues[e.spec.name])[:-1]):
-            borrows = any(node.borrowing_with(fr, v) for fr, v in usage.items())
-            levels.append((1 if borrows else 0, drs(node, topology, usage)))
-        return (0 if e.preemptor else 1, *levels, -e.w.priority, e.w.created, e.w.seq)
+@dataclass(slots=True)
+class _Contender:
+    """An entry with, from the root down, the node of its path below each cohort and that node's standing."""
 
-    return min(group, key=key)
+    entry: Entry
+    path: list[QuotaNode]
+    standing: list[tuple[int, float]]  # (would borrow, DRS including the entry's usage) per path node
+
+
+def _contender(tree: QuotaTree, topology: Topology, e: Entry) -> _Contender:
+    usage = e.nomination.usage if e.nomination else {}
+    path = list(reversed(_chain(tree.queues[e.spec.name])[:-1]))
+    standing = [(1 if any(n.borrowing_with(fr, v) for fr, v in usage.items()) else 0, drs(n, topology, usage))
+                for n in path]
+    return _Contender(e, path, standing)
+
+
+def _beats(a: _Contender, b: _Contender) -> bool:
+    """Whether ``a`` wins the tournament against ``b``: they meet at the cohort where their paths part."""
+    if a.entry.preemptor != b.entry.preemptor:
+        return a.entry.preemptor
+    for i in range(min(len(a.path), len(b.path))):
+        if a.path[i] is not b.path[i]:
+            if a.standing[i] != b.standing[i]:
+                return a.standing[i] < b.standing[i]
+            break
+    wa, wb = a.entry.w, b.entry.w
+    return (-wa.priority, wa.created, wa.seq) < (-wb.priority, wb.created, wb.seq)
+
+
+def _winner(tree: QuotaTree, topology: Topology, group: list[Entry]) -> Entry:
+    best: _Contender | None = None
+    for e in group:
+        c = _contender(tree, topology, e)
+        if best is None or _beats(c, best):
+            best = c
+    assert best is not None
+    return best.entry
 
 
 class FairPreemption(ClassicalPreemption):

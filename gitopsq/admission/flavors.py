@@ -187,8 +187,6 @@ class _PodSetScan:
                     choice.needs_preemption.append((flavor, res))
                 choice.mode = min(choice.mode, mode)
                 choice.borrow = max(choice.borrow, borrow)
-                if choice.mode == Mode.NO_FIT:
-                    break  # Kueue checks no further resource of a flavor that cannot fit
             least_severe = min(least_severe, severity)
             if _preferred(choice, best, ff):
                 best = choice
@@ -252,6 +250,8 @@ def assign_flavors(spec: QueueSpec, node: QuotaNode, shape: Shape, flavors: Mapp
         out_flavors.append((ps.name, FrozenMap(per_resource)))
         if ps_mode < Mode.FIT and scan.reasons:
             failures.append(msg.pod_set_failure(ps.name, scan.reasons))
+        if ps_mode == Mode.NO_FIT:
+            break  # Kueue stops at the first pod set that cannot be assigned
     if mode == Mode.FIT:
         return Nomination(mode, borrow, tuple(out_flavors), assigned, frozenset())
     reason = _severity_reason(severity) if mode < Mode.PREEMPT else msg.WAITING_FOR_QUOTA

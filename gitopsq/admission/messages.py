@@ -38,6 +38,7 @@ NO_LONGER_FITS: Final = "Workload no longer fits after processing another worklo
 OVERLAPPING_TARGETS: Final = "Workload has overlapping preemption targets with another workload"
 NAMESPACE_MISMATCH: Final = "workload namespace doesn't match ClusterQueue selector"
 FAILED_CHECKS: Final = "The workload has failed admission checks"
+PENDING_EVALUATION_MESSAGE: Final = "Workload is pending evaluation in the scheduling queue"
 CQ_STOPPED_EVICTION: Final = "The ClusterQueue is stopped"
 LQ_STOPPED_EVICTION: Final = "The LocalQueue is stopped"
 
