@@ -60,8 +60,8 @@ class RecordingSink:
 
 
 def test_transitions_are_audited(kueue_clean: Envtest) -> None:
-    """Admission, preemption, completion and re-admission each produce a well-formed admission.* record naming the workload,
-    its ClusterQueue and flavors."""
+    """Admission, preemption, completion and re-admission each produce a well-formed admission.* record, in
+    order, naming the workload, its ClusterQueue and flavors."""
     env = kueue_clean
     ns = env.new_namespace("audit")
     apply(env, QUEUES.format(ns=ns))
