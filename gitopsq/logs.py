@@ -39,5 +39,9 @@ def configure(*, json: bool, level: str = "info") -> None:
 
 
 def get(name: str) -> Any:
-    """A logger bound to a component name."""
-    return structlog.get_logger(name).bind(component=name)
+    """A logger bound to a component name.
+
+    The logger stays a lazy proxy until its first use, so module-level loggers follow `configure` even when
+    their module was imported before it ran (binding eagerly would freeze structlog's default, stdout, config).
+    """
+    return structlog.get_logger(name, component=name)
