@@ -42,6 +42,7 @@ class Entry:
     always_inadmissible: bool = False  # namespace mismatch: not retried even by StrictFIFO
     reserve: dict[FlavorResource, int] = field(default_factory=dict)
     preemptor: bool = False  # issued preemptions in the previous cycle: goes first (PrioritizePreemptorWorkloads)
+    generation: int = 0  # of the cohort tree when nominated (decides whether the flavor scan may resume)
 
     def order_key(self) -> tuple[int, int, int, float, int]:
         borrow = self.nomination.borrow if self.nomination else 0
@@ -130,19 +131,22 @@ def _nominate_shape(state: State, w: WorkloadInfo, spec: QueueSpec, shape: Shape
     pre = spec.preemption
     while_borrowing = (pre.borrow_within_cohort is not None and pre.borrow_within_cohort.policy != "Never") or (
         state.topology.settings.fair_sharing and pre.reclaim_within_cohort != "Never")
-    n = assign_flavors(spec, node, shape, state.topology.flavors, oracle, preempt_while_borrowing=while_borrowing)
+    generation = state.generation.get(state.root_of(spec.name), 0)
+    resume = w.last_tried if w.last_generation == generation else None
+    n = assign_flavors(spec, node, shape, state.topology.flavors, oracle, preempt_while_borrowing=while_borrowing,
+                       resume=resume)
     if n.mode == Mode.FIT:
-        return Entry(w, spec, FIT, n)
+        return Entry(w, spec, FIT, n, generation=generation)
     if n.mode >= Mode.NO_CANDIDATES:
         found = targets(dict(n.usage), n.needs_preemption) if n.mode >= Mode.PREEMPT else []
         if found:
             return Entry(w, spec, PREEMPT, n, list(found), msg.WAITING_FOR_PREEMPTED,
-                         msg.pending_preemption(n.message, len(found)))
-        entry = Entry(w, spec, NO_FIT, n, reason=msg.WAITING_FOR_QUOTA, message=n.message)
+                         msg.pending_preemption(n.message, len(found)), generation=generation)
+        entry = Entry(w, spec, NO_FIT, n, reason=msg.WAITING_FOR_QUOTA, message=n.message, generation=generation)
         if pre.reclaim_within_cohort != "Any":
             entry.reserve = _to_reserve(node, spec, n)
         return entry
-    return Entry(w, spec, NO_FIT, n, reason=n.reason, message=n.message)
+    return Entry(w, spec, NO_FIT, n, reason=n.reason, message=n.message, generation=generation)
 
 
 def _pop_head(state: State, spec: QueueSpec) -> tuple[WorkloadInfo | None, bool]:
@@ -211,6 +215,9 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
     progress = False
     for e in _ordered(state, entries):
         queue = state.queues[e.spec.name]
+        # Remember where the flavor scans stopped, for the next attempt (cleared again on admission).
+        e.w.last_tried = e.nomination.tried if e.nomination else None
+        e.w.last_generation = e.generation
         node = state.tree.queues[e.spec.name]
         if e.kind == NO_FIT:
             state.status[e.w.key] = Status(e.reason, e.message)
@@ -238,6 +245,7 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
         progress = True
         assignment = Assignment(e.spec.name, e.nomination.flavors, e.nomination.usage)
         if e.kind == FIT:
+            e.w.last_tried = None
             state.reserve(e.w, assignment, now, checks=e.spec.checks_for(assignment.flavors_used()))
             if fair:
                 # Look-ahead: the queue's next workload joins this cycle's tournament (docs/admission.md).

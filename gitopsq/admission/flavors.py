@@ -18,7 +18,7 @@ Modes are ordered from worst to best, so "better" is ``>``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 
 from gitopsq.admission import messages as msg
@@ -53,6 +53,8 @@ class Nomination:
     needs_preemption: frozenset[FlavorResource]
     reason: str = ""
     message: str = ""
+    # Per (pod set index, resource): the last flavor index the scan examined, -1 when it reached the last flavor.
+    tried: Mapping[tuple[int, str], int] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -147,6 +149,7 @@ class _PodSetScan:
         self.assigned = assigned
         self.reasons: list[str] = []
         self.severity = 0
+        self.attempted = -1
 
     def _resource(self, flavor: str, res: str, request: int) -> tuple[Mode, int, int]:
         """(mode, borrowing level, failure severity) of one resource in one flavor."""
@@ -168,11 +171,14 @@ class _PodSetScan:
             return mode, (after if mode > Mode.NO_CANDIDATES else borrow), msg.SEVERITY[msg.WAITING_FOR_QUOTA]
         return Mode.NO_FIT, borrow, msg.SEVERITY[msg.WAITING_FOR_QUOTA]
 
-    def group(self, ps: PodSetShape, group: Group, requests: Mapping[str, int]) -> _Choice:
+    def group(self, ps: PodSetShape, group: Group, requests: Mapping[str, int], start: int = 0) -> _Choice:
+        """Scan the group's flavors from ``start`` (Kueue resumes where the previous attempt stopped)."""
         best: _Choice | None = None
         least_severe = 99
         ff = self.spec.fungibility
-        for flavor in group.flavors:
+        self.attempted = start - 1
+        for flavor in group.flavors[start:]:
+            self.attempted += 1
             mismatch = structural_mismatch(ps, self.flavors.get(flavor), flavor)
             if mismatch:
                 self.reasons.append(mismatch)
@@ -207,15 +213,21 @@ def _severity_reason(severity: int) -> str:
 
 
 def assign_flavors(spec: QueueSpec, node: QuotaNode, shape: Shape, flavors: Mapping[str, m.ResourceFlavor],
-                   oracle: Oracle, *, preempt_while_borrowing: bool) -> Nomination:
-    """Choose flavors for every pod set of ``shape`` in the ClusterQueue ``spec`` (see the module docstring)."""
+                   oracle: Oracle, *, preempt_while_borrowing: bool,
+                   resume: Mapping[tuple[int, str], int] | None = None) -> Nomination:
+    """Choose flavors for every pod set of ``shape`` in the ClusterQueue ``spec`` (see the module docstring).
+
+    ``resume`` is the previous attempt's `Nomination.tried`: each group's scan starts after the flavor where
+    that attempt stopped (Kueue's ``LastAssignment``), unless the caller found it outdated.
+    """
+    tried: dict[tuple[int, str], int] = {}
     assigned: dict[FlavorResource, int] = {}
     covers_pods = "pods" in spec.group_of
     mode, borrow, severity = Mode.FIT, 0, 0
     needs: list[FlavorResource] = []
     out_flavors: list[tuple[str, FrozenMap[str, str]]] = []
     failures: list[str] = []
-    for ps in shape.pod_sets:
+    for ps_index, ps in enumerate(shape.pod_sets):
         requests = dict(ps.totals)
         if covers_pods:
             requests["pods"] = ps.count * 1000
@@ -235,7 +247,12 @@ def assign_flavors(spec: QueueSpec, node: QuotaNode, shape: Shape, flavors: Mapp
                 groups.append(gi)
         for gi in sorted(groups):
             group = spec.groups[gi]
-            choice = scan.group(ps, group, requests)
+            requested = [r for r in group.resources if r in requests]
+            start = (resume or {}).get((ps_index, requested[0]), -1) + 1 if requested else 0
+            choice = scan.group(ps, group, requests, start if start < len(group.flavors) else 0)
+            last = -1 if scan.attempted >= len(group.flavors) - 1 else scan.attempted
+            for res in requested:
+                tried[(ps_index, res)] = last
             ps_mode = min(ps_mode, choice.mode)
             borrow = max(borrow, choice.borrow)
             needs.extend(choice.needs_preemption)
@@ -253,6 +270,7 @@ def assign_flavors(spec: QueueSpec, node: QuotaNode, shape: Shape, flavors: Mapp
         if ps_mode == Mode.NO_FIT:
             break  # Kueue stops at the first pod set that cannot be assigned
     if mode == Mode.FIT:
-        return Nomination(mode, borrow, tuple(out_flavors), assigned, frozenset())
+        return Nomination(mode, borrow, tuple(out_flavors), assigned, frozenset(), tried=tried)
     reason = _severity_reason(severity) if mode < Mode.PREEMPT else msg.WAITING_FOR_QUOTA
-    return Nomination(mode, borrow, tuple(out_flavors), assigned, frozenset(needs), reason, "; ".join(failures))
+    return Nomination(mode, borrow, tuple(out_flavors), assigned, frozenset(needs), reason, "; ".join(failures),
+                      tried)

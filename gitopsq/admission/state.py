@@ -55,6 +55,7 @@ class State:
         self.preempted_now: set[str] = set()  # evicted by preemption in the instant being settled
         self.dirty_roots: set[str] = set()  # root nodes whose capacity was released since the last requeue
         self.members: dict[str, list[str]] = {}  # root node -> ClusterQueues below it
+        self.generation: dict[str, int] = {}  # root node -> bumped whenever a workload leaves one of its queues
         for name in tree.queues:
             self.members.setdefault(self.root_of(name), []).append(name)
 
@@ -89,7 +90,9 @@ class State:
         w.reserved_at = None
         w.admitted = False
         w.checks = {}
-        self.dirty_roots.add(self.root_of(a.cluster_queue))
+        root = self.root_of(a.cluster_queue)
+        self.dirty_roots.add(root)
+        self.generation[root] = self.generation.get(root, 0) + 1
         return a.cluster_queue
 
     def evict(self, w: WorkloadInfo, now: float, *, kind: str, reason: str, message: str,

@@ -97,6 +97,8 @@ class WorkloadInfo:
         "cluster_queue",
         "created",
         "key",
+        "last_generation",
+        "last_tried",
         "namespace",
         "priority",
         "queue",
@@ -119,6 +121,9 @@ class WorkloadInfo:
         self.checks: dict[str, str] = {}  # admission check -> Pending | Ready | Retry | Rejected
         self.admitted = False
         self.cluster_queue: str | None = None  # resolved through the LocalQueue
+        # Kueue's LastAssignment: where each flavor scan stopped, valid while the cohort tree's generation holds.
+        self.last_tried: Mapping[tuple[int, str], int] | None = None
+        self.last_generation = 0
 
     def __repr__(self) -> str:
         return f"WorkloadInfo({self.key})"
