@@ -224,8 +224,10 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
             if e.reserve:
                 quota.add_all(node, e.reserve)
                 held.append((node, e.reserve))
-            if queue.strict and not e.always_inadmissible:
-                queue.push(e.w)
+            untried = e.nomination is not None and any(i != -1 for i in e.nomination.tried.values())
+            if (queue.strict or untried) and not e.always_inadmissible:
+                queue.push(e.w)  # StrictFIFO keeps its head; flavors left untried get the next cycle
+                progress = progress or untried
             else:
                 queue.park(e.w)
                 if not e.always_inadmissible and not queue.strict:
