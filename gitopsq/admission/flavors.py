@@ -130,7 +130,10 @@ def _preferred(a: _Choice, b: _Choice | None, ff: m.FlavorFungibility) -> bool:
         return True
     if a.mode <= Mode.NO_CANDIDATES or b.mode <= Mode.NO_CANDIDATES:
         return a.mode > b.mode
-    if ff.preference == "PreemptionOverBorrowing":
+    # Without an explicit preference Kueue derives one: whenCanBorrow=TryNextFlavor means "avoid borrowing"
+    # (compare borrowing first), otherwise compare the preemption mode first.
+    if ff.preference == "PreemptionOverBorrowing" or (
+            ff.preference is None and ff.when_can_borrow == "TryNextFlavor"):
         if a.borrow != b.borrow:
             return a.borrow < b.borrow
         return a.mode > b.mode
