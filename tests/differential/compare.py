@@ -5,7 +5,7 @@ its ClusterQueue and flavors, for a pending one its reason and message, and for 
 reasons it was preempted with (empty: never preempted). Event times, counts and utilisation are not compared:
 Kueue's come from a real clock. Messages are compared with their "; "-joined pod set parts sorted: Kueue lists
 pod sets in map order, which varies between cycles; and a message Kueue kept alternating while everything else
-stood still (`messagesSeen`, a StrictFIFO head under flavor scan progress) is not compared.
+stood still (`messagesSeen`, a StrictFIFO head under flavor scan progress) is not compared, nor its reason.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class Outcome:
     reason: str
     message: str
     preempted: frozenset[str]
-    message_unsettled: bool = False  # Kueue kept alternating messages: not compared
+    message_unsettled: bool = False  # Kueue kept alternating reasons/messages: neither is compared
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +70,11 @@ def differences(kueue: dict[str, Any], gitopsq: dict[str, Any], *, messages: boo
             diffs.append(Difference(k, "presence", a is not None, b is not None))
             continue
         compare_message = messages and not (a.message_unsettled or b.message_unsettled)
-        fields = ["state", "cluster_queue", "flavors", "reason", "preempted"] + (["message"] if compare_message else [])
+        fields = ["state", "cluster_queue", "flavors", "preempted"]
+        if not (a.message_unsettled or b.message_unsettled):
+            fields.append("reason")
+        if compare_message:
+            fields.append("message")
         for name in fields:
             x, y = getattr(a, name), getattr(b, name)
             if x != y:

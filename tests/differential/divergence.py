@@ -37,9 +37,9 @@ def kueue_expectations(kueue: dict[str, Any], scenario: dict[str, Any] | None = 
             expect.setdefault(kind, {})[k] = {"clusterQueue": o.cluster_queue,
                                               "flavors": {ps: dict(per) for ps, per in o.flavors}}
         elif o.state == "Pending":
-            entry = {"reason": o.reason}
+            entry = {}
             if not o.message_unsettled:
-                entry["message"] = _in_spec_order(raw[k].get("message", ""), order.get(k, []))
+                entry = {"reason": o.reason, "message": _in_spec_order(raw[k].get("message", ""), order.get(k, []))}
             expect.setdefault("pending", {})[k] = entry
         else:
             expect.setdefault("finished", {})[k] = {}

@@ -73,20 +73,23 @@ def normal_message(message: str) -> str:
 
 
 def signature(obj: dict[str, Any]) -> tuple[Any, ...]:
-    """What a Workload's status says, apart from its pending message: a StrictFIFO head that Kueue retries every
-    cycle can alternate between messages for ever (flavor scan progress resumes at another flavor each time)."""
-    c = condition(obj, "QuotaReserved") or {}
+    """What a Workload's status says, apart from why it is pending: a StrictFIFO head that Kueue retries every
+    cycle can alternate reasons and messages for ever (flavor scan progress resumes at another flavor)."""
     return (state(obj), cluster_queue(obj), tuple(sorted((k, tuple(v.items())) for k, v in flavors(obj).items())),
-            c.get("reason"), is_true(obj, "Evicted"), is_true(obj, "Preempted"))
+            condition(obj, "QuotaReserved") is not None, is_true(obj, "Evicted"), is_true(obj, "Preempted"))
 
 
 def message(obj: dict[str, Any]) -> str:
+    """The pending reason and message, as one string (empty when not pending)."""
     c = condition(obj, "QuotaReserved") or {}
-    return normal_message(str(c.get("message", ""))) if c.get("status") == "False" else ""
+    if c.get("status") != "False":
+        return ""
+    return f"{c.get('reason', '')}: {normal_message(str(c.get('message', '')))}"
 
 
 def final_workload(obj: dict[str, Any], messages_seen: set[str] | None = None) -> dict[str, Any]:
-    """The contract's `final` entry; ``messagesSeen`` lists them when Kueue kept changing the message."""
+    """The contract's `final` entry; ``messagesSeen`` lists "reason: message" pairs when Kueue kept changing
+    them while nothing else changed."""
     s = state(obj)
     out: dict[str, Any] = {"state": s}
     if s in ("Admitted", "QuotaReserved"):
