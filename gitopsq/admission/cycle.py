@@ -225,6 +225,12 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
                 quota.add_all(node, e.reserve)
                 held.append((node, e.reserve))
             untried = e.nomination is not None and any(i != -1 for i in e.nomination.tried.values())
+            if untried:
+                # Scans of several groups or pod sets can take turns without ever all reaching their last
+                # flavor; within one instant, one retry per flavor of the widest group is enough.
+                retries = state.untried_retries.get(e.w.key, 0)
+                untried = retries < max((len(g.flavors) for g in e.spec.groups), default=0)
+                state.untried_retries[e.w.key] = retries + 1
             if (queue.strict or untried) and not e.always_inadmissible:
                 queue.push(e.w)  # StrictFIFO keeps its head; flavors left untried get the next cycle
                 progress = progress or untried
@@ -281,6 +287,7 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
 def settle(state: State, now: float) -> None:
     """Run cycles at ``now`` until nothing changes (module docstring)."""
     state.preempted_now = set()
+    state.untried_retries = {}
     state.requeue_released()
     for _ in range(MAX_CYCLES_PER_INSTANT):
         heads, parked = _heads(state)
@@ -290,3 +297,4 @@ def settle(state: State, now: float) -> None:
             return
         if not progress:
             return
+    state.unsettled.append(now)  # the guard stopped this instant: a bug to report, never silent

@@ -53,6 +53,8 @@ class State:
         self.events: list[Event] = []
         self.preemptors: set[str] = set()  # workloads whose victims were evicted in the last cycle
         self.preempted_now: set[str] = set()  # evicted by preemption in the instant being settled
+        self.untried_retries: dict[str, int] = {}  # immediate retries for untried flavors in this instant
+        self.unsettled: list[float] = []  # instants the cycle guard had to stop (expected to stay empty)
         self.dirty_roots: set[str] = set()  # root nodes whose capacity was released since the last requeue
         self.members: dict[str, list[str]] = {}  # root node -> ClusterQueues below it
         self.generation: dict[str, int] = {}  # root node -> bumped whenever a workload leaves one of its queues

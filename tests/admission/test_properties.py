@@ -76,7 +76,7 @@ def _check_quota(engine: Engine) -> None:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_engine_never_raises_and_respects_quota(scenario: Scenario) -> None:
-    """On any well-formed scenario: no exception, quota never exceeded, every workload ends in a known state."""
+    """On any well-formed scenario: no exception, every instant settles, quota never exceeded, known end states."""
     sim = Simulation(scenario)
     original = sim.engine.schedule
 
@@ -86,6 +86,7 @@ def test_engine_never_raises_and_respects_quota(scenario: Scenario) -> None:
 
     sim.engine.schedule = checked  # type: ignore[method-assign]
     result = sim.run()
+    assert sim.engine.state.unsettled == []
     for key, final in result.workloads.items():
         assert final.state in STATES, key
         if final.state == "Pending":
