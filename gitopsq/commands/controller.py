@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from gitopsq.errors import UsageError
+from gitopsq.errors import GitopsqError, UsageError
 
 
 @click.command(name="controller")
@@ -106,7 +106,10 @@ def command(*, repo: str, branch: str, interval: str, drift_interval: str, kubec
             return contact is not None and time.monotonic() - contact < 3 * lease.lease_duration
         return loop.stats.passes > 0 and loop.stats.last_success is not None
 
-    http = HttpEndpoints(health_addr, ready=ready, webhook=webhook)
+    try:
+        http = HttpEndpoints(health_addr, ready=ready, webhook=webhook)
+    except (OSError, ValueError) as err:
+        raise UsageError(f"cannot listen on --health-addr {health_addr}: {err}") from err
     http.start()
 
     def on_signal(signum: int, _: Any) -> None:
@@ -116,7 +119,10 @@ def command(*, repo: str, branch: str, interval: str, drift_interval: str, kubec
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     if elector is not None:
-        elector.ensure_namespace()
+        try:
+            elector.ensure_namespace()
+        except GitopsqError as err:  # the API may be down at start: the elector keeps trying
+            log.warning("cannot ensure the lease namespace yet", error=str(err))
     log.info("controller started", repo=source.display, branch=branch, interval=poll, health=http.port,
              leader_election=leader_elect, identity=lease.identity)
     try:
