@@ -168,7 +168,7 @@ class FairPreemption(ClassicalPreemption):
             for round_no, strategy in enumerate(self.topology.settings.preemption_strategies):
                 pool = {cq: list(ws) for cq, ws in candidates.items()}
                 while pool and not fits:
-                    cq = max(sorted(pool), key=lambda n: drs(self.tree.queues[n], self.topology))
+                    cq = self._next_target(node.root(), pool)
                     w = pool[cq].pop(0)
                     if not pool[cq]:
                         del pool[cq]
@@ -203,6 +203,20 @@ class FairPreemption(ClassicalPreemption):
             self._add(t.workload)
         order = {id(t): i for i, t in enumerate(chosen)}
         return sorted(kept, key=lambda t: order[id(t)])
+
+    def _next_target(self, top: QuotaNode, pool: Mapping[str, list[WorkloadInfo]]) -> str:
+        """The ClusterQueue to take the next victim from: from the root down, the child with the highest share
+        among those holding candidates (Kueue's fair-sharing target ordering), ties by name."""
+        node = top
+        while node.is_cohort:
+            children = [c for c in (*node.child_cohorts, *node.child_queues) if self._holds(c, pool)]
+            node = max(sorted(children, key=lambda c: c.name), key=lambda c: drs(c, self.topology))
+        return node.name
+
+    def _holds(self, node: QuotaNode, pool: Mapping[str, list[WorkloadInfo]]) -> bool:
+        if not node.is_cohort:
+            return node.name in pool
+        return any(self._holds(c, pool) for c in (*node.child_cohorts, *node.child_queues))
 
     def _judge(self, p: Preemptor, node: QuotaNode, w: WorkloadInfo, strategy: str) -> str | None:
         """The preemption reason if ``w`` may go (incoming usage already added to ``node``), else None."""
