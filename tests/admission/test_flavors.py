@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from gitopsq.admission import cycle
 from gitopsq.api import model as m
 
 from .builders import Sim, cq, flavor, lq, one, pod_sets
@@ -113,3 +114,43 @@ def test_when_can_preempt(fungibility: dict[str, str] | None, expected_state: st
     else:
         assert sim.flavors("ns/high") == {"main": {"cpu": "spot"}}
         assert preempted == []
+
+
+def test_try_next_flavor_on_borrow_prefers_preemption_without_borrowing() -> None:
+    """Without a preference, whenCanBorrow=TryNextFlavor ranks a no-borrowing flavor that needs preemption first."""
+    sim = Sim(flavor("on-demand"), flavor("spot"),
+              cq("cq", cohort="co", quotas={"on-demand": {"cpu": "0"}, "spot": {"cpu": "2"}},
+                 fungibility={"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "MayStopSearch"},
+                 preemption={"withinClusterQueue": "LowerPriority"}),
+              cq("lender", cohort="co", quotas={"on-demand": {"cpu": "8"}, "spot": {"cpu": "0"}}),
+              lq("ns", "q", "cq"))
+    sim.running("ns/low", "q", one("2"), cq="cq", flavor="spot", priority=0)
+    sim.submit("ns/high", "q", one("2"), priority=10)
+    events = sim.schedule()
+    assert ("Preempted", "ns/low", "InClusterQueue") in events
+    assert sim.flavors("ns/high") == {"main": {"cpu": "spot"}}
+
+
+def test_assignment_stops_at_the_first_pod_set_that_cannot_be_assigned() -> None:
+    """The message names pod sets only up to the first that cannot be assigned, as Kueue's does."""
+    sim = _sim(flavor("spot"), quotas={"spot": {"cpu": "8"}})
+    sim.submit("ns/w", "q", pod_sets(("driver", 1, {"cpu": "9"}), ("workers", 1, {"cpu": "9"})))
+    sim.schedule()
+    message = sim.why("ns/w")[1]
+    assert message.startswith("couldn't assign flavors to pod set driver:") and "workers" not in message
+
+
+@pytest.mark.parametrize(("generation_moved", "expected"), [
+    pytest.param(False, "spot", id="resumes-after-the-last-tried-flavor"),
+    pytest.param(True, "on-demand", id="starts-over-once-capacity-changed"),
+])
+def test_flavor_scan_resumes_after_the_flavor_of_the_failed_attempt(generation_moved: bool, expected: str) -> None:
+    """A retried workload scans from the flavor after the one its last attempt stopped at, unless outdated."""
+    sim = _sim(flavor("on-demand"), flavor("spot"))
+    sim.submit("ns/w", "q", one("1"))
+    w = sim.engine.state.workloads["ns/w"]
+    w.last_tried = {(0, "cpu"): 0}
+    w.last_generation = -1 if generation_moved else 0
+    entry = cycle.nominate(sim.engine.state, w, sim.engine.topology.queues["cq"])
+    assert entry.nomination is not None
+    assert dict(entry.nomination.flavors)["main"] == {"cpu": expected}
