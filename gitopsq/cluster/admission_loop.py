@@ -3,9 +3,10 @@
 One pass, run whenever the watch cache changes (and at least every ``resync`` seconds):
 1. the job reconciler (jobs.py) creates Workloads, marks them Finished, stops evicted jobs and starts
    admitted ones;
-2. the admission pass rebuilds the engine from the cache — admitted Workloads are the source of truth for
-   usage, so a restart loses nothing — settles ``now`` and writes what changed: evictions first, then, only
-   in quota trees where nothing was evicted this pass, admissions; then pending reasons whose reason changed;
+2. the admission pass (admission_pass.py) rebuilds the engine from the cache — admitted Workloads are the
+   source of truth for usage, so a restart loses nothing — settles ``now`` and writes what changed:
+   evictions first, then, only in quota trees where nothing was evicted this pass, admissions (about a
+   second of the budget per pass); then the pending reasons of queue heads whose reason changed;
 3. ClusterQueue and LocalQueue status (queue_status.py).
 Quota held by an evicted Workload is released only once its job has stopped (jobs.py), and a preemptor is
 admitted in a later pass than its victims' eviction, so a crash anywhere can neither double-admit nor leak
@@ -14,367 +15,32 @@ quota: the next pass recomputes from what the API server holds.
 
 from __future__ import annotations
 
-import functools
-import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from gitopsq import logs
-from gitopsq.admission.engine import ADMITTED as V_ADMITTED
-from gitopsq.admission.engine import PENDING as V_PENDING
-from gitopsq.admission.engine import QUOTA_RESERVED as V_RESERVED
-from gitopsq.admission.engine import Engine
-from gitopsq.admission.topology import Settings, Topology
-from gitopsq.cluster.cache import TOPOLOGY, Cache, Client, TokenBucket
-from gitopsq.cluster.integrations import INTEGRATIONS
-from gitopsq.cluster.jobs import JobReconciler
-from gitopsq.cluster.kube import ClusterConflict, ClusterNotFound
-from gitopsq.cluster.queue_status import QueueStatusWriter
-from gitopsq.cluster.workloads import (
-    ADMITTED,
-    EVICTING,
-    FINISHED,
-    PENDING,
-    EventRecorder,
-    LiveWorkload,
-    Writer,
-    admission_status,
-    condition,
-    read_workload,
-    set_condition,
-    topology_of,
+from gitopsq.cluster.admission_pass import (
+    FAULT_ENV,
+    AdmissionPass,
+    Decisions,
+    LoopOptions,
+    decide,
+    fault,
+    heads,
 )
+from gitopsq.cluster.cache import Cache, Client, TokenBucket
+from gitopsq.cluster.jobs import JobReconciler
+from gitopsq.cluster.queue_status import QueueStatusWriter
+from gitopsq.cluster.workloads import EventRecorder, Writer
 from gitopsq.errors import ClusterError
 
 
 def _log() -> Any:
     """Looked up at use, so that the configuration `logs.configure` sets later applies."""
     return logs.get("admission")
-
-
-FAULT_ENV = "GITOPSQ_FAULT"  # test hook: SIGKILL this process at the named point (docs/admission-loop.md)
-
-
-def fault(point: str) -> None:
-    """Die at once (SIGKILL, no cleanup) when $GITOPSQ_FAULT names ``point``: crash-safety tests."""
-    if os.environ.get(FAULT_ENV) == point:
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-@dataclass(frozen=True, slots=True)
-class LoopOptions:
-    qps: float = 50.0
-    burst: int = 100
-    resync: float = 10.0  # seconds between passes when nothing changes
-    message_refresh: float = 60.0  # a pending message whose reason is unchanged is rewritten at most this often
-    queue_status_interval: float = 5.0  # a queue's status is written at most this often
-    write_workers: int = 8  # concurrent status writes within a pass
-    queue_status_share: float = 0.1  # fraction of qps that queue status writes may use
-    pending_share: float = 0.25  # fraction of qps for pending reasons while admissions are being written
-    settings: Settings = field(default_factory=Settings)
-    events: bool = True
-
-
-@dataclass(slots=True)
-class Decisions:
-    admit: dict[str, tuple[str, Mapping[str, Mapping[str, str]], tuple[str, ...]]] = field(default_factory=dict)
-    evict: dict[str, tuple[str, str, str, str]] = field(default_factory=dict)  # type, reason, message, by CQ
-    pending: dict[str, tuple[str, str]] = field(default_factory=dict)
-    deferred: int = 0
-
-
-def decide(topology: Topology, live: Mapping[str, LiveWorkload], now: float) -> Decisions:
-    """The adapter over the admission core: restore admitted work, queue pending work, settle ``now``."""
-    engine = Engine(topology)
-    for w in sorted(live.values(), key=lambda x: (x.created, x.key)):
-        if w.state not in (ADMITTED, EVICTING, PENDING):
-            continue
-        if w.state != PENDING and w.cluster_queue not in topology.queues:
-            continue  # its ClusterQueue is gone: nothing to account the usage against
-        priority = w.priority if w.priority is not None else engine.priority_of(None, w.priority_class)
-        engine.submit(key=w.key, namespace=w.namespace, queue=w.queue, priority=priority, created=w.created,
-                      pod_sets=w.pod_sets)
-        if w.state != PENDING and w.cluster_queue is not None:
-            engine.restore(w.key, cluster_queue=w.cluster_queue, flavors=w.flavors, at=w.reserved_at)
-    engine.schedule(now)
-    out = Decisions()
-    blocked: set[str] = set()
-    preemptor_cq: dict[str, str] = {}
-    for e in engine.take_events():
-        if e.type not in ("Preempted", "Evicted") or live[e.workload].state == PENDING:
-            continue
-        blocked.add(engine.state.root_of(e.cluster_queue))
-        if live[e.workload].state == ADMITTED and e.workload not in out.evict:
-            out.evict[e.workload] = (e.type, e.reason, _with_uids(e.message, live), preemptor_cq.get(e.workload, ""))
-    for key, w in live.items():
-        if w.state != PENDING:
-            continue
-        v = engine.view(key)
-        if v.state in (V_ADMITTED, V_RESERVED):
-            if engine.state.root_of(v.cluster_queue) in blocked:
-                out.deferred += 1
-                continue
-            flavors = {ps: dict(per) for ps, per in v.flavors}
-            checks = engine.state.workloads[key].checks
-            out.admit[key] = (v.cluster_queue, flavors, tuple(sorted(checks)))
-        elif v.state == V_PENDING:
-            out.pending[key] = (v.reason, v.message)
-    return out
-
-
-def _with_uids(message: str, live: Mapping[str, LiveWorkload]) -> str:
-    """The engine names the preemptor by key; the API shows its UID and its job's UID, as Kueue does."""
-    start = message.find("(UID: ")
-    end = message.find(", JobUID: UNKNOWN)")
-    if start < 0 or end < 0:
-        return message
-    key = message[start + 6:end]
-    w = live.get(key)
-    if w is None:
-        return message
-    job_uid = ((w.raw.get("metadata") or {}).get("labels") or {}).get("kueue.x-k8s.io/job-uid", "UNKNOWN")
-    return f"{message[:start]}(UID: {w.uid}, JobUID: {job_uid}){message[end + len(', JobUID: UNKNOWN)'):]}"
-
-
-def _checks_all_ready(raw: Mapping[str, Any]) -> bool:
-    checks = (raw.get("status") or {}).get("admissionChecks") or ()
-    return bool(checks) and all(c.get("state") == "Ready" for c in checks)
-
-
-def _admitted(raw: Mapping[str, Any]) -> bool:
-    c = condition(raw, "Admitted")
-    return c is not None and c.get("status") == "True"
-
-
-def _owned_by_job(w: LiveWorkload) -> bool:
-    kinds = {i.kind for i in INTEGRATIONS}
-    return any(r.get("controller") and r.get("kind") in kinds for r in (w.raw.get("metadata") or {}).get(
-        "ownerReferences") or ())
-
-
-class AdmissionPass:
-    """Step 2 of the module docstring, with its bookkeeping (last message writes, metrics hooks)."""
-
-    def __init__(self, cache: Cache, writer: Writer, options: LoopOptions, metrics: Any = None, *,
-                 clock: Callable[[], float] = time.time, audit: Any = None) -> None:
-        self.cache, self.writer, self.options, self.metrics, self.clock = cache, writer, options, metrics, clock
-        self.audit = audit  # gitopsq.audit AuditSink, or None
-        self._topology: Topology | None = None
-        self._topology_generation: tuple[int, ...] = ()
-        self._message_written: dict[str, float] = {}
-        self._running: set[str] = set()
-        self.last: Decisions = Decisions()
-        self.reasons: list[tuple[str, str]] = []
-        self.backlog = 0  # pending reasons left for the next pass
-        share = max(1.0, options.qps * options.pending_share)
-        self._pending_bucket = TokenBucket(share, max(1, int(options.qps)))
-        self._pool = ThreadPoolExecutor(max_workers=options.write_workers, thread_name_prefix="admission-write")
-
-    def topology(self) -> Topology:
-        generation = self.cache.generation(TOPOLOGY)
-        if self._topology is None or generation != self._topology_generation:
-            self._topology = topology_of(_with_kinds(self.cache), self.options.settings)
-            self._topology_generation = generation
-        return self._topology
-
-    def run(self) -> Decisions:
-        now = self.clock()
-        started = time.monotonic()
-        topology = self.topology()
-        live = {w.key: w for w in map(read_workload, self.cache.items("workloads")) if w is not None}
-        for key, w in live.items():  # finished since the last pass: recorded before what the freed quota allows
-            if w.state == FINISHED and key in self._running:
-                if self.metrics is not None:
-                    self.metrics.workload_finished(w)
-                self._audit("finished", w, w.cluster_queue or "", w.flavors, now, reason="Finished")
-        decisions = decide(topology, live, now)
-        for key, (kind, reason, message, _) in sorted(decisions.evict.items()):
-            self._evict(live[key], kind, reason, message, now)
-        if decisions.evict:
-            fault("after-preempt")
-        admissions = [functools.partial(self._admit, live[key], cq, flavors, checks, now)
-                      for key, (cq, flavors, checks) in sorted(decisions.admit.items())]
-        if os.environ.get(FAULT_ENV) == "after-reserve" and admissions:
-            admissions[0]()
-            fault("after-reserve")
-        self._parallel(admissions)
-        self._parallel([functools.partial(self._checks_ready, w, now) for w in live.values()
-                        if w.state == ADMITTED and _checks_all_ready(w.raw) and not _admitted(w.raw)])
-        # Pending reasons wait behind admissions: while admissions flow they get only their share of the
-        # request budget (the rest waits for later passes); when nothing is admitted they may use all of it.
-        pending = [functools.partial(self._pending, live[key], reason, message, now)
-                   for key, (reason, message) in sorted(decisions.pending.items(),
-                                                        key=lambda kv: (live[kv[0]].created, kv[0]))
-                   if self._pending_due(live[key], reason, message, now)]
-        budget = max(10, int(self.options.qps))
-        if decisions.admit or decisions.deferred:
-            budget = 0
-            while budget < len(pending) and self._pending_bucket.try_take():
-                budget += 1
-        self._parallel(pending[:budget])
-        self.backlog = len(pending) - min(len(pending), budget)
-        self.reasons = []
-        for key, (reason, _) in decisions.pending.items():
-            lq = topology.local_queues.get((live[key].namespace, live[key].queue))
-            self.reasons.append((lq.cluster_queue if lq else "", reason))
-        self._running = {k for k, w in live.items() if w.state in (ADMITTED, EVICTING)} | set(decisions.admit)
-        if self.metrics is not None:
-            self.metrics.attempt(len(decisions.admit), len(decisions.pending), time.monotonic() - started)
-        self.last = decisions
-        return decisions
-
-    def _audit(self, transition: str, w: LiveWorkload, cq: str, flavors: Mapping[str, Mapping[str, str]],
-               now: float, *, reason: str = "", message: str = "", times: Mapping[str, float] | None = None) -> None:
-        """One ``admission.*`` record, durable in the audit WAL before the pass goes on (when auditing is on)."""
-        if self.audit is None:
-            return
-        from datetime import UTC, datetime
-
-        from gitopsq.audit import records
-        from gitopsq.errors import AuditError
-
-        def at(t: float) -> datetime:
-            return datetime.fromtimestamp(t, UTC)
-
-        try:
-            self.audit.record(records.admission(
-                transition, time=at(now), workload=records.WorkloadRef(w.namespace, w.name, w.uid or None),
-                cluster_queue=cq, flavors=flavors, reason=reason, message=message, local_queue=w.queue,
-                priority=w.priority, times={k: at(v) for k, v in (times or {"created": w.created}).items()}))
-        except AuditError as err:
-            _log().warning("audit record not written", workload=w.key, transition=transition, error=str(err))
-
-    def _parallel(self, calls: Sequence[Callable[[], None]]) -> None:
-        """Run independent status writes concurrently; the client's token bucket still bounds the rate."""
-        if len(calls) <= 1:
-            for call in calls:
-                call()
-            return
-        for future in [self._pool.submit(call) for call in calls]:
-            future.result()
-
-    def _write(self, w: LiveWorkload, status: dict[str, Any]) -> bool:
-        try:
-            self.writer.workload_status(w.raw, status)
-            return True
-        except ClusterConflict:
-            _log().debug("workload changed under us; recomputing next pass", workload=w.key)
-        except ClusterNotFound:
-            self.cache.forget("workloads", w.key)
-        except ClusterError as err:
-            _log().warning("workload status not written", workload=w.key, error=str(err))
-        return False
-
-    def _conditions(self, w: LiveWorkload) -> list[dict[str, Any]]:
-        return [dict(c) for c in (w.raw.get("status") or {}).get("conditions") or ()]
-
-    def _evict(self, w: LiveWorkload, kind: str, reason: str, message: str, now: float) -> None:
-        conds = self._conditions(w)
-        status: dict[str, Any] = {"conditions": conds}
-        set_condition(conds, "Evicted", "True", "Preempted" if kind == "Preempted" else reason, message, now)
-        if kind == "Preempted":
-            set_condition(conds, "Preempted", "True", reason, message, now)
-        if not _owned_by_job(w):  # nothing to stop: the quota goes back at once
-            status["admission"] = None
-            set_condition(conds, "QuotaReserved", "False", "Pending", message, now)
-            set_condition(conds, "Admitted", "False", "NoReservation", "The workload has no reservation", now)
-            set_condition(conds, "Requeued", "True", "Preempted" if kind == "Preempted" else reason, message, now)
-        if self._write(w, status):
-            self.writer.event(w.raw, "Workload", "Preempted" if kind == "Preempted" else "Evicted", message)
-            self._audit("preempted" if kind == "Preempted" else "evicted", w, w.cluster_queue or "", w.flavors, now,
-                        reason=reason, message=message, times={"created": w.created, "evicted": now})
-            if self.metrics is not None:
-                self.metrics.evicted(w, kind, reason, message)
-
-    def _admit(self, w: LiveWorkload, cq: str, flavors: Mapping[str, Mapping[str, str]], checks: tuple[str, ...],
-               now: float) -> None:
-        conds = self._conditions(w)
-        status: dict[str, Any] = {"admission": admission_status(cq, w.pod_sets, flavors), "conditions": conds}
-        set_condition(conds, "QuotaReserved", "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cq}", now)
-        for kind in ("Evicted", "Preempted"):
-            old = condition(w.raw, kind)
-            if old is not None and old.get("status") == "True":
-                set_condition(conds, kind, "False", "QuotaReserved", f"Previously: {old.get('message', '')}", now)
-        if checks:
-            status["admissionChecks"] = [{"name": c, "state": "Pending", "message": "",
-                                          "lastTransitionTime": _iso(now)} for c in checks]
-            set_condition(conds, "Admitted", "False", "UnsatisfiedAdmissionChecks",
-                          "The workload has not all checks ready", now)
-        else:
-            set_condition(conds, "Admitted", "True", "Admitted", "The workload is admitted", now)
-        if not self._write(w, status):
-            return
-        milestones = {"created": w.created, "quotaReserved": now} | ({} if checks else {"admitted": now})
-        if not checks:
-            self._audit("admitted", w, cq, flavors, now, reason="Admitted", times=milestones)
-        waited = max(0.0, now - w.created)
-        self.writer.event(w.raw, "Workload", "QuotaReserved",
-                          f"Quota reserved in ClusterQueue {cq}, wait time since queued was {round(waited)}s")
-        if not checks:
-            self.writer.event(w.raw, "Workload", "Admitted",
-                              f"Admitted by ClusterQueue {cq}, wait time since reservation was 0s")
-        if self.metrics is not None:
-            self.metrics.admitted(w, cq, waited, checks=bool(checks))
-
-    def _checks_ready(self, w: LiveWorkload, now: float) -> None:
-        """Every admission check of a quota-reserving Workload is Ready: it is Admitted (Kueue)."""
-        conds = self._conditions(w)
-        set_condition(conds, "Admitted", "True", "Admitted", "The workload is admitted", now)
-        if self._write(w, {"conditions": conds}):
-            cq = w.cluster_queue or ""
-            self.writer.event(w.raw, "Workload", "Admitted", f"Admitted by ClusterQueue {cq}")
-            self._audit("admitted", w, cq, w.flavors, now, reason="Admitted",
-                        times={"created": w.created, "quotaReserved": w.reserved_at, "admitted": now})
-            if self.metrics is not None:
-                self.metrics.admitted(w, cq, max(0.0, now - w.created), checks=False, reserved=False)
-
-    def _pending_due(self, w: LiveWorkload, reason: str, message: str, now: float) -> bool:
-        """Whether the pending condition needs a write: a new reason, or a new message once per refresh."""
-        old = condition(w.raw, "QuotaReserved")
-        if old is not None and old.get("status") == "False" and old.get("reason") == reason:
-            if old.get("message") == message:
-                return False
-            last = self._message_written.get(w.key, 0.0)
-            return now - last >= self.options.message_refresh  # same reason: no churn for a changed count
-        return True
-
-    def _pending(self, w: LiveWorkload, reason: str, message: str, now: float) -> None:
-        old = condition(w.raw, "QuotaReserved")
-        conds = self._conditions(w)
-        set_condition(conds, "QuotaReserved", "False", reason, message, now)
-        if self._write(w, {"conditions": conds}):
-            self._message_written[w.key] = now
-            if old is None or old.get("reason") != reason:
-                self.writer.event(w.raw, "Workload", reason, message, warning=True)
-
-
-def _iso(now: float) -> str:
-    from gitopsq.cluster.workloads import iso
-
-    return iso(now)
-
-
-_KINDS = {"namespaces": ("v1", "Namespace"), "priorityclasses": ("scheduling.k8s.io/v1", "PriorityClass"),
-          "resourceflavors": ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"),
-          "cohorts": ("kueue.x-k8s.io/v1beta2", "Cohort"),
-          "clusterqueues": ("kueue.x-k8s.io/v1beta2", "ClusterQueue"),
-          "localqueues": ("kueue.x-k8s.io/v1beta2", "LocalQueue"),
-          "workloadpriorityclasses": ("kueue.x-k8s.io/v1beta2", "WorkloadPriorityClass"),
-          "admissionchecks": ("kueue.x-k8s.io/v1beta2", "AdmissionCheck")}
-
-
-def _with_kinds(cache: Cache) -> list[dict[str, Any]]:
-    """Watch and list items lack apiVersion/kind; the codec needs them."""
-    out: list[dict[str, Any]] = []
-    for name, (api_version, kind) in _KINDS.items():
-        if name in cache.informers:
-            out.extend({**o, "apiVersion": api_version, "kind": kind} for o in cache.items(name))
-    return out
 
 
 class AdmissionLoop:
@@ -394,6 +60,8 @@ class AdmissionLoop:
         self.jobs = JobReconciler(self.cache, self.writer, now=time.time, fault=fault)
         share = max(1.0, self.options.qps * self.options.queue_status_share)
         self.queues = QueueStatusWriter(self.cache, self.writer, min_interval=self.options.queue_status_interval,
+                                        local_interval=self.options.local_queue_status_interval,
+                                        workers=self.options.queue_status_workers,
                                         bucket=TokenBucket(share, max(2, int(share * 2))))
         self.admission = AdmissionPass(self.cache, self.writer, self.options, metrics, audit=audit)
         self.passes = 0
@@ -418,7 +86,8 @@ class AdmissionLoop:
                     time.sleep(0.02)  # let a burst of watch events land before the next pass
         finally:
             _log().info("admission loop stopped", passes=self.passes, requests=dict(self.client.counts),
-                      throttled_seconds=round(self.client.bucket.waited, 1))
+                      throttled_seconds=round(self.client.waited, 1))
+            self.queues.close()
             self.cache.stop()
             if self.events is not None:
                 self.events.close()
@@ -439,7 +108,8 @@ class AdmissionLoop:
             time.sleep(0.5)
 
 
-__all__ = ["AdmissionLoop", "AdmissionPass", "Decisions", "LoopOptions", "QueueStatusWriter", "decide", "fault"]
+__all__ = ["FAULT_ENV", "AdmissionLoop", "AdmissionPass", "Decisions", "LoopOptions", "QueueStatusWriter", "decide",
+           "fault", "heads"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -74,11 +74,25 @@ class TokenBucket:
             self._sleep(wait)
 
 
+def resource_of(path: str) -> str:
+    """The resource (plural) a REST path addresses: ``/apis/g/v/namespaces/ns/workloads/w/status`` → workloads."""
+    parts = [p for p in path.split("/") if p]
+    rest = parts[2:] if parts[:1] == ["api"] else parts[3:]
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        return rest[2]
+    return rest[0] if rest else ""
+
+
 class Client:
-    """`KubeRest` behind a token bucket; counts requests by verb (for the benchmark and metrics)."""
+    """`KubeRest` behind token buckets; counts requests by verb (for the benchmark and metrics).
+
+    One bucket per resource kind, each ``qps``/``burst``: the limit controller-runtime clients live under
+    (each GroupVersionKind gets its own REST client and token bucket), so gitopsq's Workload writes get the
+    same budget as Kueue's, and queue status never starves admissions. ``per_kind=False``: one shared bucket.
+    """
 
     def __init__(self, api_client: k8s_client.ApiClient, *, qps: float = 50.0, burst: int = 100,
-                 backoff: Backoff | None = None) -> None:
+                 backoff: Backoff | None = None, per_kind: bool = True) -> None:
         import copy
 
         configuration = copy.copy(api_client.configuration)
@@ -86,13 +100,28 @@ class Client:
         api_client = k8s_client.ApiClient(configuration)
         self.api_client = api_client
         self.rest = KubeRest(api_client, backoff=backoff or Backoff(deadline=30.0))
-        self.bucket = TokenBucket(qps, burst)
+        self.qps, self.burst, self.per_kind = qps, burst, per_kind
+        self.bucket = TokenBucket(qps, burst)  # workloads' (or the shared one)
+        self.buckets: dict[str, TokenBucket] = {"workloads": self.bucket}
         self.counts: dict[str, int] = {}
         self._lock = threading.Lock()
 
+    def bucket_for(self, path: str) -> TokenBucket:
+        kind = resource_of(path) if self.per_kind else "workloads"
+        with self._lock:
+            bucket = self.buckets.get(kind)
+            if bucket is None:
+                bucket = self.buckets[kind] = TokenBucket(self.qps, self.burst)
+        return bucket
+
+    @property
+    def waited(self) -> float:
+        """Seconds requests spent blocked on their buckets, all kinds together."""
+        return sum(b.waited for b in list(self.buckets.values()))
+
     def request(self, method: str, path: str, *, query: Sequence[tuple[str, str]] = (), body: Any = None,
                 content_type: str = "application/json", obj: str | None = None) -> Any:
-        self.bucket.take()
+        self.bucket_for(path).take()
         with self._lock:
             self.counts[method] = self.counts.get(method, 0) + 1
         return self.rest.request(method, path, query=query, body=body, content_type=content_type, obj=obj,
@@ -100,7 +129,7 @@ class Client:
 
     def open_stream(self, path: str, query: Sequence[tuple[str, str]], read_timeout: float) -> Any:
         """A GET whose body is read incrementally (a watch); the caller closes ``.response``."""
-        self.bucket.take()
+        self.bucket_for(path).take()
         with self._lock:
             self.counts["WATCH"] = self.counts.get("WATCH", 0) + 1
         with api_errors(obj=path):

@@ -104,15 +104,22 @@ def _same_conditions(old: list[Mapping[str, Any]], new: list[Mapping[str, Any]])
 
 
 class QueueStatusWriter:
-    """Writes queue status; a queue is written at most once per ``min_interval`` seconds, and all queues
-    together within their own share of the request budget (``bucket``, non-blocking): a burst of admissions
-    costs one status write per queue, not one per workload. ``deferred`` tells the loop to come back."""
+    """Writes queue status; a queue is written at most once per ``min_interval`` seconds (LocalQueues: per
+    ``local_interval``), and all queues together within their own share of the request budget (``bucket``,
+    non-blocking): a burst of admissions costs one status write per queue, not one per workload.
+    ``deferred`` tells the loop to come back. With ``workers`` the writes go out on a small pool and the pass
+    does not wait for them (a queue whose previous write is still in flight is left for a later pass), so
+    admission passes never queue behind status writes."""
 
     def __init__(self, cache: Any, writer: Any, *, min_interval: float = 2.0, clock: Any = None,
-                 bucket: Any = None) -> None:
+                 bucket: Any = None, local_interval: float | None = None, workers: int = 0) -> None:
         import time
+        from concurrent.futures import Future, ThreadPoolExecutor
 
         self.cache, self.writer, self.min_interval = cache, writer, min_interval
+        self.local_interval = min_interval if local_interval is None else local_interval
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="queue-status") if workers else None
+        self._in_flight: dict[str, Future[None]] = {}
         self.clock = clock or time.monotonic
         self.bucket = bucket
         self._written: dict[str, float] = {}
@@ -191,12 +198,24 @@ class QueueStatusWriter:
         """Write the changed queues, longest-unwritten first, within the interval and the budget."""
         tick = self.clock()
         for last, path, resource, status in sorted(self._due, key=lambda d: (d[0], d[1])):
-            if tick - last < self.min_interval or (self.bucket is not None and not self.bucket.try_take()):
+            interval = self.local_interval if resource == "localqueues" else self.min_interval
+            flight = self._in_flight.get(path)
+            if flight is not None and not flight.done():
+                self.deferred = True
+                continue
+            if tick - last < interval or (self.bucket is not None and not self.bucket.try_take()):
                 self.deferred = True
                 continue
             self._written[path] = tick
-            self._send(resource, path, status)
+            if self._pool is None:
+                self._send(resource, path, status)
+            else:
+                self._in_flight[path] = self._pool.submit(self._send, resource, path, status)
         self._due = []
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
 
     def _send(self, resource: str, path: str, status: dict[str, Any]) -> None:
         try:

@@ -86,17 +86,26 @@ class LiveWorkload:
 
 
 _POD_SETS: dict[tuple[str, str], tuple[m.PodSet, ...]] = {}  # (uid, generation) -> pod sets; specs are immutable
+_BY_CONTENT: dict[str, tuple[m.PodSet, ...]] = {}  # repr(spec.podSets) -> pod sets: one decode per distinct shape
 
 
 def _pod_sets(raw: Mapping[str, Any]) -> tuple[m.PodSet, ...] | None:
+    """Decoded pod sets; workloads with the same pod sets share one tuple (the admission pass groups by it)."""
     meta = raw.get("metadata") or {}
     memo = (str(meta.get("uid")), str(meta.get("generation")))
     if memo in _POD_SETS:
         return _POD_SETS[memo]
-    r = Reader(file=None, doc_line=None, obj=f"Workload/{meta.get('namespace')}/{meta.get('name')}")
-    pod_sets = decode_pod_sets(r, (raw.get("spec") or {}).get("podSets"), ("spec", "podSets"))
-    if any(f.is_error for f in r.findings):
-        return None
+    spec_pod_sets = (raw.get("spec") or {}).get("podSets")
+    text = repr(spec_pod_sets)
+    pod_sets = _BY_CONTENT.get(text)
+    if pod_sets is None:
+        r = Reader(file=None, doc_line=None, obj=f"Workload/{meta.get('namespace')}/{meta.get('name')}")
+        pod_sets = decode_pod_sets(r, spec_pod_sets, ("spec", "podSets"))
+        if any(f.is_error for f in r.findings):
+            return None
+        if len(_BY_CONTENT) > 10_000:
+            _BY_CONTENT.clear()
+        _BY_CONTENT[text] = pod_sets
     if len(_POD_SETS) > 200_000:
         _POD_SETS.clear()
     _POD_SETS[memo] = pod_sets

@@ -15,7 +15,8 @@ from gitopsq.cluster.admission_loop import AdmissionLoop, LoopOptions
 from gitopsq.cluster.apply import KubeRest
 
 T = TypeVar("T")
-FAST = LoopOptions(qps=200, burst=400, resync=1.0, message_refresh=0.0, queue_status_interval=0.1)
+FAST = LoopOptions(qps=200, burst=400, resync=1.0, message_refresh=0.0, queue_status_interval=0.1,
+                   local_queue_status_interval=0.1)
 
 
 class RunningLoop:

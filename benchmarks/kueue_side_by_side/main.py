@@ -1,0 +1,181 @@
+"""Kueue's own scheduler benchmark against Kueue's controller and against gitopsq's admission loop.
+
+Usage: benchmarks/kueue-side-by-side [--scale 1.0|0.2] [--config baseline|large-scale] [--only kueue|gitopsq]
+
+For each controller, back to back: a fresh test rig (kube-apiserver + etcd, tests/envtest_rig's implementation),
+that controller's CRDs (Kueue's from its module, gitopsq's own), the controller started with ``--kubeconfig`` and
+a client limited to 50 requests/s, burst 100 (minimalkueue's wiring; gitopsq is given ``--qps 50 --burst 100``),
+then Kueue's ``runner`` (test/performance/scheduler/runner, v0.19.2) creating the generator config's objects
+against the same API server with the client envtest would give it (1,000 requests/s, burst 2,000). When the
+runner has written its summary the controller gets SIGINT; its wall time, CPU and peak RSS come from wait4, the
+API server's CPU seconds from /proc/<pid>/stat between the controller's start and the summary.
+``--scale`` multiplies each workload set's count (0.2: 3,000 Workloads instead of 15,000).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "hack" / "envtest"))
+sys.path.insert(0, str(REPO / "hack" / "kueue"))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import kueuebuild  # noqa: E402
+from envtestrig import Rig, prepare  # noqa: E402
+
+from kueue_side_by_side.measure import RunFigures, cpu_seconds, read_runner_output, table  # noqa: E402
+
+QPS, BURST = 50, 100
+RUNNER_QPS, RUNNER_BURST = 1000, 2000  # what envtest hands the runner when it starts minimalkueue itself
+
+
+def scaled_config(config: str, scale: float, out: Path) -> tuple[Path, int]:
+    """Kueue's generator config with every workload set's count multiplied by ``scale``; and the total."""
+    source = kueuebuild.module_dir() / "test" / "performance" / "scheduler" / "configs" / config / "generator.yaml"
+    doc = yaml.safe_load(source.read_text())
+    total = 0
+    for cohort in doc["cohorts"]:
+        for qset in cohort["queuesSets"]:
+            for wset in qset["workloadsSets"]:
+                wset["count"] = max(1, round(wset["count"] * scale))
+                total += cohort["count"] * qset["count"] * wset["count"] * len(wset["workloads"])
+    path = out / f"generator-{config}-{scale:g}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path, total
+
+
+def install_kueue_crds(kubeconfig: Path, crd_dir: Path) -> None:
+    kubectl = ["kubectl", "--kubeconfig", str(kubeconfig)]
+    subprocess.run([*kubectl, "apply", "--server-side", "-f", str(crd_dir)], check=True, capture_output=True)
+    subprocess.run([*kubectl, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"],
+                   check=True, capture_output=True)
+
+
+def install_gitopsq_crds(kubeconfig: Path) -> None:
+    from gitopsq.cluster.crds import install_crds
+    from gitopsq.cluster.kube import load_api_client
+
+    with load_api_client(str(kubeconfig)) as api:
+        install_crds(api)
+
+
+def controller_argv(name: str, kubeconfig: Path, binaries: kueuebuild.KueueBinaries) -> list[str]:
+    if name == "kueue":
+        return [str(binaries.minimalkueue), "--kubeconfig", str(kubeconfig)]
+    return [str(REPO / ".venv" / "bin" / "python"), "-m", "gitopsq.cluster.admission_loop",
+            "--kubeconfig", str(kubeconfig), "--qps", str(QPS), "--burst", str(BURST)]
+
+
+def run_one(name: str, binaries: kueuebuild.KueueBinaries, generator: Path, timeout_min: int,
+            work: Path) -> RunFigures:
+    label = {"kueue": f"Kueue {binaries.version} (minimalkueue)", "gitopsq": "gitopsq admission loop"}[name]
+    figures = RunFigures(label)
+    out = work / name
+    out.mkdir(parents=True)
+    rig = Rig.start(prepare(log=False), work / f"rig-{name}")
+    try:
+        if name == "kueue":
+            install_kueue_crds(rig.kubeconfig, binaries.crd_dir)
+        else:
+            install_gitopsq_crds(rig.kubeconfig)
+        apiserver = rig.state.apiserver_pid
+        api_before = cpu_seconds(apiserver)
+        log = (out / f"{name}.log").open("wb")
+        started = time.monotonic()
+        controller = subprocess.Popen(controller_argv(name, rig.kubeconfig, binaries), stdout=log,
+                                      stderr=subprocess.STDOUT, cwd=REPO)
+        runner_log = (out / "runner.log").open("wb")
+        runner = subprocess.Popen(
+            [str(binaries.runner), "--o", str(out), "--generatorConfig", str(generator),
+             f"--qps={RUNNER_QPS}", f"--burst={RUNNER_BURST}", f"--timeout={timeout_min}m", "--zap-log-level=info"],
+            stdout=runner_log, stderr=subprocess.STDOUT, env={**os.environ, "KUBECONFIG": str(rig.kubeconfig),
+                 # test/util's init looks for the project's Makefile unless told where the project is
+                 "PROJECT_DIR": str(kueuebuild.module_dir(binaries.version) / "Makefile")})
+        summary = out / "summary.yaml"
+        while not summary.exists() and runner.poll() is None and controller.poll() is None:
+            time.sleep(0.2)
+        figures.apiserver_cpu_s = cpu_seconds(apiserver) - api_before
+        figures.runner_wall_s = time.monotonic() - started
+        if controller.poll() is None:
+            controller.send_signal(signal.SIGINT)
+        _, status, usage = os.wait4(controller.pid, 0)
+        figures.wall_s = time.monotonic() - started
+        controller.returncode = os.waitstatus_to_exitcode(status)
+        figures.exit_code = controller.returncode
+        figures.user_s, figures.sys_s = usage.ru_utime, usage.ru_stime
+        figures.maxrss_mib = usage.ru_maxrss / 1024
+        try:
+            runner.wait(timeout=60)  # its cleanup of the generated objects
+        except subprocess.TimeoutExpired:
+            runner.kill()
+            runner.wait()
+        if summary.exists():
+            time.sleep(0.5)  # the CSVs follow the summary
+            read_runner_output(out, figures)
+        else:
+            figures.note = f"runner ended without a summary (exit {runner.returncode}); see {out}/runner.log"
+    finally:
+        rig.stop()
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--config", choices=["baseline", "large-scale"], default="baseline")
+    parser.add_argument("--only", choices=["kueue", "gitopsq"], action="append")
+    parser.add_argument("--keep", type=Path, help="keep the runners' output (summary, CSVs, logs) here")
+    args = parser.parse_args(argv)
+    binaries = kueuebuild.prepare()
+    prepare(log=True)
+    timeout_min = {"baseline": 15, "large-scale": 40}[args.config]
+    with tempfile.TemporaryDirectory(prefix="gitopsq-kueue-sbs-") as tmp:
+        work = args.keep or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        generator, total = scaled_config(args.config, args.scale, work)
+        runs = []
+        for name in args.only or ["kueue", "gitopsq"]:
+            sys.stderr.write(f"kueue-side-by-side: {name}: {total} workloads ({args.config}, scale {args.scale:g})\n")
+            figures = run_one(name, binaries, generator, timeout_min, work / datetime.datetime.now().strftime(
+                "%H%M%S"))
+            sys.stderr.write(f"kueue-side-by-side: {name}: done in {figures.wall_s:.0f} s {figures.note}\n")
+            runs.append(figures)
+    classes = sorted({c for r in runs for c in r.admission_ms}, key=["large", "medium", "small"].index
+                     if all(c in ("large", "medium", "small") for r in runs for c in r.admission_ms) else str)
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    cpu = _cpu_model()
+    print(f"Kueue scheduler benchmark, config {args.config}, scale {args.scale:g} ({total} workloads); "
+          f"{now}; {os.cpu_count()} cores ({cpu}), {platform.system()} {platform.release()}; "
+          f"controllers at {QPS} requests/s, burst {BURST}")
+    print()
+    print(table(runs, classes))
+    for r in runs:
+        if r.note or r.dropped_events:
+            print(f"\n{r.controller}: {r.note} dropped workload events {r.dropped_events}")
+    return 0 if all(r.exit_code == 0 and not r.note for r in runs) else 1
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

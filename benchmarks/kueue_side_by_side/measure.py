@@ -1,0 +1,96 @@
+"""What one run measured: the runner's summary and CSVs, the controller's rusage, the API server's CPU."""
+
+from __future__ import annotations
+
+import csv
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a live process, from /proc/<pid>/stat (fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+@dataclass(slots=True)
+class RunFigures:
+    controller: str
+    wall_s: float = 0.0  # controller start to its exit after SIGINT (what the runner reports as wallMs)
+    runner_wall_s: float = 0.0  # controller start to the runner's summary
+    user_s: float = 0.0
+    sys_s: float = 0.0
+    maxrss_mib: float = 0.0
+    apiserver_cpu_s: float = 0.0
+    usage_pct: float = 0.0
+    admission_ms: dict[str, int] = field(default_factory=dict)
+    evictions: int = 0
+    workloads: int = 0
+    admitted: int = 0
+    finished: int = 0
+    dropped_events: int = 0
+    exit_code: int | None = None
+    note: str = ""
+
+
+def read_runner_output(out_dir: Path, figures: RunFigures) -> None:
+    """Fill ``figures`` from the runner's summary.yaml (usage, class means, evictions) and wlStates.csv."""
+    summary: dict[str, Any] = yaml.safe_load((out_dir / "summary.yaml").read_text()) or {}
+    used = nominal = span_ms = 0.0
+    for group in (summary.get("clusterQueueClasses") or {}).values():
+        used += group["cpuUsed"]
+        nominal += group["nominalQuota"]
+        first, last = _ms(group["firstEventTime"]), _ms(group["lastEventTime"])
+        span_ms = max(span_ms, last - first)
+    # The upstream checker's figure: ∫ flavorsUsage (mCPU·ms) × 100 / (Σ nominal mCPU × monitored ms).
+    figures.usage_pct = used * 100 / (nominal * span_ms) if nominal and span_ms else 0.0
+    for name, wc in (summary.get("workloadClasses") or {}).items():
+        figures.admission_ms[name] = int(wc["averageTimeToAdmissionMs"])
+        figures.evictions += int(wc.get("totalEvictions", 0))
+    figures.dropped_events = int(summary.get("droppedWorkloadEvents", 0))
+    with (out_dir / "wlStates.csv").open() as f:
+        for row in csv.DictReader(f):
+            figures.workloads += 1
+            figures.admitted += int(row["ms to admitted"]) > 0
+            figures.finished += int(row["ms to finish"]) > 0
+
+
+def _ms(stamp: Any) -> float:
+    from datetime import datetime
+
+    if isinstance(stamp, datetime):
+        return stamp.timestamp() * 1000
+    text = str(stamp).replace("Z", "+00:00")
+    if "." in text:  # Go writes nanoseconds; Python parses at most microseconds
+        head, tail = text.split(".", 1)
+        digits = "".join(ch for ch in tail if ch.isdigit())
+        text = f"{head}.{digits[:6]}{tail[len(digits):]}"
+    return datetime.fromisoformat(text).timestamp() * 1000
+
+
+def table(runs: list[RunFigures], classes: list[str]) -> str:
+    """One Markdown table, a column per controller."""
+    rows: list[tuple[str, list[str]]] = [
+        ("wall time: start → runner's summary (s)", [f"{r.runner_wall_s:.0f}" for r in runs]),
+        ("wall time: start → controller exit (s)", [f"{r.wall_s:.0f}" for r in runs]),
+        ("controller CPU user / sys (s)", [f"{r.user_s:.0f} / {r.sys_s:.0f}" for r in runs]),
+        ("controller peak memory (MiB)", [f"{r.maxrss_mib:.0f}" for r in runs]),
+        ("ClusterQueue utilisation (%)", [f"{r.usage_pct:.1f}" for r in runs]),
+    ]
+    for c in classes:
+        rows.append((f"mean time to admission, {c} (s)",
+                     [f"{r.admission_ms[c] / 1000:.1f}" if c in r.admission_ms else "—" for r in runs]))
+    rows += [
+        ("evictions", [str(r.evictions) for r in runs]),
+        ("workloads admitted / finished / created", [f"{r.admitted} / {r.finished} / {r.workloads}" for r in runs]),
+        ("API server CPU during the run (s)", [f"{r.apiserver_cpu_s:.0f}" for r in runs]),
+    ]
+    head = "| figure | " + " | ".join(r.controller for r in runs) + " |"
+    sep = "|---|" + "---:|" * len(runs)
+    return "\n".join([head, sep] + [f"| {name} | " + " | ".join(vals) + " |" for name, vals in rows])

@@ -1,0 +1,120 @@
+"""The request budget goes to admissions: a token bucket per resource kind (as controller-runtime clients have),
+pending reasons only for queue heads, and at most about a second of admissions per pass in the engine's order."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+import pytest
+from envtest_rig import Envtest
+from kubernetes import client as k8s_client
+from test_admission_api import QUEUES
+from test_admission_support import (
+    FAST,
+    RunningLoop,
+    admitted,
+    apply,
+    cond,
+    create_job,
+    job_manifest,
+    wait_for,
+    workload_of,
+)
+
+from gitopsq.cluster.admission_loop import Decisions, heads
+from gitopsq.cluster.cache import Client, resource_of
+
+
+@pytest.mark.parametrize(("path", "resource"), [
+    pytest.param("/apis/kueue.x-k8s.io/v1beta2/namespaces/a/workloads/w/status", "workloads",
+                 id="a workload's status"),
+    pytest.param("/apis/kueue.x-k8s.io/v1beta2/workloads", "workloads", id="the workload collection"),
+    pytest.param("/apis/kueue.x-k8s.io/v1beta2/clusterqueues/cq/status", "clusterqueues",
+                 id="a cluster-scoped queue"),
+    pytest.param("/api/v1/namespaces/a/events", "events", id="core events in a namespace"),
+    pytest.param("/api/v1/namespaces/a", "namespaces", id="a namespace itself"),
+    pytest.param("/apis/batch/v1/namespaces/a/jobs/j", "jobs", id="a job"),
+])
+def test_resource_of_path(path: str, resource: str) -> None:
+    """A REST path maps to the resource whose token bucket it draws from."""
+    assert resource_of(path) == resource
+
+
+def test_queue_status_writes_do_not_drain_the_workload_budget() -> None:
+    """Each resource kind has its own bucket, so a burst of ClusterQueue writes leaves Workload writes their
+    whole burst; with ``per_kind=False`` they share one."""
+    per_kind = Client(k8s_client.ApiClient(), qps=1, burst=3)
+    for _ in range(3):
+        assert per_kind.bucket_for("/apis/kueue.x-k8s.io/v1beta2/clusterqueues/a/status").try_take()
+    assert per_kind.bucket_for("/apis/kueue.x-k8s.io/v1beta2/namespaces/n/workloads/w/status").try_take()
+    shared = Client(k8s_client.ApiClient(), qps=1, burst=3, per_kind=False)
+    for _ in range(3):
+        assert shared.bucket_for("/apis/kueue.x-k8s.io/v1beta2/clusterqueues/a/status").try_take()
+    assert not shared.bucket_for("/apis/kueue.x-k8s.io/v1beta2/namespaces/n/workloads/w/status").try_take()
+
+
+@pytest.mark.parametrize(("order", "per_queue", "expected"), [
+    pytest.param({"a/old": ("cq", 0, 1.0), "a/new": ("cq", 0, 2.0)}, 1, {"a/old"}, id="the oldest of equals"),
+    pytest.param({"a/low": ("cq", -1, 1.0), "a/high": ("cq", -5, 9.0)}, 1, {"a/high"},
+                 id="higher priority before age"),
+    pytest.param({"a/x": ("one", 0, 1.0), "b/y": ("two", 0, 5.0), "b/z": ("two", 0, 6.0)}, 1, {"a/x", "b/y"},
+                 id="one head per cluster queue"),
+    pytest.param({"a/x": ("cq", 0, 1.0), "a/y": ("cq", 0, 2.0), "a/z": ("cq", 0, 3.0)}, 2, {"a/x", "a/y"},
+                 id="two heads when asked"),
+    pytest.param({"a/lost": ("", 0, 1.0), "a/lost2": ("", 0, 2.0)}, 1, {"a/lost", "a/lost2"},
+                 id="workloads reaching no cluster queue always"),
+])
+def test_heads_are_the_workloads_worth_a_reason(order: dict[str, tuple[str, int, float]], per_queue: int,
+                                               expected: set[str]) -> None:
+    """Pending reasons are written for the first workloads of each ClusterQueue in queue order only."""
+    decisions = Decisions(pending=dict.fromkeys(order, ("WaitingForQuota", "m")), order=order)
+    assert heads(decisions, per_queue) == expected
+
+
+@pytest.mark.envtest
+def test_only_the_queue_head_gets_a_pending_reason(kueue_clean: Envtest) -> None:
+    """Behind a full ClusterQueue, the oldest waiting workload shows why it waits; the ones behind it are not
+    written at all (no status write per waiting workload)."""
+    env = kueue_clean
+    ns = env.new_namespace("heads")
+    apply(env, QUEUES.format(ns=ns))
+    with RunningLoop(env, dataclasses.replace(FAST, pending_heads=1)) as running:
+        create_job(env, job_manifest(ns, "holder", "queue", {"cpu": "1"}))
+        wait_for("holder admitted", lambda: admitted(env, ns, "holder"))
+        for name in ("first", "second", "third"):
+            create_job(env, job_manifest(ns, name, "queue", {"cpu": "1"}))
+            time.sleep(1.1)  # creationTimestamp has second resolution: a strict queue order
+        head = wait_for("head pending", lambda: (c := cond(workload_of(env, ns, "first"), "QuotaReserved"))
+                        and c["status"] == "False" and c)
+        assert head["reason"] == "WaitingForQuota"
+        passes = running.loop.passes
+        env.kubectl("label", "namespace", ns, "touch=1", "--overwrite")
+        wait_for("another pass", lambda: running.loop.passes > passes)
+        time.sleep(0.5)
+        assert [cond(workload_of(env, ns, n), "QuotaReserved") for n in ("second", "third")] == [None, None]
+
+
+@pytest.mark.envtest
+def test_admissions_beyond_the_per_pass_cap_follow_in_later_passes(kueue_clean: Envtest) -> None:
+    """With two admission writes per pass, five workloads that all fit are admitted two passes at a time."""
+    env = kueue_clean
+    ns = env.new_namespace("capped")
+    apply(env, QUEUES.format(ns=ns).replace('nominalQuota: "1"', 'nominalQuota: "5"'))
+    names = [f"job-{i}" for i in range(5)]
+    for name in names:  # all there before the loop starts: its first passes see all five
+        create_job(env, job_manifest(ns, name, "queue", {"cpu": "1"}))
+    running = RunningLoop(env, dataclasses.replace(FAST, admissions_per_pass=2))
+    written_in: list[int] = []
+    admit = running.loop.admission._admit
+
+    def counting_admit(*args: Any, **kwargs: Any) -> None:
+        written_in.append(running.loop.passes)
+        admit(*args, **kwargs)
+
+    running.loop.admission._admit = counting_admit  # type: ignore[method-assign]
+    with running:
+        wait_for("all five admitted", lambda: all(admitted(env, ns, n) for n in names))
+        assert len(written_in) == 5
+        assert max(written_in.count(p) for p in written_in) <= 2
