@@ -7,7 +7,9 @@ Structure (docs/controller.md):
   is asked to stop (SIGTERM/SIGINT) it sets that event, joins the threads, and releases the Lease.
 - `SyncLoop` is the sync runnable: poll on an interval, or at once when triggered (webhook), back off
   exponentially while the remote or the API is unreachable (the last applied state stays untouched).
-- The admission loop (issue 6) is another Runnable added to the same list.
+- The admission loop (gitopsq.cluster.admission_loop.AdmissionLoop) is another Runnable in the same list.
+- Leadership hooks (`LeaderAudit`, the metrics' replica role) run before the runnables start and after they stop,
+  so the audit trail has exactly one writer: the leader.
 """
 
 from __future__ import annotations
@@ -121,11 +123,23 @@ class SyncLoop:
         return result
 
 
+class LeadershipHook(Protocol):
+    def lead(self) -> None:
+        """Called when this replica starts leading, before the runnables start."""
+        ...
+
+    def follow(self) -> None:
+        """Called when it stops leading (or shuts down), after the runnables stopped."""
+        ...
+
+
 class Controller:
     """Runs runnables under leader election (or alone when ``elector`` is None) until `stop()`."""
 
-    def __init__(self, runnables: Sequence[Runnable], elector: LeaderElector | None = None) -> None:
+    def __init__(self, runnables: Sequence[Runnable], elector: LeaderElector | None = None, *,
+                 hooks: Sequence[LeadershipHook] = ()) -> None:
         self.runnables = list(runnables)
+        self.hooks = list(hooks)
         self.elector = elector
         self.stopping = threading.Event()
         self._leadership_stop: threading.Event | None = None
@@ -139,6 +153,11 @@ class Controller:
         return self._leadership_stop is not None
 
     def _start_runnables(self) -> None:
+        for hook in self.hooks:
+            try:
+                hook.lead()
+            except Exception as err:  # a hook never keeps the runnables from running
+                _log().error("leadership hook failed", hook=type(hook).__name__, error=str(err))
         stop = threading.Event()
         self._leadership_stop = stop
         self._threads = [threading.Thread(target=r.run, args=(stop, self.may_write), name=f"gitopsq-{r.name}",
@@ -154,6 +173,11 @@ class Controller:
         for thread in self._threads:
             thread.join(timeout=60)
         self._leadership_stop, self._threads = None, []
+        for hook in self.hooks:
+            try:
+                hook.follow()
+            except Exception as err:
+                _log().error("leadership hook failed", hook=type(hook).__name__, error=str(err))
         _log().info("runnables stopped")
 
     def _on_leadership(self, leading: bool) -> None:
@@ -230,3 +254,134 @@ class HttpEndpoints:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class LeaderAudit:
+    """The audit trail as the loops see it: open only while this replica leads (one writer per audit branch).
+
+    ``opener`` opens the real `AuditTrail` (WAL replay, branch fetch); while no trail is open every call raises
+    AuditError, which the loops log as "audit record not written" and go on."""
+
+    def __init__(self, opener: Callable[[], Any]) -> None:
+        self._opener = opener
+        self.trail: Any = None
+        self._lock = threading.Lock()
+
+    def lead(self) -> None:
+        trail = self._opener()
+        with self._lock:
+            self.trail = trail
+        _log().info("audit trail open")
+
+    def follow(self) -> None:
+        with self._lock:
+            trail, self.trail = self.trail, None
+        if trail is not None:
+            trail.close()
+            _log().info("audit trail closed")
+
+    def _current(self) -> Any:
+        with self._lock:
+            trail = self.trail
+        if trail is None:
+            from gitopsq.errors import AuditError
+
+            raise AuditError("the audit trail is open only while this replica leads")
+        return trail
+
+    def submit(self, record: Any) -> int:
+        return int(self._current().submit(record))
+
+    def wait_durable(self, ticket: int | None = None, timeout: float | None = None) -> None:
+        self._current().wait_durable(ticket, timeout)
+
+    def record(self, record: Any) -> None:
+        self._current().record(record)
+
+    def flush(self, timeout: float = 60.0) -> bool:
+        return bool(self._current().flush(timeout))
+
+    def status(self) -> Any:
+        with self._lock:
+            trail = self.trail
+        return None if trail is None else trail.status()
+
+    def close(self, timeout: float = 30.0) -> None:
+        self.follow()
+
+
+class RoleHook:
+    """Sets the ``replica_role`` label of the Kueue metrics to ``leader`` / ``follower``."""
+
+    def __init__(self, metrics: Any) -> None:
+        self.metrics = metrics
+
+    def lead(self) -> None:
+        self.metrics.set_role("leader")
+
+    def follow(self) -> None:
+        self.metrics.set_role("follower")
+
+
+class SyncAuditRecords:
+    """The audit sink the `Syncer` writes to: ``sync.attempt`` records gain the commit (author, committer,
+    signature), the approvals the history since the previous revision carries (merge commits, ``Reviewed-by`` /
+    ``Approved-by`` trailers), the policy verdicts of the validated revision, and ``approvalRequired`` (a policy
+    verdict that asks for an approval). The record id stays: it does not depend on these fields."""
+
+    def __init__(self, sink: Any, source: Any) -> None:
+        self.sink = sink
+        self.source = source
+        self.syncer: Any = None  # set once the Syncer exists (its last validation holds the verdicts)
+
+    def record(self, record: Any) -> None:
+        self.sink.record(self.enrich(record))
+
+    def submit(self, record: Any) -> int:
+        return int(self.sink.submit(self.enrich(record)))
+
+    def wait_durable(self, ticket: int | None = None, timeout: float | None = None) -> None:
+        self.sink.wait_durable(ticket, timeout)
+
+    def enrich(self, record: Any) -> Any:
+        from gitopsq.audit.approvals import approvals_from_commits, commit_info
+        from gitopsq.audit.records import PolicyVerdict, Record
+        from gitopsq.audit.redact import redact
+
+        data = getattr(record, "data", record)
+        if data.get("type") != "sync.attempt" or data.get("commit"):
+            return record
+        revision, previous = str(data["revision"]), data.get("previousRevision")
+        extra: dict[str, Any] = {}
+        try:
+            extra["commit"] = commit_info(self.source.commit_info(revision)).to_json()
+            commits = self.source.commits_between(previous if previous != revision else None, revision)
+            extra["approvals"] = [a.to_json() for a in approvals_from_commits(commits)]
+        except (GitopsqError, ValueError, KeyError) as err:
+            _log().warning("commit facts not added to the audit record", revision=revision, error=str(err))
+        validated = getattr(self.syncer, "_validated", None)
+        findings = validated[1].findings if validated is not None and validated[0] == revision else ()
+        verdicts = [PolicyVerdict(str(f["policy"]), str(f.get("object") or ""), str(f.get("severity", "")),
+                                  False, str(f.get("message", ""))) for f in findings if f.get("policy")]
+        extra["verdicts"] = [v.to_json() for v in verdicts]
+        extra["approvalRequired"] = any("approv" in f"{v.policy} {v.message}".lower() for v in verdicts)
+        return Record({**data, **redact(extra)})
+
+
+class WakingRunnable:
+    """A runnable whose loop sleeps on an event of its own (the admission loop waits on its watch cache's
+    ``changed`` event for up to ``resync`` seconds): setting ``wake`` when ``stop`` is set makes it stop at
+    once, so a replica that loses the Lease or receives SIGTERM releases it without waiting a resync."""
+
+    def __init__(self, inner: Any, wake: Callable[[], threading.Event]) -> None:
+        self.inner = inner
+        self.name = str(inner.name)
+        self._wake = wake
+
+    def run(self, stop: threading.Event, may_write: Callable[[], bool]) -> None:
+        def waker() -> None:
+            stop.wait()
+            self._wake().set()
+
+        threading.Thread(target=waker, name=f"gitopsq-{self.name}-waker", daemon=True).start()
+        self.inner.run(stop, may_write)

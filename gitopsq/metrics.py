@@ -74,6 +74,16 @@ class KueueMetrics:
 
         self.build.labels(__version__, self.role).set(1)
 
+    def set_role(self, role: str) -> None:
+        """``replica_role`` from now on (``leader`` / ``follower``): gauges are rewritten by the next pass."""
+        from gitopsq import __version__
+
+        if role == self.role:
+            return
+        self.build.remove(__version__, self.role)
+        self.role = self.finished.role = role
+        self.build.labels(__version__, role).set(1)
+
     # --- events of one pass -------------------------------------------------------------------------------------
 
     def attempt(self, admitted: int, inadmissible: int, seconds: float) -> None:
@@ -173,24 +183,53 @@ class _FinishedGauge:
 
 
 class SyncMetrics:
-    """gitopsq's own sync series: passes by outcome, last success, pass duration."""
+    """gitopsq's own series: sync passes by outcome, last success, applied revision, drift corrections; and the
+    audit trail's backlog and pushes (`observe_audit`, sampled from `AuditTrail.status()`)."""
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry or CollectorRegistry()
-        self.syncs = Counter("gitopsq_sync_total", "Sync passes by outcome", ["outcome"], registry=self.registry)
-        self.last = Gauge("gitopsq_sync_last_success_timestamp_seconds", "Wall time of the last good pass",
-                          registry=self.registry)
-        self.applied = Counter("gitopsq_sync_applied_objects_total", "Objects applied by syncs",
-                               registry=self.registry)
+    def __init__(self, registry: CollectorRegistry | None = None, *, source: str = "") -> None:
+        self.registry = r = registry or CollectorRegistry()
+        self.source = source  # the GitSource (namespace/name) the revision label belongs to
+        self.syncs = Counter("gitopsq_sync_total", "Sync passes by outcome", ["outcome"], registry=r)
+        self.last = Gauge("gitopsq_sync_last_success_timestamp_seconds", "Wall time of the last good pass", registry=r)
+        self.applied = Counter("gitopsq_sync_applied_objects_total", "Objects applied by syncs", registry=r)
+        self.drift = Counter("gitopsq_sync_drift_corrections_total", "Objects whose drift a sync corrected, by kind",
+                             ["kind"], registry=r)
+        self.revision = Gauge("gitopsq_sync_applied_revision_info", "1 for the revision applied last, per source",
+                              ["source", "revision"], registry=r)
+        self.audit_pending = Gauge("gitopsq_audit_pending_records", "Audit records accepted but not yet pushed",
+                                   registry=r)
+        self.audit_last_push = Gauge("gitopsq_audit_last_push_timestamp_seconds",
+                                     "Wall time of the last successful audit push", registry=r)
+        self.audit_failures = Counter("gitopsq_audit_push_failures_total", "Failed audit commit or push rounds",
+                                      registry=r)
+        self._audit_seen: tuple[int, str | None] | None = None  # (pushed seq, last error) at the previous sample
 
     def observe(self, result: Any) -> None:
         outcome = result if isinstance(result, str) else getattr(result, "outcome", "failed")
         self.syncs.labels(outcome).inc()
         if outcome in ("applied", "unchanged"):
             self.last.set_to_current_time()
-        applied = getattr(getattr(result, "execution", None), "applied", ())
+            revision = getattr(result, "revision", None)
+            if revision:
+                self.revision.clear()
+                self.revision.labels(self.source, revision).set(1)
+        execution = getattr(result, "execution", None)
+        applied = getattr(execution, "applied", ())
         if applied:
             self.applied.inc(len(applied))
+        drifted = set(getattr(getattr(result, "plan", None), "drifted", ())) & set(applied)
+        for key in drifted:
+            self.drift.labels(key.kind).inc()
+
+    def observe_audit(self, status: Any, now: float) -> None:
+        """One sample of the trail's status (gitopsq.audit.sink.TrailStatus): backlog, pushes, failures."""
+        self.audit_pending.set(max(0, status.durable - status.pushed) + max(0, status.submitted - status.durable))
+        previous = self._audit_seen
+        if previous is None or status.pushed > previous[0]:  # the first sample is the baseline lag counts from
+            self.audit_last_push.set(now)
+        if status.last_error and (previous is None or previous[1] != status.last_error):
+            self.audit_failures.inc()
+        self._audit_seen = (status.pushed, status.last_error)
 
 
 def serve(address: str, registry: CollectorRegistry) -> Any:

@@ -109,6 +109,7 @@ class WebhookServer:
         self.cert_file, self.key_file = cert_file, key_file
         self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.context.minimum_version = ssl.TLSVersion.TLSv1_2
+        self._loaded = b""
         self.reload()
         hook = webhook
 
@@ -150,7 +151,44 @@ class WebhookServer:
 
     def reload(self) -> None:
         """Load the certificate files again (after `ensure_certificates` renewed them); new connections use them."""
+        fingerprint = self._fingerprint()
         self.context.load_cert_chain(str(self.cert_file), str(self.key_file))
+        self._loaded = fingerprint
+
+    def _fingerprint(self) -> bytes:
+        import hashlib
+
+        try:
+            return hashlib.sha256(self.cert_file.read_bytes() + b"\0" + self.key_file.read_bytes()).digest()
+        except OSError:
+            return b""
+
+    def reload_if_changed(self) -> bool:
+        """Reload when the files' contents changed (renewal, cert-manager's Secret update); True if reloaded.
+        A half-written pair that does not load is skipped until the next call."""
+        if self._fingerprint() in (self._loaded, b""):
+            return False
+        try:
+            self.reload()
+        except (OSError, ssl.SSLError) as err:
+            _log().warning("webhook certificate not reloaded yet", error=str(err))
+            return False
+        _log().info("webhook certificate reloaded", cert=str(self.cert_file))
+        return True
+
+    def watch(self, stop: threading.Event, interval: float = 5.0) -> threading.Thread:
+        """Reload changed certificate files every ``interval`` seconds until ``stop``, in a thread."""
+        def loop() -> None:
+            while not stop.wait(interval):
+                self.reload_if_changed()
+
+        thread = threading.Thread(target=loop, name="gitopsq-webhook-certs", daemon=True)
+        thread.start()
+        return thread
+
+    def serving(self) -> bool:
+        """Whether the HTTPS server runs (for /readyz)."""
+        return self._thread.is_alive()
 
     def start(self) -> None:
         self._thread.start()

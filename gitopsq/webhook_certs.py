@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -167,3 +167,124 @@ def webhook_configurations(ca_pem: bytes, *, url: str | None = None, service: tu
         out.append({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
                     "metadata": {"name": name}, "webhooks": [hook("validate", VALIDATE_PATH, ["CREATE", "UPDATE"])]})
     return out
+
+
+# -- keeping certificates in a shared Secret and the caBundle in the configurations (the controller) -------------
+
+SECRET_FILES = ("ca.crt", "ca.key", "tls.crt", "tls.key", "ca-bundle.crt")
+CONFIG_KINDS = ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
+
+
+def service_hosts(namespace: str, name: str) -> list[str]:
+    """The DNS names the API server may use for a Service (the first is the certificate's subject)."""
+    return [f"{name}.{namespace}.svc", name, f"{name}.{namespace}", f"{name}.{namespace}.svc.cluster.local"]
+
+
+class CertificateKeeper:
+    """Self-generated webhook certificates shared by every replica through one Secret the chart creates empty.
+
+    `sync()` (at start, then periodically): adopt what the Secret holds into ``directory``; issue or renew what is
+    missing or near expiry (`ensure_certificates`); write our result back with the Secret's resourceVersion (a
+    replica that loses the race adopts the winner's certificates on its next call); then write the caBundle into
+    the named webhook configurations where it differs (JSON patch of ``caBundle`` only). A missing Secret or
+    configuration is logged by the caller and retried: the certificates in ``directory`` still serve."""
+
+    def __init__(self, rest: Any, directory: Path, hosts: Sequence[str], *, secret: tuple[str, str] | None,
+                 configuration: str | None) -> None:
+        self.rest, self.directory, self.hosts = rest, directory, list(hosts)
+        self.secret, self.configuration = secret, configuration
+
+    def sync(self) -> tuple[Certificates, list[str]]:
+        """Certificates to serve and the problems met on the way (empty when everything is in place)."""
+        problems: list[str] = []
+        stored: dict[str, Any] | None = None
+        if self.secret is not None:
+            stored, problem = self._read_secret()
+            if problem:
+                problems.append(problem)
+            elif stored is not None:
+                self._adopt(stored)
+        certs = ensure_certificates(self.directory, self.hosts)
+        if stored is not None and self._differs(stored):
+            problem = self._write_secret(stored)
+            if problem == "conflict":  # another replica wrote first: take its certificates
+                stored, problem = self._read_secret()
+                if stored is not None:
+                    self._adopt(stored)
+                    certs = ensure_certificates(self.directory, self.hosts)
+            if problem:
+                problems.append(problem)
+        if self.configuration is not None:
+            problems += self._patch_bundles(certs.ca_pem)
+        return certs, problems
+
+    def _path(self) -> str:
+        assert self.secret is not None
+        namespace, name = self.secret
+        return f"/api/v1/namespaces/{namespace}/secrets/{name}"
+
+    def _read_secret(self) -> tuple[dict[str, Any] | None, str]:
+        from gitopsq.errors import ClusterError
+
+        try:
+            return dict(self.rest.request("GET", self._path(), retry=False)), ""
+        except ClusterError as err:
+            return None, f"cannot read the certificate Secret {'/'.join(self.secret or ())}: {err}"
+
+    def _adopt(self, secret: Mapping[str, Any]) -> None:
+        import base64
+
+        data = secret.get("data") or {}
+        if not all(data.get(k) for k in ("ca.crt", "ca.key", "tls.crt", "tls.key")):
+            return
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for key in SECRET_FILES:
+            if data.get(key):
+                content = base64.b64decode(data[key])
+                target = self.directory / key
+                if not target.exists() or target.read_bytes() != content:
+                    _write(target, content)
+
+    def _differs(self, secret: Mapping[str, Any]) -> bool:
+        import base64
+
+        data = secret.get("data") or {}
+        return any(base64.b64decode(data.get(k) or "") != (self.directory / k).read_bytes() for k in SECRET_FILES)
+
+    def _write_secret(self, secret: Mapping[str, Any]) -> str:
+        import base64
+
+        from gitopsq.cluster.kube import ClusterConflict
+        from gitopsq.errors import ClusterError
+
+        body = {**secret, "data": {**(secret.get("data") or {}), **{
+            k: base64.b64encode((self.directory / k).read_bytes()).decode() for k in SECRET_FILES}}}
+        try:
+            self.rest.request("PUT", self._path(), body=body, retry=False)
+            return ""
+        except ClusterConflict:
+            return "conflict"
+        except ClusterError as err:
+            return f"cannot write the certificate Secret: {err}"
+
+    def _patch_bundles(self, ca_pem: bytes) -> list[str]:
+        import base64
+
+        from gitopsq.errors import ClusterError
+
+        bundle = base64.b64encode(ca_pem).decode()
+        problems = []
+        for plural in CONFIG_KINDS:
+            path = f"/apis/admissionregistration.k8s.io/v1/{plural}/{self.configuration}"
+            try:
+                current = self.rest.request("GET", path, retry=False)
+                patch = [{"op": "replace" if "caBundle" in (hook.get("clientConfig") or {}) else "add",
+                          "path": f"/webhooks/{i}/clientConfig/caBundle", "value": bundle}
+                         for i, hook in enumerate(current.get("webhooks") or [])
+                         if (hook.get("clientConfig") or {}).get("caBundle") != bundle]
+                if patch:
+                    self.rest.request("PATCH", path, body=patch, content_type="application/json-patch+json",
+                                      retry=False)
+            except ClusterError as err:
+                problems.append(f"cannot write caBundle of {plural}/{self.configuration}: {err}")
+        return problems

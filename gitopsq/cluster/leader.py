@@ -24,7 +24,7 @@ from typing import Any
 
 from gitopsq import logs
 from gitopsq.cluster.apply import KubeRest
-from gitopsq.cluster.kube import ClusterConflict, ClusterNotFound
+from gitopsq.cluster.kube import ClusterConflict, ClusterForbidden, ClusterNotFound
 from gitopsq.errors import ClusterError
 
 
@@ -170,7 +170,9 @@ class LeaderElector:
         return answer
 
     def ensure_namespace(self) -> None:
-        with contextlib.suppress(ClusterConflict):
+        """Create the Lease's namespace if missing; 403 is fine (least-privilege RBAC may only read namespaces,
+        and the namespace then exists already: the chart installs into it)."""
+        with contextlib.suppress(ClusterConflict, ClusterForbidden):
             self.rest.request("POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace",
                                                                   "metadata": {"name": self.config.namespace}},
                               retry=False)

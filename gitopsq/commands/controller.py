@@ -1,11 +1,14 @@
-"""`gitopsq controller`: the long-running sync loop under leader election, with health and webhook endpoints."""
+"""`gitopsq controller`: the sync loop and the admission loop under leader election, with health, metrics, the
+Git push webhook and the Job admission webhook (docs/controller.md)."""
 
 from __future__ import annotations
 
 import os
 import signal
 import socket
+import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import click
@@ -14,7 +17,8 @@ from gitopsq.errors import GitopsqError, UsageError
 
 
 @click.command(name="controller")
-@click.option("--repo", required=True, help="Git URL (https, ssh, file) or local path of the queue repository.")
+@click.option("--repo", default=None, help="Git URL (https, ssh, file) or local path of the queue repository "
+                                           "[required unless --admission-only].")
 @click.option("--branch", default="main", show_default=True, help="Branch (or tag) to follow.")
 @click.option("--interval", default="30s", show_default=True, help="Poll interval (Go duration: 30s, 1m, ...).")
 @click.option("--drift-interval", default="5m", show_default=True,
@@ -22,11 +26,24 @@ from gitopsq.errors import GitopsqError, UsageError
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
               help="Kubeconfig file [default: in-cluster service account, $KUBECONFIG, ~/.kube/config].")
 @click.option("--context", default=None, help="Kubeconfig context to use.")
-@click.option("--sync-only", is_flag=True, help="Run the GitOps sync loop only.")
-@click.option("--admission-only", is_flag=True, help="Run the admission loop only.")
+@click.option("--sync-only", is_flag=True, help="Run the GitOps sync loop only (no admission, no Job webhook).")
+@click.option("--admission-only", is_flag=True, help="Run the admission loop (and Job webhook) only.")
+@click.option("--qps", default=50.0, show_default=True, type=float, help="Admission loop API requests per second.")
+@click.option("--burst", default=100, show_default=True, type=int, help="Admission loop API request burst.")
 @click.option("--webhook-secret-file", type=click.Path(dir_okay=False), default=None,
               help="File holding the HMAC secret of Git push webhooks (POST /hooks/git); without it webhooks "
                    "are refused.")
+@click.option("--webhook-addr", default="", help="HTTPS address of the Job admission webhook ('' = off).")
+@click.option("--webhook-cert-dir", type=click.Path(file_okay=False), default=None,
+              help="tls.crt/tls.key of the Job webhook; generated here when absent or with --webhook-cert-secret.")
+@click.option("--webhook-cert-secret", default=None,
+              help="[NAMESPACE/]NAME of a Secret holding the generated CA and serving certificate, shared by "
+                   "every replica.")
+@click.option("--webhook-service", default=None, help="NAMESPACE/NAME of the webhook Service the certificate "
+                                                      "must cover.")
+@click.option("--webhook-configuration", default=None,
+              help="Name of the Mutating/ValidatingWebhookConfiguration whose caBundle gitopsq writes.")
+@click.option("--managed-namespaces", default="", help="Comma-separated namespaces where Jobs need a queue label.")
 @click.option("--health-addr", default=":8081", show_default=True,
               help="Address of /healthz, /readyz and /hooks/git.")
 @click.option("--metrics-addr", default=":8080", show_default=True, help="Prometheus metrics address ('' = off).")
@@ -42,117 +59,265 @@ from gitopsq.errors import GitopsqError, UsageError
 @click.option("--retry-period", default="2s", show_default=True)
 @click.option("--identity", default=None, help="Leader-election identity [default: hostname_pid].")
 @click.option("--audit-wal-dir", type=click.Path(file_okay=False), default=None,
-              help="Enable the audit trail: sync records go to this write-ahead log, then to the audit branch.")
-@click.option("--audit-repo", default=None, help="Repository holding the audit branch [default: --repo].")
+              help="Enable the audit trail: records go to this write-ahead log, then to the audit branch.")
+@click.option("--audit-repo", default=None, help="Repository holding the audit branch [default: audit.repository "
+                                                 "of gitopsq.yaml, else --repo].")
+@click.option("--audit-signing-key", type=click.Path(dir_okay=False), default=None,
+              help="SSH private key that signs audit commits.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Where remote mirrors live.")
 @click.option("--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True)
-def command(*, repo: str, branch: str, interval: str, drift_interval: str, kubeconfig: str | None,
-            context: str | None, sync_only: bool, admission_only: bool, webhook_secret_file: str | None,
-            health_addr: str, metrics_addr: str,
-            source_name: str | None, namespace: str, prune: bool, leader_elect: bool, lease_name: str,
-            lease_duration: str, renew_deadline: str, retry_period: str, identity: str | None,
-            audit_wal_dir: str | None, audit_repo: str | None, cache_dir: str | None, log_format: str) -> None:
-    """Poll REPO (and sync at once on a signed webhook), validate, apply, report; one writer per Lease."""
-    from pathlib import Path
+def command(**flags: Any) -> None:
+    """Sync REPO into the cluster and admit queued workloads; one writer per Lease, webhooks on every replica."""
+    Wiring(flags).run()
 
-    from gitopsq import logs
-    from gitopsq.cluster.apply import KubeRest
-    from gitopsq.cluster.kube import load_api_client
-    from gitopsq.cluster.leader import LeaderElector, LeaseConfig
-    from gitopsq.cluster.status import SourceRef
-    from gitopsq.commands.apply import default_source_name
-    from gitopsq.controller import Controller, HttpEndpoints, Runnable, SyncLoop, parse_duration
-    from gitopsq.source import open_source
-    from gitopsq.sync import Syncer, SyncOptions
-    from gitopsq.webhook_git import GitWebhook, read_secret
 
-    if sync_only and admission_only:
-        raise UsageError("--sync-only and --admission-only exclude each other")
-    if admission_only:
-        raise UsageError("the admission loop is not part of this build yet; run with --sync-only")
+def _duration(text: str) -> float:
+    from gitopsq.controller import parse_duration
+
     try:
-        poll = parse_duration(interval)
-        drift = parse_duration(drift_interval)
-        lease = LeaseConfig(namespace, lease_name, identity or f"{socket.gethostname()}_{os.getpid()}",
-                            parse_duration(lease_duration), parse_duration(renew_deadline),
-                            parse_duration(retry_period))
+        return parse_duration(text)
     except ValueError as err:
         raise UsageError(str(err)) from err
-    logs.configure(json=log_format == "json")
-    log = logs.get("controller")
-    secret = read_secret(webhook_secret_file) if webhook_secret_file else None
 
-    source = open_source(repo, cache_dir=Path(cache_dir) if cache_dir else None)
-    api_client = load_api_client(kubeconfig, context)
-    rest = KubeRest(api_client)
-    audit = None
-    if audit_wal_dir:
-        from gitopsq.audit.trail import AuditTrail
 
-        audit = AuditTrail.open(audit_repo or repo, audit_wal_dir)
-    syncer = Syncer(source, rest, SourceRef(namespace, source_name or default_source_name(repo)), url=source.display,
-                    audit=audit)
-    metrics = _Metrics(metrics_addr)
-    loop = SyncLoop(syncer, SyncOptions(rev=branch, prune=prune), interval=poll, drift_interval=drift,
-                    on_result=metrics.observe)
-    runnables: list[Runnable] = [loop]  # the admission loop joins this list (issue 6)
-    elector = LeaderElector(KubeRest(api_client), lease) if leader_elect else None
-    controller = Controller(runnables, elector)
-    webhook = GitWebhook(secret, loop.trigger, branch=branch)
-
-    def ready() -> bool:
-        if elector is not None:
-            contact = elector.last_contact
-            return contact is not None and time.monotonic() - contact < 3 * lease.lease_duration
-        return loop.stats.passes > 0 and loop.stats.last_success is not None
+def audit_config(source: Any, branch: str) -> dict[str, Any]:
+    """The ``audit`` block of gitopsq.yaml at the followed branch, or {} when it cannot be read."""
+    from gitopsq.manifests.config import parse_config
+    from gitopsq.manifests.config_model import CONFIG_PATH
 
     try:
-        http = HttpEndpoints(health_addr, ready=ready, webhook=webhook)
-    except (OSError, ValueError) as err:
-        raise UsageError(f"cannot listen on --health-addr {health_addr}: {err}") from err
-    http.start()
+        commit = source.resolve(branch)
+        entry = next(iter(source.list_files(commit, [CONFIG_PATH], [])), None)
+        config = parse_config(source.read_blob(entry.blob_id)).config if entry is not None else None
+    except (GitopsqError, ValueError, KeyError, AttributeError):
+        return {}
+    return dict(config.as_policy_dict()["audit"]) if config is not None else {}
 
-    def on_signal(signum: int, _: Any) -> None:
-        log.info("shutting down", signal=signal.Signals(signum).name)
-        controller.stop()
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    if elector is not None:
+class Wiring:
+    """Builds the controller from the flags, runs it until SIGTERM/SIGINT, and tears it down."""
+
+    def __init__(self, flags: dict[str, Any]) -> None:
+        from gitopsq.cluster.leader import LeaseConfig
+
+        self.f = flags
+        if flags["sync_only"] and flags["admission_only"]:
+            raise UsageError("--sync-only and --admission-only exclude each other")
+        self.sync_on, self.admission_on = not flags["admission_only"], not flags["sync_only"]
+        if self.sync_on and not flags["repo"]:
+            raise UsageError("--repo is required (unless --admission-only)")
+        if flags["audit_wal_dir"] and not (flags["repo"] or flags["audit_repo"]):
+            raise UsageError("--audit-wal-dir needs --audit-repo when there is no --repo")
+        if flags["webhook_addr"] and not self.admission_on:
+            raise UsageError("--webhook-addr serves the Job webhook of the admission loop: not with --sync-only")
+        self.poll, self.drift = _duration(flags["interval"]), _duration(flags["drift_interval"])
         try:
-            elector.ensure_namespace()
-        except GitopsqError as err:  # the API may be down at start: the elector keeps trying
-            log.warning("cannot ensure the lease namespace yet", error=str(err))
-    log.info("controller started", repo=source.display, branch=branch, interval=poll, health=http.port,
-             leader_election=leader_elect, identity=lease.identity)
-    try:
-        controller.run()
-    finally:
-        http.close()
-        if audit is not None:
-            audit.close()
-        api_client.close()  # type: ignore[no-untyped-call]
-        log.info("controller stopped")
+            self.lease = LeaseConfig(flags["namespace"], flags["lease_name"],
+                                     flags["identity"] or f"{socket.gethostname()}_{os.getpid()}",
+                                     _duration(flags["lease_duration"]), _duration(flags["renew_deadline"]),
+                                     _duration(flags["retry_period"]))
+        except ValueError as err:
+            raise UsageError(str(err)) from err
 
+    def run(self) -> None:
+        from gitopsq import logs
+        from gitopsq.cluster.kube import load_api_client
 
-class _Metrics:
-    """Prometheus series of the sync loop; a no-op when the address is empty."""
+        f = self.f
+        logs.configure(json=f["log_format"] == "json")
+        self.log = logs.get("controller")
+        self.stopping = threading.Event()
+        self.api_client = load_api_client(f["kubeconfig"], f["context"])
+        self.closers: list[Any] = []
+        try:
+            self._build()
+            self._serve()
+        finally:
+            self.stopping.set()
+            for close in reversed(self.closers):
+                try:
+                    close()
+                except Exception as err:  # shutdown goes on whatever one part says
+                    self.log.warning("shutdown step failed", error=str(err))
+            self.api_client.close()  # type: ignore[no-untyped-call]
+            self.log.info("controller stopped")
 
-    def __init__(self, address: str) -> None:
-        self.enabled = bool(address)
-        if not self.enabled:
-            return
-        from prometheus_client import Counter, Gauge, start_http_server
+    # -- parts -------------------------------------------------------------------------------------------------
 
-        host, _, port = address.rpartition(":")
-        start_http_server(int(port), addr=host or "0.0.0.0")
-        self.syncs = Counter("gitopsq_sync_total", "Sync passes by outcome", ["outcome"])
-        self.last = Gauge("gitopsq_sync_last_success_timestamp_seconds", "Wall time of the last good pass")
+    def _build(self) -> None:
+        from prometheus_client import GC_COLLECTOR, PLATFORM_COLLECTOR, PROCESS_COLLECTOR, CollectorRegistry
 
-    def observe(self, result: Any) -> None:
-        if not self.enabled:
-            return
-        outcome = result if isinstance(result, str) else result.outcome
-        self.syncs.labels(outcome).inc()
-        if outcome in ("applied", "unchanged"):
-            self.last.set_to_current_time()
+        from gitopsq.cluster.apply import KubeRest
+        from gitopsq.cluster.leader import LeaderElector
+        from gitopsq.controller import Controller, LeaderAudit, LeadershipHook, RoleHook, Runnable, WakingRunnable
+        from gitopsq.metrics import KueueMetrics, SyncMetrics
+
+        f = self.f
+        # Our own registry: the default one describes collectors by collecting them, which refuses Kueue's
+        # gauge kueue_finished_workloads beside the counter kueue_finished_workloads_total.
+        registry = CollectorRegistry()
+        for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+            registry.register(collector)
+        self.source: Any = None
+        if self.sync_on:
+            from gitopsq.source import open_source
+
+            self.source = open_source(f["repo"], cache_dir=Path(f["cache_dir"]) if f["cache_dir"] else None)
+        self.elector = LeaderElector(KubeRest(self.api_client), self.lease) if f["leader_elect"] else None
+        self.sync_metrics = SyncMetrics(registry, source=f"{f['namespace']}/{self._source_name()}")
+        self.kueue_metrics = KueueMetrics(registry, replica_role="follower" if self.elector else "standalone")
+        hooks: list[LeadershipHook] = [RoleHook(self.kueue_metrics)] if self.elector else []
+        self.audit: LeaderAudit | None = None
+        if f["audit_wal_dir"]:
+            self.audit = LeaderAudit(self._open_trail)
+            hooks.append(self.audit)
+        runnables: list[Runnable] = []
+        self.loop: Any = None
+        if self.sync_on:
+            self.loop = self._sync_loop()
+            runnables.append(self.loop)
+        self.admission: Any = None
+        if self.admission_on:
+            from gitopsq.cluster.admission_loop import AdmissionLoop, LoopOptions
+
+            self.admission = AdmissionLoop(self.api_client, LoopOptions(qps=f["qps"], burst=f["burst"]),
+                                           metrics=self.kueue_metrics, audit=self.audit)
+            runnables.append(WakingRunnable(self.admission, lambda: self.admission.cache.changed))
+        self.controller = Controller(runnables, self.elector, hooks=hooks)
+        if f["metrics_addr"]:
+            from gitopsq.metrics import serve
+
+            try:
+                server = serve(f["metrics_addr"], registry)
+            except (OSError, ValueError) as err:
+                raise UsageError(f"cannot listen on --metrics-addr {f['metrics_addr']}: {err}") from err
+            self.closers.append(server.shutdown)
+        if self.audit is not None:
+            threading.Thread(target=self._sample_audit, name="gitopsq-audit-metrics", daemon=True).start()
+
+    def _source_name(self) -> str:
+        from gitopsq.commands.apply import default_source_name
+
+        return str(self.f["source_name"] or (default_source_name(self.f["repo"]) if self.f["repo"] else ""))
+
+    def _sync_loop(self) -> Any:
+        from gitopsq.cluster.apply import KubeRest
+        from gitopsq.cluster.status import SourceRef
+        from gitopsq.controller import SyncAuditRecords, SyncLoop
+        from gitopsq.sync import Syncer, SyncOptions
+
+        f = self.f
+        records = SyncAuditRecords(self.audit, self.source) if self.audit is not None else None
+        syncer = Syncer(self.source, KubeRest(self.api_client), SourceRef(f["namespace"], self._source_name()),
+                        url=self.source.display, audit=records)
+        if records is not None:
+            records.syncer = syncer
+        return SyncLoop(syncer, SyncOptions(rev=f["branch"], prune=f["prune"]), interval=self.poll,
+                        drift_interval=self.drift, on_result=self.sync_metrics.observe)
+
+    def _open_trail(self) -> Any:
+        from gitopsq.audit import AuditTrail, audit_target, settings_from_config
+
+        f = self.f
+        config = audit_config(self.source, f["branch"]) if self.source is not None else {}
+        target = f["audit_repo"] or audit_target(config, f["repo"])
+        overrides = {"signing_key": f["audit_signing_key"]} if f["audit_signing_key"] else {}
+        return AuditTrail.open(target, f["audit_wal_dir"], settings=settings_from_config(config, **overrides))
+
+    def _sample_audit(self) -> None:
+        assert self.audit is not None
+        while not self.stopping.wait(2.0):
+            status = self.audit.status()
+            if status is not None:
+                self.sync_metrics.observe_audit(status, time.time())
+
+    def _job_webhook(self) -> Any:
+        from gitopsq.cluster.apply import KubeRest
+        from gitopsq.webhook import JobWebhook, JobWebhookOptions, WebhookServer
+        from gitopsq.webhook_certs import CertificateKeeper, service_hosts
+
+        f = self.f
+        directory = Path(f["webhook_cert_dir"] or Path(f["cache_dir"] or ".") / "webhook-certs")
+        hosts = ["localhost", "127.0.0.1"]
+        if f["webhook_service"]:
+            namespace, _, name = f["webhook_service"].rpartition("/")
+            hosts = service_hosts(namespace or f["namespace"], name)
+        secret = None
+        if f["webhook_cert_secret"]:
+            namespace, _, name = f["webhook_cert_secret"].rpartition("/")
+            default_ns = f["webhook_service"].rpartition("/")[0] if f["webhook_service"] else ""
+            secret = (namespace or default_ns or f["namespace"], name)
+        generate = secret is not None or not (directory / "tls.crt").exists()
+        keeper = CertificateKeeper(KubeRest(self.api_client), directory, hosts, secret=secret,
+                                   configuration=f["webhook_configuration"]) if generate else None
+        if keeper is not None:
+            self._keep_certificates(keeper, first=True)
+        managed = frozenset(n.strip() for n in f["managed_namespaces"].split(",") if n.strip())
+        try:
+            server = WebhookServer(f["webhook_addr"], JobWebhook(JobWebhookOptions(managed_namespaces=managed)),
+                                   directory / "tls.crt", directory / "tls.key")
+        except (OSError, ValueError) as err:
+            raise UsageError(f"cannot serve the Job webhook on --webhook-addr {f['webhook_addr']}: {err}") from err
+        server.start()
+        self.closers.append(server.close)
+        server.watch(self.stopping, 5.0)
+        if keeper is not None:
+            threading.Thread(target=self._renew, args=(keeper,), name="gitopsq-webhook-keeper", daemon=True).start()
+        self.log.info("job webhook serving", port=server.port, managed_namespaces=sorted(managed))
+        return server
+
+    def _keep_certificates(self, keeper: Any, *, first: bool = False) -> None:
+        try:
+            _certs, problems = keeper.sync()
+        except (GitopsqError, OSError, ValueError) as err:
+            problems = [str(err)]
+        if problems != getattr(self, "_cert_problems", []) or (first and problems):
+            for problem in problems:
+                self.log.warning("webhook certificate setup incomplete; retrying", problem=problem)
+        self._cert_problems = problems
+
+    def _renew(self, keeper: Any) -> None:
+        # Short while something is missing (the configuration may be created after the pods), then hourly.
+        while not self.stopping.wait(10.0 if self._cert_problems else 3600.0):
+            self._keep_certificates(keeper)
+
+    def _ready(self) -> bool:
+        if self.webhook is not None and not self.webhook.serving():
+            return False
+        if self.elector is not None:
+            contact = self.elector.last_contact
+            return contact is not None and time.monotonic() - contact < 3 * self.lease.lease_duration
+        synced = self.loop is not None and self.loop.stats.passes > 0 and self.loop.stats.last_success is not None
+        return synced or (self.admission is not None and self.admission.synced.is_set())
+
+    def _serve(self) -> None:
+        from gitopsq.controller import HttpEndpoints
+        from gitopsq.webhook_git import GitWebhook, read_secret
+
+        f = self.f
+        self.webhook = self._job_webhook() if f["webhook_addr"] else None
+        secret = read_secret(f["webhook_secret_file"]) if f["webhook_secret_file"] else None
+        git_hook = GitWebhook(secret, self.loop.trigger, branch=f["branch"]) if self.loop is not None else None
+        try:
+            http = HttpEndpoints(f["health_addr"], ready=self._ready, webhook=git_hook)
+        except (OSError, ValueError) as err:
+            raise UsageError(f"cannot listen on --health-addr {f['health_addr']}: {err}") from err
+        http.start()
+        self.closers.append(http.close)
+
+        def on_signal(signum: int, _: Any) -> None:
+            self.log.info("shutting down", signal=signal.Signals(signum).name)
+            self.controller.stop()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        if self.elector is not None:
+            try:
+                self.elector.ensure_namespace()
+            except GitopsqError as err:  # the API may be down at start: the elector keeps trying
+                self.log.warning("cannot ensure the lease namespace yet", error=str(err))
+        self.log.info("controller started", repo=self.source.display if self.source else None, branch=f["branch"],
+                      sync=self.sync_on, admission=self.admission_on, interval=self.poll, health=http.port,
+                      webhook=self.webhook.port if self.webhook else None, leader_election=f["leader_elect"],
+                      identity=self.lease.identity)
+        self.controller.run()
