@@ -1,0 +1,152 @@
+"""The Job webhook as `gitopsq controller` serves it: on every replica (leader or not), with one CA shared through
+the certificate Secret, the caBundle written into the named configurations, part of /readyz, and certificate
+files reloaded when they change."""
+
+from __future__ import annotations
+
+import base64
+import json
+import signal
+import ssl
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography import x509
+from envtest_rig import Envtest
+from test_admission_support import rest
+from test_controller import free_port, wait_for
+from test_controller_modes import Controller
+
+from gitopsq.webhook_certs import MUTATE_PATH, ensure_certificates, webhook_configurations
+
+pytestmark = pytest.mark.envtest
+
+
+def review(name: str) -> bytes:
+    job = {"metadata": {"name": name, "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "main"}},
+           "spec": {"suspend": False}}
+    return json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                       "request": {"uid": name, "operation": "CREATE", "object": job}}).encode()
+
+
+def mutate(port: int, ca_pem: bytes) -> dict[str, Any] | None:
+    """POST an AdmissionReview over HTTPS, trusting only ``ca_pem``; None while the server is not there."""
+    context = ssl.create_default_context(cadata=ca_pem.decode())
+    context.check_hostname = False  # the names are the Service's (checked separately); the CA is still verified
+    request = urllib.request.Request(f"https://localhost:{port}{MUTATE_PATH}", data=review("probe"),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=5, context=context) as answer:
+            return dict(json.loads(answer.read()))
+    except (OSError, ssl.SSLError, urllib.error.URLError):
+        return None
+
+
+def status(port: int, path: str) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as err:
+        return int(err.code)
+    except OSError:
+        return 0
+
+
+@pytest.fixture
+def objects(kueue_clean: Envtest) -> Iterator[tuple[str, str]]:
+    """An empty certificate Secret (as the chart creates it) and both webhook configurations with no caBundle,
+    matching no namespace so they never stand in the rig's way; yields (namespace, name)."""
+    name = f"hook-{uuid.uuid4().hex[:6]}"
+    namespace = kueue_clean.new_namespace("hooks")
+    api = rest(kueue_clean)
+    api.request("POST", f"/api/v1/namespaces/{namespace}/secrets",
+                body={"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "type": "Opaque"})
+    paths = []
+    for config in webhook_configurations(b"", service=(namespace, name, 443), name=name,
+                                         namespace_selector={"matchLabels": {"never": name}}):
+        for hook in config["webhooks"]:
+            del hook["clientConfig"]["caBundle"]
+        plural = config["kind"].lower() + "s"
+        api.request("POST", f"/apis/admissionregistration.k8s.io/v1/{plural}", body=config)
+        paths.append(f"/apis/admissionregistration.k8s.io/v1/{plural}/{name}")
+    yield namespace, name
+    for path in paths:
+        api.request("DELETE", path)
+
+
+@pytest.fixture
+def started(kueue_clean: Envtest) -> Iterator[list[Controller]]:
+    processes: list[Controller] = []
+    yield processes
+    for p in processes:
+        p.stop(signal.SIGKILL)
+
+
+def replica(env: Envtest, tmp: Path, namespace: str, name: str, identity: str) -> tuple[Controller, int]:
+    port = free_port()
+    proc = Controller(env, tmp, identity, "--admission-only", "--leader-elect", "--namespace", namespace,
+                      "--lease-name", name, "--identity", identity, "--lease-duration", "4s", "--renew-deadline",
+                      "3s", "--retry-period", "1s", "--webhook-addr", f"127.0.0.1:{port}",
+                      "--webhook-cert-dir", str(tmp / identity / "certs"), "--webhook-cert-secret", name,
+                      "--webhook-service", f"{namespace}/{name}", "--webhook-configuration", name)
+    return proc, port
+
+
+def test_every_replica_serves_the_webhook_with_the_shared_ca(kueue_clean: Envtest, tmp_path: Path,
+                                                             objects: tuple[str, str],
+                                                             started: list[Controller]) -> None:
+    """Two replicas (one leads): both answer AdmissionReviews with a certificate of the one CA kept in the
+    Secret, both are ready, and both configurations carry that CA as caBundle."""
+    namespace, name = objects
+    pairs = [replica(kueue_clean, tmp_path, namespace, name, f"r{i}") for i in (1, 2)]
+    started += [p for p, _ in pairs]
+    api = rest(kueue_clean)
+
+    def stored_ca() -> bytes | None:
+        data = api.request("GET", f"/api/v1/namespaces/{namespace}/secrets/{name}").get("data") or {}
+        return base64.b64decode(data["ca.crt"]) if data.get("ca.crt") else None
+
+    ca = wait_for(stored_ca, message="the CA in the Secret")
+    for proc, port in pairs:
+        answer = wait_for(lambda port=port: mutate(port, ca), message=f"webhook of {proc.log.name}")
+        assert answer["response"]["allowed"] is True and answer["response"]["patchType"] == "JSONPatch"
+        wait_for(lambda proc=proc: status(proc.health, "/readyz") == 200, message="ready")
+    for plural in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+        def bundle(plural: str = plural) -> bytes:
+            hook = api.request("GET", f"/apis/admissionregistration.k8s.io/v1/{plural}/{name}")["webhooks"][0]
+            return base64.b64decode(hook["clientConfig"].get("caBundle") or "")
+        wait_for(lambda: ca in bundle(), message=f"caBundle of {plural}")
+    served = x509.load_pem_x509_certificate(ssl.get_server_certificate(("127.0.0.1", pairs[0][1])).encode())
+    names = served.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert f"{name}.{namespace}.svc" in names.get_values_for_type(x509.DNSName)
+    leader = api.request("GET", f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}")
+    assert leader["spec"]["holderIdentity"] in ("r1", "r2")
+    for proc, _ in pairs:
+        assert proc.stop() == 0
+
+
+def test_changed_certificate_files_are_served_without_a_restart(kueue_clean: Envtest, tmp_path: Path,
+                                                                started: list[Controller]) -> None:
+    """With certificates provided in --webhook-cert-dir (cert-manager's mounted Secret), replacing the files
+    makes the server present the new certificate within seconds."""
+    certs = tmp_path / "mounted"
+    first = ensure_certificates(certs, ["localhost"])
+    port = free_port()
+    proc = Controller(kueue_clean, tmp_path, "mounted", "--admission-only", "--webhook-addr", f"127.0.0.1:{port}",
+                      "--webhook-cert-dir", str(certs))
+    started.append(proc)
+    wait_for(lambda: mutate(port, first.ca_pem), message="webhook with the first certificate")
+    other = ensure_certificates(tmp_path / "other", ["localhost"])
+    for file in ("tls.key", "tls.crt"):
+        (certs / file).write_bytes((tmp_path / "other" / file).read_bytes())
+    wait_for(lambda: mutate(port, other.ca_pem), timeout=20, message="webhook with the new certificate")
+    assert mutate(port, first.ca_pem) is None
+    served = ssl.get_server_certificate(("127.0.0.1", port))
+    assert x509.load_pem_x509_certificate(served.encode()) == \
+        x509.load_pem_x509_certificate(other.cert_file.read_bytes())
+    assert proc.stop() == 0
