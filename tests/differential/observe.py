@@ -87,6 +87,15 @@ def message(obj: dict[str, Any]) -> str:
     return f"{c.get('reason', '')}: {normal_message(str(c.get('message', '')))}"
 
 
+def alternating(runs: list[str]) -> set[str]:
+    """The values Kueue keeps cycling through, given the sequence of distinct consecutive values it showed
+    (empty when it settled on one: a value that came back after another is the sign of a cycle)."""
+    for i, value in enumerate(runs):
+        if value in runs[i + 1:]:
+            return set(runs[i:])
+    return set()
+
+
 def final_workload(obj: dict[str, Any], messages_seen: set[str] | None = None) -> dict[str, Any]:
     """The contract's `final` entry; ``messagesSeen`` lists "reason: message" pairs when Kueue kept changing
     them while nothing else changed."""

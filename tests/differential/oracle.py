@@ -151,7 +151,7 @@ class _Run:
         self.objects: list[dict[str, Any]] = list(scenario.get("objects") or [])
         self.entries = {f"{w.get('namespace', 'default')}/{w['name']}": w for w in plan.workloads}
         self.seen: dict[str, dict[str, Any]] = {}
-        self.messages: dict[str, set[str]] = {}  # per workload, messages since its last other change
+        self.messages: dict[str, list[str]] = {}  # per workload, "reason: message" runs since its last other change
         self.events: list[ob.Event] = []
         self.clock = _Clock()
         self.now = 0.0
@@ -342,7 +342,7 @@ class _Run:
 
     def _poll(self) -> bool:
         """Read every Workload; record transitions; complete evictions. True if any status said something new
-        (a new pending message alone is not: Kueue's StrictFIFO head may alternate messages for ever)."""
+        (a pending reason or message seen before is not: Kueue's StrictFIFO head may alternate them for ever)."""
         changed = False
         listed = self.o.custom.list_cluster_custom_object(ko.GROUP, ko.VERSION, "workloads")
         for w in listed["items"]:
@@ -350,10 +350,15 @@ class _Run:
             before = self.seen.get(k)
             if before is not None and before["metadata"]["resourceVersion"] == w["metadata"]["resourceVersion"]:
                 continue
+            said = self.messages.setdefault(k, [])
             if before is None or ob.signature(before) != ob.signature(w):
                 changed = True
-                self.messages[k] = set()
-            self.messages.setdefault(k, set()).add(ob.message(w))
+                said.clear()
+            text = ob.message(w)
+            if text not in said:
+                changed = True  # a reason or message not seen since the last other change
+            if not said or said[-1] != text:
+                said.append(text)
             for e in ob.transitions(before, w, self.now):
                 self.events.append(e)
                 if e.type == "Admitted":
@@ -430,7 +435,8 @@ class _Run:
 
     def _result(self) -> dict[str, Any]:
         self._poll()
-        workloads = {k: ob.final_workload(w, self.messages.get(k)) for k, w in sorted(self.seen.items())}
+        workloads = {k: ob.final_workload(w, ob.alternating(self.messages.get(k, [])))
+                     for k, w in sorted(self.seen.items())}
         for k in self.entries:
             workloads.setdefault(k, {"state": "Pending"})  # never created: submitted after the horizon
         queues = {}
