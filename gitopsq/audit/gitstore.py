@@ -61,15 +61,42 @@ def resolve_target(target: str) -> str:
     return str(Path(target).resolve())
 
 
+# A credential helper that hands git the source's https token (GITOPSQ_GIT_TOKEN_FILE, else GITOPSQ_GIT_TOKEN),
+# read when git asks: the token itself never appears in an argument or in git's configuration.
+TOKEN_HELPER = ('!f() { test "$1" = get || exit 0; printf "username=%s\\n" "${GITOPSQ_GIT_USERNAME:-git}"; '
+                'if [ -n "$GITOPSQ_GIT_TOKEN_FILE" ]; then printf "password=%s\\n" "$(cat "$GITOPSQ_GIT_TOKEN_FILE")"; '
+                'else printf "password=%s\\n" "$GITOPSQ_GIT_TOKEN"; fi; }; f')
+
+
+def git_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment for the git CLI: the same credentials as the Git source (gitopsq/source/credentials.py:
+    GITOPSQ_GIT_TOKEN[_FILE], GITOPSQ_GIT_USERNAME, GITOPSQ_SSH_KEY_FILE, GITOPSQ_SSH_KNOWN_HOSTS) turned into a
+    credential helper and an ssh command, unless git's own settings (a credential.helper in GIT_CONFIG_*,
+    GIT_SSH_COMMAND) already say otherwise. Variables that would point git at another repository are dropped."""
+    import shlex
+
+    env = {k: v for k, v in environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    if environ.get("GITOPSQ_GIT_TOKEN_FILE") or environ.get("GITOPSQ_GIT_TOKEN"):
+        count = int(environ.get("GIT_CONFIG_COUNT") or 0)
+        if not any(environ.get(f"GIT_CONFIG_KEY_{i}") == "credential.helper" for i in range(count)):
+            env.update({"GIT_CONFIG_COUNT": str(count + 1), f"GIT_CONFIG_KEY_{count}": "credential.helper",
+                        f"GIT_CONFIG_VALUE_{count}": TOKEN_HELPER})
+    ssh = ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]
+    key, known = environ.get("GITOPSQ_SSH_KEY_FILE"), environ.get("GITOPSQ_SSH_KNOWN_HOSTS")
+    if key:
+        ssh += ["-i", shlex.quote(key), "-o", "IdentitiesOnly=yes"]
+    if known:
+        ssh += ["-o", f"UserKnownHostsFile={shlex.quote(known)}"]
+    env["GIT_SSH_COMMAND"] = environ.get("GIT_SSH_COMMAND") or " ".join(ssh)
+    return env
+
+
 def git(args: list[str], *, cwd: Path, input_bytes: bytes | None = None,
         timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
-    # Variables that would point git at another repository than the cache are dropped.
-    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
-    env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": os.environ.get(
-        "GIT_SSH_COMMAND", "ssh -o BatchMode=yes -o ConnectTimeout=10")})
     try:
-        return subprocess.run(["git", *args], cwd=cwd, input=input_bytes, capture_output=True, env=env,
-                              timeout=timeout, check=False)
+        return subprocess.run(["git", *args], cwd=cwd, input=input_bytes, capture_output=True,
+                              env=git_env(os.environ), timeout=timeout, check=False)
     except subprocess.TimeoutExpired as err:
         raise RemoteUnreachableError(f"git {args[0]} timed out after {timeout:.0f}s") from err
 

@@ -1,5 +1,6 @@
-"""The credentials the chart hands to the git CLI for audit pushes work with the real git and ssh, and the
-pod-filesystem mapping the process tests rely on maps mount paths and nothing else."""
+"""The credentials the chart mounts reach the audit writer's git CLI (gitopsq.audit.gitstore.git_env over the
+rendered environment) with the real git and ssh, and the pod-filesystem mapping the process tests rely on maps
+mount paths and nothing else."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pathlib import Path
 import pytest
 from chart_helm import Helm
 from chart_pod import PodFiles, translate
+
+from gitopsq.audit.gitstore import git_env
 
 TOKEN = b"glpat-example-token\n"
 
@@ -23,9 +26,9 @@ def files(helm: Helm, tmp_path: Path) -> PodFiles:
 
 
 def test_audit_pushes_over_https_get_the_mounted_token(helm: Helm, tmp_path: Path) -> None:
-    """`git credential fill` with the rendered environment answers with the user name and the token read from
-    the mounted Secret file (the audit writer's git CLI asks exactly this)."""
-    env = {**files(helm, tmp_path).env, "HOME": str(tmp_path), "GIT_TERMINAL_PROMPT": "0"}
+    """`git credential fill` in the environment the audit writer gives git answers with the user name and the
+    token read from the mounted Secret file (git asks exactly this before an https push)."""
+    env = git_env({**files(helm, tmp_path).env, "HOME": str(tmp_path)})
     done = subprocess.run(["git", "credential", "fill"], input="protocol=https\nhost=git.example.com\n\n",
                           env=env, capture_output=True, text=True, check=False, timeout=30)
     assert done.returncode == 0, done.stderr
@@ -35,9 +38,10 @@ def test_audit_pushes_over_https_get_the_mounted_token(helm: Helm, tmp_path: Pat
 
 
 def test_audit_pushes_over_ssh_use_the_mounted_key_and_known_hosts(helm: Helm, tmp_path: Path) -> None:
-    """The rendered GIT_SSH_COMMAND, as git runs it, makes ssh use the mounted key and known_hosts only."""
+    """The audit writer's GIT_SSH_COMMAND, as git runs it, makes ssh use the mounted key and known_hosts only."""
     pod = files(helm, tmp_path)
-    done = subprocess.run(["sh", "-c", f'{pod.env["GIT_SSH_COMMAND"]} -G git.example.com'], env=pod.env,
+    env = git_env(pod.env)
+    done = subprocess.run(["sh", "-c", f'{env["GIT_SSH_COMMAND"]} -G git.example.com'], env=env,
                           capture_output=True, text=True, check=False, timeout=30)
     assert done.returncode == 0, done.stderr
     config = dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
@@ -46,12 +50,16 @@ def test_audit_pushes_over_ssh_use_the_mounted_key_and_known_hosts(helm: Helm, t
     assert config["batchmode"] == "yes" and config["identitiesonly"] == "yes"
 
 
-def test_no_git_cli_credentials_without_the_audit_trail(helm: Helm) -> None:
-    """Without audit.enabled nothing configures the git CLI (the Git source reads the token itself)."""
-    rendered = helm.render({"git": {"tokenSecret": {"name": "tok"}, "sshSecret": {"name": "ssh"}}})
+@pytest.mark.parametrize("audit", [True, False], ids=["audit-trail", "no-audit-trail"])
+def test_the_chart_configures_no_git_cli_of_its_own(helm: Helm, audit: bool) -> None:
+    """The chart hands over credentials only as GITOPSQ_* variables (the source and the audit writer read the
+    same ones); it sets no git configuration or ssh command that could diverge from them."""
+    rendered = helm.render({"audit": {"enabled": audit},
+                            "git": {"tokenSecret": {"name": "tok"}, "sshSecret": {"name": "ssh"}}})
     names = {e["name"] for e in rendered.container["env"]}
     assert not names & {"GIT_CONFIG_COUNT", "GIT_SSH_COMMAND"}
-    assert "--audit-wal-dir=/var/cache/gitopsq/audit-wal" not in rendered.container["args"]
+    assert {"GITOPSQ_GIT_TOKEN_FILE", "GITOPSQ_SSH_KEY_FILE", "GITOPSQ_SSH_KNOWN_HOSTS"} <= names
+    assert ("--audit-wal-dir=/var/cache/gitopsq/audit-wal" in rendered.container["args"]) is audit
 
 
 @pytest.mark.parametrize(("value", "expected"), [

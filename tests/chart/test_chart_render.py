@@ -37,16 +37,19 @@ def verbs_for(r: Rendered, group: str, resource: str, kind: str = "ClusterRole")
 
 def test_default_install_has_every_piece(helm: Helm) -> None:
     """With only repo.url set, the chart renders the controller, its identity and RBAC, the metrics Service,
-    monitoring objects, the dashboard and a disruption budget; the Job webhook is opt-in."""
+    monitoring objects, the dashboard, a disruption budget, and the Job webhook with its certificate Secret."""
     r = helm.render()
     assert sorted(set(r.kinds())) == sorted({
         "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service",
-        "ServiceMonitor", "PrometheusRule", "ConfigMap", "PodDisruptionBudget"})
+        "ServiceMonitor", "PrometheusRule", "ConfigMap", "PodDisruptionBudget", "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration", "Secret"})
     deployment = r.get("Deployment")
     assert deployment["spec"]["replicas"] == 2
     assert "--leader-elect" in args_of(r)
     assert r.container["image"] == "ghcr.io/gitopsq/gitopsq:0.1.0"
-    assert {s["metadata"]["name"] for s in r.objects if s["kind"] == "Service"} == {"gitopsq-metrics"}
+    assert {s["metadata"]["name"] for s in r.objects if s["kind"] == "Service"} == {"gitopsq-metrics",
+                                                                                      "gitopsq-webhook"}
+    assert "--webhook-addr=:9443" in args_of(r)
 
 
 def test_enabled_webhook_adds_configurations_service_and_certificate_secret(helm: Helm) -> None:
@@ -88,7 +91,8 @@ def test_pod_runs_under_the_restricted_pod_security_profile(helm: Helm) -> None:
     assert set(container["resources"]["requests"]) == {"cpu", "memory"}
     assert "memory" in container["resources"]["limits"]
     writable = {m["mountPath"] for m in container["volumeMounts"] if not m.get("readOnly")}
-    assert writable == {"/tmp", "/var/cache/gitopsq"}
+    # the webhook-certs emptyDir (in memory) is where the controller writes the certificate it generates
+    assert writable == {"/tmp", "/var/cache/gitopsq", "/etc/gitopsq/webhook-certs"}
 
 
 def test_every_rendered_flag_is_one_the_controller_accepts(helm: Helm) -> None:
@@ -98,7 +102,9 @@ def test_every_rendered_flag_is_one_the_controller_accepts(helm: Helm) -> None:
     for values in ({}, {"mode": "sync"}, {"metrics": {"enabled": False}}, {"leaderElection": {"enabled": False},
                                                                           "replicaCount": 1},
                    {"gitWebhook": {"secret": {"name": "hook"}}, "repo": {"sourceName": "queues", "prune": False}},
-                   {"audit": {"enabled": True, "repo": "file:///srv/audit.git"}}):
+                   {"audit": {"enabled": True, "repo": "file:///srv/audit.git"}, "signing": {"secret": {"name": "k"}}},
+                   {"mode": "admission", "webhook": {"managedNamespaces": ["team-a"]}},
+                   {"webhook": {"enabled": False}}):
         args = args_of(helm.render(values))
         assert args[0] == "controller"
         flags = {a.split("=", 1)[0] for a in args[1:]}
@@ -119,6 +125,11 @@ def test_every_rendered_flag_is_one_the_controller_accepts(helm: Helm) -> None:
     pytest.param({"audit": {"enabled": True, "repo": "ssh://git@git.example.com/platform/audit.git"}},
                  ["--audit-wal-dir=/var/cache/gitopsq/audit-wal",
                   "--audit-repo=ssh://git@git.example.com/platform/audit.git"], [], id="audit-trail"),
+    pytest.param({"audit": {"enabled": True}, "signing": {"secret": {"name": "sign", "key": "id_ed25519"}}},
+                 ["--audit-signing-key=/etc/gitopsq/signing/id_ed25519"], [], id="audit-commits-signed"),
+    pytest.param({"webhook": {"managedNamespaces": ["team-a", "team-b"]}}, ["--managed-namespaces=team-a,team-b"],
+                 [], id="managed-namespaces"),
+    pytest.param({"webhook": {"enabled": False}}, [], ["--webhook-addr=:9443"], id="job-webhook-off"),
     pytest.param({"audit": {"enabled": True}, "mode": "admission"}, [],
                  ["--audit-wal-dir=/var/cache/gitopsq/audit-wal"], id="no-sync-audit-without-the-sync-loop"),
 ])

@@ -41,6 +41,9 @@ accepts (gitopsq/commands/controller.py).
 {{- with .Values.audit.repo }}
 - --audit-repo={{ . }}
 {{- end }}
+{{- if .Values.signing.secret.name }}
+- --audit-signing-key=/etc/gitopsq/signing/{{ .Values.signing.secret.key }}
+{{- end }}
 {{- end }}
 {{- include "gitopsq.jobWebhookArgs" . }}
 - --cache-dir=/var/cache/gitopsq/repos
@@ -60,6 +63,9 @@ keep them and which Service and configurations they are for). */}}
 - --webhook-cert-secret={{ include "gitopsq.webhookCertSecret" . }}
 - --webhook-service={{ .Release.Namespace }}/{{ include "gitopsq.webhookServiceName" . }}
 - --webhook-configuration={{ include "gitopsq.fullname" . }}
+{{- end }}
+{{- with .Values.webhook.managedNamespaces }}
+- --managed-namespaces={{ join "," . }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -83,31 +89,8 @@ keep them and which Service and configurations they are for). */}}
 - name: GITOPSQ_SSH_KNOWN_HOSTS
   value: /etc/gitopsq/git-ssh/{{ .Values.git.sshSecret.knownHostsKey }}
 {{- end }}
-{{- if .Values.audit.enabled }}
-{{- include "gitopsq.gitCliCredentials" . }}
-{{- end }}
 {{- with .Values.extraEnv }}
 {{ toYaml . }}
-{{- end }}
-{{- end }}
-
-{{/*
-The audit writer pushes with the git CLI, which does not read GITOPSQ_GIT_TOKEN_FILE / GITOPSQ_SSH_KEY_FILE:
-hand it the same credentials through git's own environment (a credential helper reading the mounted token;
-an ssh command with the mounted key and known_hosts).
-*/}}
-{{- define "gitopsq.gitCliCredentials" -}}
-{{- if .Values.git.tokenSecret.name }}
-- name: GIT_CONFIG_COUNT
-  value: "1"
-- name: GIT_CONFIG_KEY_0
-  value: credential.helper
-- name: GIT_CONFIG_VALUE_0
-  value: '!f() { test "$1" = get && printf "username=%s\npassword=%s\n" "${GITOPSQ_GIT_USERNAME:-git}" "$(cat "$GITOPSQ_GIT_TOKEN_FILE")"; }; f'
-{{- end }}
-{{- if .Values.git.sshSecret.name }}
-- name: GIT_SSH_COMMAND
-  value: ssh -i /etc/gitopsq/git-ssh/{{ .Values.git.sshSecret.privateKeyKey }} -o IdentitiesOnly=yes -o UserKnownHostsFile=/etc/gitopsq/git-ssh/{{ .Values.git.sshSecret.knownHostsKey }} -o BatchMode=yes -o ConnectTimeout=10
 {{- end }}
 {{- end }}
 
