@@ -5,11 +5,14 @@ mount paths and nothing else."""
 from __future__ import annotations
 
 import subprocess
+import time
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from chart_helm import Helm
-from chart_pod import PodFiles, translate
+from chart_pod import PodFiles, PodProcess, translate
 
 from gitopsq.audit.gitstore import git_env
 
@@ -75,3 +78,74 @@ def test_mount_paths_map_into_the_pod_root(value: str, expected: str) -> None:
     """Mount paths become local directories wherever they appear as paths; URLs and longer names stay."""
     mounts = {"/var/cache/gitopsq": Path("/L/cache"), "/etc/k": Path("/L/k"), "/tmp": Path("/L/tmp")}
     assert translate(value, mounts) == expected
+
+
+@pytest.mark.envtest
+def test_admission_mode_runs_with_the_rendered_configuration(helm: Helm, kueue_crds: Any, tmp_path: Path) -> None:
+    """mode=admission, started with exactly the rendered args and env as the chart's ServiceAccount: no
+    repository, the Lease taken, the Job webhook serving with its certificate stored in the chart's Secret, a
+    queued Job admitted into hand-applied queues, Kueue metrics with replica_role="leader", nothing forbidden."""
+    from test_chart_cluster import apply, free_port, service_account_kubeconfig
+
+    from gitopsq.cluster.apply import KubeRest
+
+    rig = kueue_crds
+    namespace, release = rig.new_namespace("gitopsq"), f"a{uuid.uuid4().hex[:6]}"
+    health, metrics, webhook = free_port(), free_port(), free_port()
+    rendered = helm.render({"mode": "admission", "health": {"port": health}, "metrics": {"port": metrics},
+                            "webhook": {"port": webhook},
+                            "leaderElection": {"leaseName": f"{release}-lease", "leaseDuration": "4s",
+                                               "renewDeadline": "3s", "retryPeriod": "1s"}},
+                           release=release, namespace=namespace, with_repo=False)
+    kinds = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service", "Secret"}
+    done = apply(rig, [o for o in rendered.objects if o["kind"] in kinds], dry_run=False)
+    assert done.returncode == 0, done.stderr
+    account = rendered.get("ServiceAccount")["metadata"]["name"]
+    kubeconfig = service_account_kubeconfig(rig, namespace, account, tmp_path / "sa.kubeconfig")
+    team = rig.new_namespace("team")
+    queues = f"""apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {{name: {team}}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {{name: {team}}}
+spec:
+  namespaceSelector: {{}}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{{name: {team}, resources: [{{name: cpu, nominalQuota: "4"}}]}}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {{name: main, namespace: {team}}}
+spec: {{clusterQueue: {team}}}
+"""
+    rig.kubectl("apply", "--server-side", "-f", "-", stdin=queues)
+    pod = PodProcess(PodFiles(rendered, tmp_path, secrets={}, namespace=namespace, kubeconfig=kubeconfig))
+    api = KubeRest(rig.api_client())
+    try:
+        pod.wait_http(health, "/readyz")
+        secret = rendered.get("Secret")["metadata"]["name"]
+        data = api.request("GET", f"/api/v1/namespaces/{namespace}/secrets/{secret}").get("data") or {}
+        assert {"ca.crt", "tls.crt", "tls.key"} <= set(data)
+        job = {"apiVersion": "batch/v1", "kind": "Job",
+               "metadata": {"name": "work", "namespace": team, "labels": {"kueue.x-k8s.io/queue-name": "main"}},
+               "spec": {"suspend": True, "template": {"spec": {"restartPolicy": "Never", "containers": [
+                   {"name": "c", "image": "pause", "resources": {"requests": {"cpu": "1"}}}]}}}}
+        api.request("POST", f"/apis/batch/v1/namespaces/{team}/jobs", body=job)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            got = api.request("GET", f"/apis/batch/v1/namespaces/{team}/jobs/work")
+            if got["spec"]["suspend"] is False:
+                break
+            time.sleep(0.3)
+        assert got["spec"]["suspend"] is False, pod.logs()[-3000:]
+        _, body = pod.http(metrics, "/metrics")
+        assert b'replica_role="leader"' in body and b"kueue_admitted_workloads_total{" in body
+    finally:
+        code = pod.stop()
+        for kind in ("clusterrolebinding", "clusterrole"):
+            rig.kubectl("delete", kind, f"{release}-gitopsq", "--ignore-not-found", check=False)
+    assert code == 0, pod.logs()[-3000:]
+    assert "forbidden" not in pod.logs().lower(), pod.logs()[-3000:]
