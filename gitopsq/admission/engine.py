@@ -138,7 +138,7 @@ class Engine:
         elif state == "Retry":
             w.created = now  # an eviction by an admission check resets the queue-order timestamp
             st.evict(w, now, kind="Evicted", reason="AdmissionCheck",
-                     message=f"At least one admission check is false: {check}", requeue_reason="AdmissionCheck")
+                     message=msg.ADMISSION_CHECK_EVICTION, requeue_reason="AdmissionCheck")
             st.status[key] = Status(msg.WAITING_FOR_QUOTA, "Requeued after admission check " + check + " asked "
                                     "for a retry")
         elif state == "Rejected":
@@ -215,5 +215,7 @@ class Engine:
         return out
 
     def counts(self, cluster_queue: str) -> tuple[int, int]:
-        """(pending, admitted) workloads of a ClusterQueue."""
-        return len(self.state.queues[cluster_queue]), len(self.state.admitted[cluster_queue])
+        """(pending, admitted) workloads of a ClusterQueue. As in Kueue's ClusterQueue status, a workload that
+        holds quota while its admission checks are pending is reserving, not admitted."""
+        holders = self.state.admitted[cluster_queue].values()
+        return len(self.state.queues[cluster_queue]), sum(1 for w in holders if w.admitted)

@@ -30,7 +30,7 @@ IN_COHORT_RECLAIM_WHILE_BORROWING: Final = "InCohortReclaimWhileBorrowing"
 HUMAN_PREEMPTION_REASON: Final = {
     IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
     IN_COHORT_RECLAMATION: "reclamation within the cohort",
-    IN_COHORT_FAIR_SHARING: "fair sharing within the cohort",
+    IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",
     IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
 }
 
@@ -92,3 +92,7 @@ def lq_missing(local_queue: str) -> str:
 
 def cq_missing(cluster_queue: str) -> str:
     return f"ClusterQueue {cluster_queue} doesn't exist"
+
+# Kueue v0.19's eviction message when an admission check answers Retry (workload_controller.go); the check's name
+# goes to the AdmissionCheck state, not to this message.
+ADMISSION_CHECK_EVICTION = "At least one admission check is false"
