@@ -392,11 +392,11 @@ def check_pipeline_validator() -> Validator:
     """The Validator running the one validation path (gitopsq.validation.validate_revision: `gitopsq check`'s
     manifest pipeline, then the CEL policies as `gitopsq plan` runs them), judging the revision against the one
     applied last, or on a first sync the change the head commit brings (against its first parent: the history
-    before it is what the admin installed gitopsq on). Parsed files are cached across revisions."""
-    from gitopsq.manifests import ParseCache
-    from gitopsq.validation import validate_revision
+    before it is what the admin installed gitopsq on). Parsed files, reports by commit and compiled policies are
+    cached across revisions (gitopsq.validation.ValidationCache)."""
+    from gitopsq.validation import ValidationCache, validate_revision
 
-    cache = ParseCache()
+    cache = ValidationCache()
 
     def validate(source: Source, commit: str, previous: str | None) -> Validated:
         base: str | bool = previous if previous is not None and previous != commit else True

@@ -10,18 +10,19 @@ policy files.
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping, Sequence
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from gitopsq.api import findings
 from gitopsq.api.findings import Finding
-from gitopsq.errors import SourceError
-from gitopsq.manifests import check_revision
+from gitopsq.errors import PolicyError, SourceError
+from gitopsq.manifests import ParseCache, check_revision
 from gitopsq.manifests.config_model import RepoConfig
 from gitopsq.manifests.report import Report
-from gitopsq.policy import Verdict
-from gitopsq.policy.revision import PolicyOutcome, head_verdicts
+from gitopsq.policy import SourcedObject, Verdict, build_policy_input, evaluate, load_policies
+from gitopsq.policy.revision import PolicyOutcome, head_verdicts, raw_config, sourced_objects
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +38,73 @@ class Validation:
     @property
     def ok(self) -> bool:
         return self.report.ok
+
+
+class ValidationCache(MutableMapping[str, Any]):
+    """What a long-lived caller (the sync loop) keeps between revisions, all bounded:
+    - per-file parse results (it is the parse cache `check_revision` takes: a mapping);
+    - reports by commit sha (a commit's files never change, so its report is final; the base of the next
+      validation is usually the head of the previous one);
+    - loaded and compiled policies by (backend, the repository's policy files' contents);
+    - the policy engine's view of each object of the last head (unchanged files keep the very same objects)."""
+
+    def __init__(self, *, max_files: int = 50_000, max_reports: int = 4, max_policy_sets: int = 4) -> None:
+        self.files = ParseCache(max_files)
+        self.reports: OrderedDict[str, Report] = OrderedDict()
+        self.policies: OrderedDict[tuple[str | None, tuple[tuple[str, str], ...]], Any] = OrderedDict()
+        self.sourced: dict[int, tuple[Any, SourcedObject]] = {}
+        self.max_reports, self.max_policy_sets = max_reports, max_policy_sets
+
+    # the parse-cache mapping
+    def __getitem__(self, key: str) -> Any:
+        return self.files[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.files[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.files[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.files)
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def report(self, source: Any, commit: str) -> Report:
+        found = self.reports.get(commit)
+        if found is None:
+            found = self.reports[commit] = check_revision(source, commit, cache=self.files)
+            while len(self.reports) > self.max_reports:
+                self.reports.popitem(last=False)
+        else:
+            self.reports.move_to_end(commit)
+        return found
+
+    def load_policies(self, policy_files: Mapping[str, str], backend: str | None) -> Any:
+        """The built-in library plus ``policy_files``, compiled once per distinct contents; raises PolicyError."""
+        key = (backend, tuple(sorted(policy_files.items())))
+        found = self.policies.get(key)
+        if found is None:
+            try:
+                found = load_policies(builtin=True, repo_files=policy_files, backend=backend)
+            except PolicyError as err:
+                found = err
+            self.policies[key] = found
+            while len(self.policies) > self.max_policy_sets:
+                self.policies.popitem(last=False)
+        if isinstance(found, PolicyError):
+            raise found
+        return found
+
+    def sourced_objects(self, report: Report | None) -> list[SourcedObject]:
+        """`sourced_objects` sharing the documents of objects seen in the last head (keyed by the object's
+        identity, which the entry kept here holds alive, so an id is never reused while it is a key)."""
+        memo = {key: pair[1] for key, pair in self.sourced.items()}
+        out = sourced_objects(report, memo)
+        if report is not None:
+            self.sourced = {id(e): (e, memo[id(e)]) for e in report.entries}
+        return out
 
 
 def first_parent(source: Any, commit: str) -> str | None:
@@ -87,7 +155,7 @@ def policy_files(source: Any, commit: str, report: Report) -> dict[str, str]:
 
 
 def judge(source: Any, head: str, head_report: Report, *, base: str | None, base_report: Report | None,
-          backend: str | None = None) -> tuple[PolicyOutcome, tuple[str, ...]]:
+          backend: str | None = None, cache: ValidationCache | None = None) -> tuple[PolicyOutcome, tuple[str, ...]]:
     """Run the policies on the change ``base`` → ``head``; returns the outcome and the touched paths."""
     touched = touched_paths(source, base, head)
     trust = (base_report.config if base_report is not None else None) or head_report.config
@@ -99,9 +167,29 @@ def judge(source: Any, head: str, head_report: Report, *, base: str | None, base
             commit = commit_for_policy(source, head, trust, touched)
         except (SourceError, ValueError, KeyError, AttributeError):
             commit = None
-    outcome = head_verdicts(base_report, head_report, policy_files=policy_files(source, head, head_report),
-                            commit=commit, touched_paths=touched, backend=backend)
+    files = policy_files(source, head, head_report)
+    if cache is None:
+        outcome = head_verdicts(base_report, head_report, policy_files=files, commit=commit, touched_paths=touched,
+                                backend=backend)
+    else:
+        outcome = _cached_verdicts(cache, base_report, head_report, files=files, commit=commit, touched=touched,
+                                   backend=backend)
     return outcome, touched
+
+
+def _cached_verdicts(cache: ValidationCache, base: Report | None, head: Report, *, files: Mapping[str, str],
+                     commit: Mapping[str, Any] | None, touched: Sequence[str], backend: str | None) -> PolicyOutcome:
+    """`gitopsq.policy.revision.head_verdicts` with the policies and object documents taken from ``cache``."""
+    try:
+        policies = cache.load_policies(files, backend)
+    except PolicyError as err:
+        return PolicyOutcome((), (findings.error("policy-load", err.reason, location=err.location),))
+    broken = frozenset(f.obj for f in head.errors if f.obj)
+    old = [o for o in cache.sourced_objects(base) if str(o.key) not in broken]
+    new = cache.sourced_objects(head)
+    policy_input = build_policy_input(old, new, raw_config(head), raw_config(base), commit=commit,
+                                      touched_paths=touched, first_revision=base is None)
+    return PolicyOutcome(evaluate(policies, policy_input, backend))
 
 
 def verdict_finding(verdict: Verdict) -> Finding:
@@ -120,22 +208,29 @@ def validate_revision(source: Any, commit: str, *, base: str | bool | None = Tru
 
     ``base=True`` (the default) judges the change the commit itself brings (against its first parent; a root
     commit is judged whole); a sha judges everything since that revision (a PR's base, the last applied revision);
-    ``None`` judges the revision whole, as a first revision.
+    ``None`` judges the revision whole, as a first revision. A `ValidationCache` as ``cache`` also keeps reports
+    by commit, compiled policies and object documents between calls (a parse cache mapping keeps parsed files).
     """
-    head_report = check_revision(source, commit, cache=cache)
+    cached = cache if isinstance(cache, ValidationCache) else None
+
+    def report(sha: str) -> Report:
+        return cached.report(source, sha) if cached is not None else check_revision(source, sha, cache=cache)
+
     base_sha = first_parent(source, commit) if base is True else (base or None)
     base_report = None
     if isinstance(base_sha, str) and base_sha != commit:
-        try:
-            base_report = check_revision(source, base_sha, cache=cache)
+        try:  # the base first: with a ValidationCache the head then becomes the most recent report kept
+            base_report = report(base_sha)
         except SourceError:
             base_sha, base_report = None, None
     else:
         base_sha = None
+    head_report = report(commit)
     if not head_report.ok:
         # A revision that does not even load is rejected on its findings; policies would only add noise.
         return Validation(head_report, base_sha, base_report, PolicyOutcome(()), touched_paths(source, base_sha,
                                                                                                 commit))
-    outcome, touched = judge(source, commit, head_report, base=base_sha, base_report=base_report, backend=backend)
+    outcome, touched = judge(source, commit, head_report, base=base_sha, base_report=base_report, backend=backend,
+                             cache=cached)
     extra = list(outcome.findings) + [verdict_finding(v) for v in outcome.verdicts if not v.allowed]
     return Validation(head_report.with_findings(extra), base_sha, base_report, outcome, touched)
