@@ -16,7 +16,7 @@ import pytest
 from envtest_rig import Envtest
 from test_admission_support import admitted, apply, create_job, job, job_manifest, workload_of
 from test_controller import ROOT, free_port, wait_for
-from test_sync import QueueRepo, cq_yaml
+from test_sync import QueueRepo, cpu_of, cq_live, cq_yaml
 
 pytestmark = pytest.mark.envtest
 
@@ -149,3 +149,20 @@ def test_audit_records_of_sync_and_admission_reach_the_branch(kueue_clean: Envte
     assert sync["revision"] == sha and sync["commit"]["sha"] == sha
     assert [a["email"] for a in sync["approvals"]] == ["pat@example.com"]
     assert any(r["type"] == "admission.admitted" and r["workload"]["namespace"] == repo.team_b for r in records)
+
+
+def test_drift_corrections_are_counted_by_kind(kueue_clean: Envtest, repo: QueueRepo, tmp_path: Path,
+                                               started: list[Controller]) -> None:
+    """A ClusterQueue edited by hand is put back by the drift check and counted in
+    gitopsq_sync_drift_corrections_total{kind="ClusterQueue"}."""
+    proc = Controller(kueue_clean, tmp_path, "drift", "--sync-only", "--repo", str(repo.path), "--name", repo.tag,
+                      "--interval", "500ms", "--drift-interval", "1s")
+    started.append(proc)
+    wait_for(lambda: "sync pass" in proc.events(), message="a sync pass")
+    patch = '[{"op": "replace", "path": "/spec/resourceGroups/0/flavors/0/resources/0/nominalQuota", "value": "99"}]'
+    kueue_clean.kubectl("patch", "clusterqueue", repo.team_a, "--type=json", "-p", patch)
+    wait_for(lambda: cpu_of(cq_live(kueue_clean, repo.team_a)) == "8", message="drift corrected")
+    text = wait_for(lambda: (t := proc.scrape()) and "gitopsq_sync_drift_corrections_total{" in t and t,
+                    message="drift metric")
+    assert 'gitopsq_sync_drift_corrections_total{kind="ClusterQueue"} 1.0' in text
+    assert proc.stop() == 0

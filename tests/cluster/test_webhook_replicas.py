@@ -126,6 +126,11 @@ def test_every_replica_serves_the_webhook_with_the_shared_ca(kueue_clean: Envtes
     assert f"{name}.{namespace}.svc" in names.get_values_for_type(x509.DNSName)
     leader = api.request("GET", f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}")
     assert leader["spec"]["holderIdentity"] in ("r1", "r2")
+    roles = {proc.log.stem: proc.scrape() for proc, _ in pairs}
+    follower = "r2" if leader["spec"]["holderIdentity"] == "r1" else "r1"
+    assert 'replica_role="leader"' in roles[leader["spec"]["holderIdentity"]]
+    assert 'kueue_build_info{git_version=' in roles[follower] and 'replica_role="follower"' in roles[follower]
+    assert 'replica_role="leader"' not in roles[follower]
     for proc, _ in pairs:
         assert proc.stop() == 0
 
