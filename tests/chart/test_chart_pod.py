@@ -149,3 +149,24 @@ spec: {{clusterQueue: {team}}}
             rig.kubectl("delete", kind, f"{release}-gitopsq", "--ignore-not-found", check=False)
     assert code == 0, pod.logs()[-3000:]
     assert "forbidden" not in pod.logs().lower(), pod.logs()[-3000:]
+
+
+def test_git_settings_given_through_extra_env_win(tmp_path: Path) -> None:
+    """A credential helper in GIT_CONFIG_* or a GIT_SSH_COMMAND set by the operator (extraEnv) is kept as it is:
+    gitopsq adds its own only where git has none."""
+    token = tmp_path / "token"
+    token.write_text("from-file\n")
+    own = {"GITOPSQ_GIT_TOKEN_FILE": str(token), "GITOPSQ_SSH_KEY_FILE": "/k/id", "PATH": "/usr/bin:/bin",
+           "HOME": str(tmp_path)}
+    operator = {**own, "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "credential.helper",
+                "GIT_CONFIG_VALUE_0": "!f() { echo username=op; echo password=op-secret; }; f",
+                "GIT_SSH_COMMAND": "ssh -F /etc/operator/ssh_config"}
+    kept = git_env(operator)
+    assert kept["GIT_CONFIG_COUNT"] == "1" and "GIT_CONFIG_KEY_1" not in kept
+    assert kept["GIT_SSH_COMMAND"] == "ssh -F /etc/operator/ssh_config"
+    done = subprocess.run(["git", "credential", "fill"], input="protocol=https\nhost=h\n\n", env=kept,
+                          capture_output=True, text=True, check=True, timeout=30)
+    assert "password=op-secret" in done.stdout
+    ours = git_env(own)
+    assert "-i /k/id" in ours["GIT_SSH_COMMAND"] and "IdentitiesOnly=yes" in ours["GIT_SSH_COMMAND"]
+    assert "from-file" not in repr(ours)  # the token is read by the helper when git asks, never copied
