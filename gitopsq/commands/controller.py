@@ -80,16 +80,41 @@ def _duration(text: str) -> float:
         raise UsageError(str(err)) from err
 
 
-def audit_config(source: Any, branch: str) -> dict[str, Any]:
-    """The ``audit`` block of gitopsq.yaml at the followed branch, or {} when it cannot be read."""
+def repo_config(source: Any, commit: str) -> Any:
+    """The RepoConfig of gitopsq.yaml at ``commit`` (None when it cannot be read or parsed)."""
     from gitopsq.manifests.config import parse_config
     from gitopsq.manifests.config_model import CONFIG_PATH
 
     try:
-        commit = source.resolve(branch)
         entry = next(iter(source.list_files(commit, [CONFIG_PATH], [])), None)
-        config = parse_config(source.read_blob(entry.blob_id)).config if entry is not None else None
+        return parse_config(source.read_blob(entry.blob_id)).config if entry is not None else None
     except (GitopsqError, ValueError, KeyError, AttributeError):
+        return None
+
+
+def job_policies(source: Any, commit: str) -> list[Any]:
+    """The repository's own policies (``policyPaths``) at ``commit``, for the Job webhook (those matching kind
+    Job judge Jobs); [] when there are none or they do not load (the sync rejects such a revision anyway)."""
+    from gitopsq.errors import PolicyError
+    from gitopsq.policy import load_policies
+
+    config = repo_config(source, commit)
+    if config is None or not config.policy_paths:
+        return []
+    try:
+        listed = source.list_files(commit, list(config.policy_paths), [])
+        files = {e.path: source.read_blob(e.blob_id).decode("utf-8", errors="replace") for e in listed
+                 if e.path.endswith((".yaml", ".yml"))}
+        return list(load_policies(builtin=False, repo_files=files))
+    except (GitopsqError, PolicyError, ValueError):
+        return []
+
+
+def audit_config(source: Any, branch: str) -> dict[str, Any]:
+    """The ``audit`` block of gitopsq.yaml at the followed branch, or {} when it cannot be read."""
+    try:
+        config = repo_config(source, source.resolve(branch))
+    except GitopsqError:
         return {}
     return dict(config.as_policy_dict()["audit"]) if config is not None else {}
 
@@ -254,17 +279,44 @@ class Wiring:
             self._keep_certificates(keeper, first=True)
         managed = frozenset(n.strip() for n in f["managed_namespaces"].split(",") if n.strip())
         try:
-            server = WebhookServer(f["webhook_addr"], JobWebhook(JobWebhookOptions(managed_namespaces=managed)),
-                                   directory / "tls.crt", directory / "tls.key")
+            hook = JobWebhook(JobWebhookOptions(managed_namespaces=managed))
+            server = WebhookServer(f["webhook_addr"], hook, directory / "tls.crt", directory / "tls.key")
         except (OSError, ValueError) as err:
             raise UsageError(f"cannot serve the Job webhook on --webhook-addr {f['webhook_addr']}: {err}") from err
         server.start()
         self.closers.append(server.close)
         server.watch(self.stopping, 5.0)
+        self.job_hook = hook
+        if self.source is not None:
+            threading.Thread(target=self._follow_policies, name="gitopsq-job-policies", daemon=True).start()
         if keeper is not None:
             threading.Thread(target=self._renew, args=(keeper,), name="gitopsq-webhook-keeper", daemon=True).start()
         self.log.info("job webhook serving", port=server.port, managed_namespaces=sorted(managed))
         return server
+
+    def _follow_policies(self) -> None:
+        """Every replica judges Jobs by the policies of the revision the GitSource says is applied (read from
+        its status each poll interval, so followers follow the leader's sync)."""
+        from dataclasses import replace
+
+        from gitopsq.cluster.apply import KubeRest
+
+        rest, loaded = KubeRest(self.api_client), None
+        path = f"/apis/gitopsq.dev/v1alpha1/namespaces/{self.f['namespace']}/gitsources/{self._source_name()}"
+        while True:
+            try:
+                status = rest.request("GET", path, retry=False).get("status") or {}
+                applied = status.get("lastAppliedRevision")
+                if applied and applied != loaded:
+                    self.source.resolve(self.f["branch"])  # fetch, so the applied commit is in the mirror
+                    policies = job_policies(self.source, applied)
+                    self.job_hook.options = replace(self.job_hook.options, policies=tuple(policies))
+                    loaded = applied
+                    self.log.info("job webhook policies", revision=applied, policies=[p.name for p in policies])
+            except GitopsqError as err:
+                self.log.debug("job webhook policies not refreshed", error=str(err))
+            if self.stopping.wait(min(self.poll, 30.0)):
+                return
 
     def _keep_certificates(self, keeper: Any, *, first: bool = False) -> None:
         try:

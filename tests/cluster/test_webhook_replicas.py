@@ -155,3 +155,60 @@ def test_changed_certificate_files_are_served_without_a_restart(kueue_clean: Env
     assert x509.load_pem_x509_certificate(served.encode()) == \
         x509.load_pem_x509_certificate(other.cert_file.read_bytes())
     assert proc.stop() == 0
+
+
+JOB_POLICY = """apiVersion: gitopsq.dev/v1alpha1
+kind: Policy
+metadata: {name: jobs-at-most-8-pods}
+spec:
+  severity: Deny
+  match: {kinds: [Job]}
+  validations:
+    - expression: "!has(object.spec.parallelism) || object.spec.parallelism <= 8"
+      message: "a Job may run at most 8 pods in parallel"
+"""
+
+
+def validate(port: int, ca_pem: bytes, parallelism: int) -> dict[str, Any] | None:
+    context = ssl.create_default_context(cadata=ca_pem.decode())
+    job = {"metadata": {"name": "p", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "main"}},
+           "spec": {"parallelism": parallelism}}
+    body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                       "request": {"uid": "u", "operation": "CREATE", "namespace": "default", "object": job}})
+    request = urllib.request.Request(f"https://localhost:{port}/validate-batch-v1-job", data=body.encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=5, context=context) as answer:
+            return dict(json.loads(answer.read()))
+    except (OSError, ssl.SSLError, urllib.error.URLError):
+        return None
+
+
+def test_jobs_are_judged_by_the_applied_revisions_policies(kueue_clean: Envtest, tmp_path: Path,
+                                                          started: list[Controller]) -> None:
+    """In the combined mode the Job webhook applies the CEL policies of the revision the sync applied: a Job over
+    the repository's limit is refused with the policy's message, one within it is allowed."""
+    from test_sync import QueueRepo
+
+    repo = QueueRepo(tmp_path / "queues", f"p{uuid.uuid4().hex[:6]}")
+    config = (repo.path / "gitopsq.yaml").read_text()
+    repo.write("gitopsq.yaml", config.replace("include:", "policyPaths: [policies/]\ninclude:", 1))
+    repo.write("policies/jobs.yaml", JOB_POLICY)
+    repo.commit("queues and a Job policy")
+    port = free_port()
+    proc = Controller(kueue_clean, tmp_path, "policies", "--repo", str(repo.path), "--name", repo.tag,
+                      "--interval", "1s", "--webhook-addr", f"127.0.0.1:{port}",
+                      "--webhook-cert-dir", str(tmp_path / "certs"))
+    started.append(proc)
+    ca = wait_for(lambda: (tmp_path / "certs" / "ca-bundle.crt").exists() and
+                  (tmp_path / "certs" / "ca-bundle.crt").read_bytes(), message="generated certificates")
+
+    def refused() -> str | None:
+        answer = validate(port, ca, 9)
+        return None if answer is None or answer["response"]["allowed"] else answer["response"]["status"]["message"]
+
+    message = wait_for(refused, timeout=30, message="the policy to be loaded")
+    assert "jobs-at-most-8-pods: a Job may run at most 8 pods in parallel" in message
+    allowed = validate(port, ca, 4)
+    assert allowed is not None and allowed["response"]["allowed"] is True
+    assert proc.stop() == 0
