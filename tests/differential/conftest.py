@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_CASES = 60
+DEFAULT_CASES = 40
 
 
 def differential_enabled(config: pytest.Config) -> bool:

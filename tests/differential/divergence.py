@@ -48,6 +48,19 @@ def kueue_expectations(kueue: dict[str, Any], scenario: dict[str, Any] | None = 
     return expect
 
 
+def stable_expectations(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """The `expect` entries and fields on which two Kueue runs of one scenario agree (what Kueue decides, not
+    what a race decided)."""
+    out: dict[str, Any] = {}
+    for kind, entries in first.items():
+        for workload, fields in entries.items():
+            other = second.get(kind, {}).get(workload)
+            if other is None:
+                continue
+            out.setdefault(kind, {})[workload] = {k: v for k, v in fields.items() if other.get(k) == v}
+    return out
+
+
 def divergence_scenario(scenario: dict[str, Any], kueue: dict[str, Any], diffs: list[Difference],
                         name: str | None = None) -> dict[str, Any]:
     out = {k: v for k, v in scenario.items() if k != "expect"}
