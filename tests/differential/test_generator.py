@@ -12,7 +12,7 @@ from differential.conftest import DEFAULT_CASES, base_seed
 from differential.generator import generate
 from gitopsq.simulate.scenario import parse_scenario
 
-SEEDS = range(40)
+SEEDS = range(25)
 
 
 def test_same_seed_same_scenario() -> None:
