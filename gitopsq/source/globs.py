@@ -1,4 +1,8 @@
-"""Include / exclude path patterns of gitopsq.yaml (docs/config.md), as pure functions.
+"""Include / exclude path patterns of gitopsq.yaml (docs/config.md), for listing trees.
+
+Matching itself is the core's (`gitopsq.manifests.paths`), so the files the source lists and the files the
+checker selects are decided by one implementation. This module adds what tree walks need: literal prefixes
+to prune the walk, and `PathFilter`.
 
 1. An entry ending with ``/`` is a directory: it covers every path below it, at any depth.
 2. Any other entry is a glob over ``/``-separated paths: ``*`` and ``?`` stay inside one segment, ``[abc]`` is a
@@ -12,19 +16,14 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+
+from gitopsq.manifests.paths import matches, normalise
+
+__all__ = ["PathFilter", "has_wildcard", "is_directory_pattern", "literal_prefix", "matches", "normalise"]
 
 _WILDCARDS = frozenset("*?[")
-
-
-def normalise(pattern: str) -> str:
-    """The pattern without a leading ``./`` or ``/`` (repeated)."""
-    while pattern.startswith(("./", "/")):
-        pattern = pattern[2:] if pattern.startswith("./") else pattern[1:]
-    return pattern
 
 
 def is_directory_pattern(pattern: str) -> bool:
@@ -50,56 +49,6 @@ def literal_prefix(pattern: str) -> str:
             break
         literal.append(segment)
     return "/".join(literal)
-
-
-@lru_cache(maxsize=1024)
-def _compiled(pattern: str) -> re.Pattern[str]:
-    pattern = normalise(pattern)
-    if pattern.endswith("/"):
-        pattern = pattern + "**"
-    elif not has_wildcard(pattern):
-        return re.compile(re.escape(pattern) + "(?:/.*)?")
-    segments = pattern.split("/")
-    parts: list[str] = []
-    for index, segment in enumerate(segments):
-        is_last = index == len(segments) - 1
-        if segment == "**":
-            parts.append(".*" if is_last else "(?:[^/]*/)*")
-        else:
-            parts.append(_segment_regex(segment) + ("" if is_last else "/"))
-    return re.compile("".join(parts))
-
-
-def _segment_regex(segment: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(segment):
-        ch = segment[i]
-        if ch == "*":
-            while i + 1 < len(segment) and segment[i + 1] == "*":
-                i += 1
-            out.append("[^/]*")
-        elif ch == "?":
-            out.append("[^/]")
-        elif ch == "[":
-            end = segment.find("]", i + 2)
-            if end == -1:
-                out.append(re.escape(ch))
-            else:
-                body = segment[i + 1 : end]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = end
-        else:
-            out.append(re.escape(ch))
-        i += 1
-    return "".join(out)
-
-
-def matches(path: str, pattern: str) -> bool:
-    """Whether repository path ``path`` is covered by one include/exclude ``pattern``."""
-    return _compiled(pattern).fullmatch(path) is not None
 
 
 @dataclass(frozen=True, slots=True)
