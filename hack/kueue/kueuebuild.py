@@ -9,7 +9,7 @@ Three binaries, cached in ``${GITOPSQ_KUEUE_DIR:-~/.cache/gitopsq/kueue}/<kueue 
 Each gets a ``<name>.build-info.json`` (version, seconds, peak memory of the build, Go version). Kueue's own CRDs
 are read from the module cache (``crd_dir``), never copied into the repository. Standard library only.
 
-Usage: python -m kueuebuild [prepare|paths|crds]   (scripts/kueue-build wraps it)
+Usage: python -m kueuebuild [prepare|paths|crds|runner-env]   (scripts/kueue-build wraps it)
 """
 
 from __future__ import annotations
@@ -80,6 +80,13 @@ def crd_dir(version: str | None = None) -> Path:
     return path
 
 
+def runner_env(version: str | None = None) -> dict[str, str]:
+    """Environment the benchmark ``runner`` needs: Kueue's test/util package panics at start-up unless it finds
+    the Kueue source tree, from PROJECT_DIR (it takes the *parent* of the value) or a Makefile above the working
+    directory. Point it at the module cache copy."""
+    return {"PROJECT_DIR": str(module_dir(version) / "Makefile")}
+
+
 def find() -> KueueBinaries | None:
     """The cached binaries, or None when ``prepare`` still has work to do."""
     version = kueue_version()
@@ -140,8 +147,10 @@ def main(argv: list[str]) -> int:
             print(json.dumps({k: str(getattr(built, k)) for k in built.__dataclass_fields__}, indent=2))
         elif command == "crds":
             print(crd_dir())
+        elif command == "runner-env":
+            print("\n".join(f"{k}={v}" for k, v in runner_env().items()))
         else:
-            sys.stderr.write("usage: scripts/kueue-build [prepare|paths|crds]\n")
+            sys.stderr.write("usage: scripts/kueue-build [prepare|paths|crds|runner-env]\n")
             return 2
     except KueueBuildError as err:
         sys.stderr.write(f"kueue: {err}\n")
