@@ -101,19 +101,58 @@ class JobWebhook:
         return denied, warnings
 
 
+class PolicyFollower:
+    """Keeps `JobWebhook` judging Jobs by the policies of the revision the GitSource says is applied: every
+    ``interval`` it reads the GitSource status (``path``), and when ``lastAppliedRevision`` moved it fetches the
+    branch (so the commit is in the mirror) and loads that commit's policies. Runs on every replica, so
+    followers follow the leader's sync."""
+
+    def __init__(self, rest: Any, path: str, source: Any, branch: str, hook: JobWebhook, *,
+                 load: Any) -> None:
+        self.rest, self.path, self.source, self.branch, self.hook, self.load = rest, path, source, branch, hook, load
+        self.loaded: str | None = None
+
+    def refresh(self) -> None:
+        from dataclasses import replace
+
+        from gitopsq.errors import GitopsqError
+
+        try:
+            applied = (self.rest.request("GET", self.path, retry=False).get("status") or {}).get("lastAppliedRevision")
+            if applied and applied != self.loaded:
+                self.source.resolve(self.branch)
+                policies = tuple(self.load(applied))
+                self.hook.options = replace(self.hook.options, policies=policies)
+                self.loaded = applied
+                _log().info("job webhook policies", revision=applied, policies=[p.name for p in policies])
+        except GitopsqError as err:
+            _log().debug("job webhook policies not refreshed", error=str(err))
+
+    def start(self, stop: threading.Event, interval: float) -> threading.Thread:
+        def loop() -> None:
+            self.refresh()
+            while not stop.wait(interval):
+                self.refresh()
+
+        thread = threading.Thread(target=loop, name="gitopsq-job-policies", daemon=True)
+        thread.start()
+        return thread
+
+
 class WebhookServer:
     """HTTPS server for `JobWebhook` on ``host:port``; `reload` picks up renewed certificates."""
 
     def __init__(self, address: str, webhook: JobWebhook, cert_file: Path, key_file: Path) -> None:
         host, _, port = address.rpartition(":")
         self.cert_file, self.key_file = cert_file, key_file
-        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        self.context.minimum_version = ssl.TLSVersion.TLSv1_2
         self._loaded = b""
+        self.server: ThreadingHTTPServer | None = None
         self.reload()
         hook = webhook
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = 10  # the TLS handshake and the request must arrive within this (a stalled client)
+
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
@@ -143,16 +182,25 @@ class WebhookServer:
                 _log().debug("admission review", path=self.path, allowed=answer["response"]["allowed"])
                 self._send(200, answer)
 
-        self.server = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
-        self.server.daemon_threads = True
-        self.server.socket = self.context.wrap_socket(self.server.socket, server_side=True)
-        self.port: int = self.server.server_address[1]
-        self._thread = threading.Thread(target=self.server.serve_forever, name="gitopsq-webhook", daemon=True)
+        server = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
+        server.daemon_threads = True
+        # The handshake runs in the request's thread (first read), not in accept: a client that stalls it
+        # cannot hold up the others.
+        server.socket = self.context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
+        self.server = server
+        self.port: int = server.server_address[1]
+        self._thread = threading.Thread(target=server.serve_forever, name="gitopsq-webhook", daemon=True)
 
     def reload(self) -> None:
         """Load the certificate files again (after `ensure_certificates` renewed them); new connections use them."""
         fingerprint = self._fingerprint()
-        self.context.load_cert_chain(str(self.cert_file), str(self.key_file))
+        # A new context rather than loading into the one in use: handshakes in flight keep theirs untouched.
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.load_cert_chain(str(self.cert_file), str(self.key_file))
+        self.context = context
+        if self.server is not None:
+            self.server.socket.context = context  # type: ignore[attr-defined]
         self._loaded = fingerprint
 
     def _fingerprint(self) -> bytes:
@@ -194,5 +242,6 @@ class WebhookServer:
         self._thread.start()
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()

@@ -286,37 +286,17 @@ class Wiring:
         server.start()
         self.closers.append(server.close)
         server.watch(self.stopping, 5.0)
-        self.job_hook = hook
         if self.source is not None:
-            threading.Thread(target=self._follow_policies, name="gitopsq-job-policies", daemon=True).start()
+            from gitopsq.webhook import PolicyFollower
+
+            path = f"/apis/gitopsq.dev/v1alpha1/namespaces/{f['namespace']}/gitsources/{self._source_name()}"
+            follower = PolicyFollower(KubeRest(self.api_client), path, self.source, f["branch"], hook,
+                                      load=lambda commit: job_policies(self.source, commit))
+            follower.start(self.stopping, min(self.poll, 30.0))
         if keeper is not None:
             threading.Thread(target=self._renew, args=(keeper,), name="gitopsq-webhook-keeper", daemon=True).start()
         self.log.info("job webhook serving", port=server.port, managed_namespaces=sorted(managed))
         return server
-
-    def _follow_policies(self) -> None:
-        """Every replica judges Jobs by the policies of the revision the GitSource says is applied (read from
-        its status each poll interval, so followers follow the leader's sync)."""
-        from dataclasses import replace
-
-        from gitopsq.cluster.apply import KubeRest
-
-        rest, loaded = KubeRest(self.api_client), None
-        path = f"/apis/gitopsq.dev/v1alpha1/namespaces/{self.f['namespace']}/gitsources/{self._source_name()}"
-        while True:
-            try:
-                status = rest.request("GET", path, retry=False).get("status") or {}
-                applied = status.get("lastAppliedRevision")
-                if applied and applied != loaded:
-                    self.source.resolve(self.f["branch"])  # fetch, so the applied commit is in the mirror
-                    policies = job_policies(self.source, applied)
-                    self.job_hook.options = replace(self.job_hook.options, policies=tuple(policies))
-                    loaded = applied
-                    self.log.info("job webhook policies", revision=applied, policies=[p.name for p in policies])
-            except GitopsqError as err:
-                self.log.debug("job webhook policies not refreshed", error=str(err))
-            if self.stopping.wait(min(self.poll, 30.0)):
-                return
 
     def _keep_certificates(self, keeper: Any, *, first: bool = False) -> None:
         try:
