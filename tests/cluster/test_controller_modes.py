@@ -141,6 +141,7 @@ def test_audit_records_of_sync_and_admission_reach_the_branch(kueue_clean: Envte
     wait_for(lambda: admitted(kueue_clean, repo.team_b, "audited"), message="admission")
     wait_for(lambda: "gitopsq_audit_last_push_timestamp_seconds " in proc.scrape(), message="audit metrics")
     assert proc.stop() == 0
+    assert "audit_batch_pushed" in proc.events()  # the audit module's logger follows logs.configure (JSON lines)
     shown = subprocess.run(["git", "--git-dir", str(audit_repo), "log", "-p", "gitopsq/audit"], capture_output=True,
                            text=True, check=True).stdout
     records = [json.loads(line[1:]) for line in shown.splitlines()

@@ -1,0 +1,56 @@
+"""gitopsq's own series from the audit trail's status: backlog, last push, push failures (no cluster needed)."""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from gitopsq.audit.canonical import ChainHead
+from gitopsq.audit.sink import TrailStatus
+from gitopsq.metrics import SyncMetrics
+
+
+def status(submitted: int, durable: int, pushed: int, error: str | None = None) -> TrailStatus:
+    return TrailStatus(submitted, durable, pushed, ChainHead(), error, None)
+
+
+def sample(metrics: SyncMetrics, name: str) -> float | None:
+    return metrics.registry.get_sample_value(name)
+
+
+@pytest.mark.parametrize(("samples", "pending", "last_push", "failures"), [
+    pytest.param([(status(5, 5, 5), 100.0)], 0, 100.0, 0, id="first-sample-is-the-baseline"),
+    pytest.param([(status(5, 5, 5), 100.0), (status(9, 8, 5), 110.0)], 4, 100.0, 0,
+                 id="records-waiting-do-not-move-the-last-push"),
+    pytest.param([(status(5, 5, 2), 100.0), (status(9, 9, 9), 120.0)], 0, 120.0, 0, id="a-push-moves-it"),
+    pytest.param([(status(5, 5, 2), 100.0), (status(6, 6, 2, "unreachable"), 102.0),
+                  (status(7, 7, 2, "unreachable"), 104.0), (status(8, 8, 2, "rejected"), 106.0)], 6, 100.0, 2,
+                 id="each-distinct-error-counts-once"),
+])
+def test_audit_series_follow_the_trail_status(samples: list[tuple[TrailStatus, float]], pending: int,
+                                              last_push: float, failures: int) -> None:
+    """Pending records, the last push time and push failures as the alerts read them."""
+    metrics = SyncMetrics(CollectorRegistry())
+    for trail_status, now in samples:
+        metrics.observe_audit(trail_status, now)
+    assert sample(metrics, "gitopsq_audit_pending_records") == pending
+    assert sample(metrics, "gitopsq_audit_last_push_timestamp_seconds") == last_push
+    assert (sample(metrics, "gitopsq_audit_push_failures_total") or 0) == failures
+
+
+def test_applied_revision_keeps_one_series_per_source() -> None:
+    """Only the revision applied last is 1; the previous one's series goes away."""
+    metrics = SyncMetrics(CollectorRegistry(), source="gitopsq-system/queues")
+
+    class Result:
+        def __init__(self, outcome: str, revision: str) -> None:
+            self.outcome, self.revision = outcome, revision
+
+    metrics.observe(Result("applied", "a" * 40))
+    metrics.observe(Result("unchanged", "b" * 40))
+    labels = {"source": "gitopsq-system/queues"}
+    assert sample(metrics, "gitopsq_sync_applied_revision_info") is None
+    assert metrics.registry.get_sample_value("gitopsq_sync_applied_revision_info",
+                                             {**labels, "revision": "b" * 40}) == 1
+    assert metrics.registry.get_sample_value("gitopsq_sync_applied_revision_info",
+                                             {**labels, "revision": "a" * 40}) is None
