@@ -75,7 +75,9 @@ class KueueMetrics:
         self.build.labels(__version__, self.role).set(1)
 
     def set_role(self, role: str) -> None:
-        """``replica_role`` from now on (``leader`` / ``follower``): gauges are rewritten by the next pass."""
+        """``replica_role`` from now on (``leader`` / ``follower``). The state gauges are dropped: a follower runs
+        no admission pass, so it must not keep serving the last state it saw as leader; a leader's next pass
+        writes them again."""
         from gitopsq import __version__
 
         if role == self.role:
@@ -83,6 +85,14 @@ class KueueMetrics:
         self.build.remove(__version__, self.role)
         self.role = self.finished.role = role
         self.build.labels(__version__, role).set(1)
+        for g in self._state_gauges():
+            g.clear()
+        self.finished.values = {}
+
+    def _state_gauges(self) -> tuple[Gauge, ...]:
+        return (self.pending, self.reserving, self.admitted_active, self.cq_status, self.unadmitted, self.cq_info,
+                self.reservation, self.usage, self.nominal, self.borrowing, self.lending, self.lq_pending,
+                self.lq_reserving, self.lq_admitted)
 
     # --- events of one pass -------------------------------------------------------------------------------------
 
@@ -121,9 +131,7 @@ class KueueMetrics:
     def observe_queues(self, topology: Any, cq_tally: Mapping[str, Any], lq_tally: Mapping[str, Any],
                        reasons: Iterable[tuple[str, str]], finished: Mapping[str, int]) -> None:
         """Gauges from the tallies queue_status.py computed; ``reasons`` = (cluster queue, pending reason)."""
-        for g in (self.pending, self.reserving, self.admitted_active, self.cq_status, self.unadmitted, self.cq_info,
-                  self.reservation, self.usage, self.nominal, self.borrowing, self.lending, self.lq_pending,
-                  self.lq_reserving, self.lq_admitted):
+        for g in self._state_gauges():
             g.clear()
         self.finished.values = dict(finished)
         role = self.role

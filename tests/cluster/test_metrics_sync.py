@@ -54,3 +54,22 @@ def test_applied_revision_keeps_one_series_per_source() -> None:
                                              {**labels, "revision": "b" * 40}) == 1
     assert metrics.registry.get_sample_value("gitopsq_sync_applied_revision_info",
                                              {**labels, "revision": "a" * 40}) is None
+
+
+def test_a_replica_that_stops_leading_drops_the_queue_state() -> None:
+    """On losing the Lease the Kueue state gauges go (a follower runs no pass to keep them true) and
+    kueue_build_info says follower; counters keep their leader-labelled totals."""
+    from gitopsq import __version__
+    from gitopsq.metrics import KueueMetrics
+
+    metrics = KueueMetrics(CollectorRegistry(), replica_role="leader")
+    metrics.pending.labels("team-a", "inadmissible", "leader").set(3)
+    metrics.admitted_total.labels("team-a", "", "leader").inc()
+    metrics.set_role("follower")
+    get = metrics.registry.get_sample_value
+    assert get("kueue_pending_workloads", {"cluster_queue": "team-a", "status": "inadmissible",
+                                           "replica_role": "leader"}) is None
+    assert get("kueue_admitted_workloads_total", {"cluster_queue": "team-a", "priority_class": "",
+                                                  "replica_role": "leader"}) == 1
+    assert get("kueue_build_info", {"git_version": __version__, "replica_role": "follower"}) == 1
+    assert get("kueue_build_info", {"git_version": __version__, "replica_role": "leader"}) is None
