@@ -181,17 +181,18 @@ def _usage_at(result: Any, time: float) -> dict[str, Any]:
 
 
 def audit_records(result: Any, *, repository: str, revision: str, start: datetime, scenario: Any = None,
-                  nominal: Mapping[str, Mapping[tuple[str, str], int]] | None = None) -> list[Any]:
+                  nominal: Mapping[str, Mapping[tuple[str, str], int]] | None = None, commit: Any = None) -> list[Any]:
     """The audit records of a demo run: the sync, then one record per admission, preemption, eviction, finish.
 
     With the ``scenario`` and the ``nominal`` quotas, records also carry what auditors' evidence reads: the
     LocalQueue and priority, the milestones (created, quotaReserved, admitted) and, for an admission, whether
-    the ClusterQueue stayed within its nominal quota.
+    the ClusterQueue stayed within its nominal quota. ``commit`` (an audit ``CommitInfo``) says who wrote the
+    synced revision, as the controller's sync records do.
     """
     from gitopsq.audit import records
 
     out = [records.sync_attempt(time=start, source_url=repository, revision=revision, previous_revision=None,
-                                result="applied", actor="gitopsq demo",
+                                result="applied", actor="gitopsq demo", commit=commit,
                                 message="demo: template synced and checked; sample trace replayed")]
 
     def at(seconds: float) -> datetime:
@@ -232,6 +233,17 @@ def audit_records(result: Any, *, repository: str, revision: str, start: datetim
     return out
 
 
+def _commit_record(outcome: DemoOutcome) -> Any:
+    """The synced commit as the audit trail records it (author, committer, signature state), or None."""
+    from gitopsq.audit.approvals import commit_info
+    from gitopsq.source import open_source
+
+    try:
+        return commit_info(open_source(str(outcome.repository)).commit_info(outcome.revision))
+    except GitopsqError:
+        return None
+
+
 def _audit(outcome: DemoOutcome, start: datetime, config: Any) -> None:
     try:
         from gitopsq.audit import AuditTrail, TrailSettings
@@ -239,7 +251,8 @@ def _audit(outcome: DemoOutcome, start: datetime, config: Any) -> None:
         outcome.add("audit", UNAVAILABLE, f"gitopsq.audit is not available: {err}")
         return
     recs = audit_records(outcome.result, repository=str(outcome.repository), revision=outcome.revision,
-                         start=start, scenario=outcome.scenario, nominal=nominal_quotas(outcome.scenario.objects))
+                         start=start, scenario=outcome.scenario, nominal=nominal_quotas(outcome.scenario.objects),
+                         commit=_commit_record(outcome))
     branch = getattr(getattr(config, "audit", None), "branch", "") or TrailSettings().branch
     settings = TrailSettings(branch=branch, batch_seconds=0.1, identity=DEMO_AUTHOR)
     try:
