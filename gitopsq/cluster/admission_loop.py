@@ -34,7 +34,7 @@ from gitopsq.cluster.admission_pass import (
 from gitopsq.cluster.cache import Cache, Client, TokenBucket
 from gitopsq.cluster.jobs import JobReconciler
 from gitopsq.cluster.queue_status import QueueStatusWriter
-from gitopsq.cluster.workloads import EventRecorder, Writer
+from gitopsq.cluster.workloads import EventRecorder, Writer, read_workload
 from gitopsq.errors import ClusterError
 
 
@@ -52,7 +52,7 @@ class AdmissionLoop:
                  audit: Any = None) -> None:
         self.options = options or LoopOptions()
         self.client = Client(api_client, qps=self.options.qps, burst=self.options.burst)
-        self.cache = Cache(self.client)
+        self.cache = Cache(self.client, views={"workloads": read_workload})
         events = EventRecorder(self.client) if self.options.events else None
         self.events = events
         self.writer = Writer(self.client, self.cache, events)

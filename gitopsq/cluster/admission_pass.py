@@ -100,9 +100,8 @@ def decide(topology: Topology, live: Mapping[str, LiveWorkload], now: float,
     engine = Engine(topology)
     seen: dict[tuple[str, str, int, int], int] = {}
     outside: list[LiveWorkload] = []
-    for w in sorted(live.values(), key=lambda x: (x.created, x.key)):
-        if w.state not in (ADMITTED, EVICTING, PENDING):
-            continue
+    active = [w for w in live.values() if w.state in (ADMITTED, EVICTING, PENDING)]  # finished ones pile up
+    for w in sorted(active, key=lambda x: (x.created, x.key)):
         if w.state != PENDING and w.cluster_queue not in topology.queues:
             continue  # its ClusterQueue is gone: nothing to account the usage against
         priority = w.priority if w.priority is not None else engine.priority_of(None, w.priority_class)
@@ -258,7 +257,7 @@ class AdmissionPass:
         now = self.clock()
         started = time.monotonic()
         topology = self.topology()
-        live = {w.key: w for w in map(read_workload, self.cache.items("workloads")) if w is not None}
+        live = {w.key: w for w in self.cache.views("workloads", read_workload) if w is not None}
         for key, w in live.items():  # finished since the last pass: recorded before what the freed quota allows
             if w.state == FINISHED and key in self._running:
                 if self.metrics is not None:

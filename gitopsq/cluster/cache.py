@@ -191,9 +191,12 @@ class Informer:
     """LIST + WATCH one resource into ``store`` on a daemon thread (see the module docstring)."""
 
     def __init__(self, client: Client, resource: Resource, on_change: Callable[[str], None], *,
-                 watch_seconds: int = 240) -> None:
+                 watch_seconds: int = 240, view: Callable[[dict[str, Any]], Any] | None = None) -> None:
         self.client, self.resource, self.on_change = client, resource, on_change
         self.store: dict[str, dict[str, Any]] = {}
+        # Decoded once per change, on the watch thread, instead of once per object per pass.
+        self.view = view
+        self.views: dict[str, Any] = {}
         self.lock = threading.Lock()
         self.synced = threading.Event()
         self.generation = 0
@@ -216,13 +219,17 @@ class Informer:
 
     def put(self, obj: dict[str, Any]) -> None:
         key = key_of(obj)
+        decoded = self.view(obj) if self.view is not None else None
         with self.lock:
             if newer(obj, self.store.get(key)):
                 self.store[key] = obj
+                if self.view is not None:
+                    self.views[key] = decoded
                 self.generation += 1
 
     def forget(self, key: str) -> None:
         with self.lock:
+            self.views.pop(key, None)
             if self.store.pop(key, None) is not None:
                 self.generation += 1
 
@@ -269,8 +276,10 @@ class Informer:
             if not token:
                 break
         kind = self.resource.name
+        views = {key_of(o): self.view(o) for o in items} if self.view is not None else {}
         with self.lock:
             self.store = {key_of(o): o for o in items}
+            self.views = views
             self.generation += 1
             self.relists += 1
         self.synced.set()
@@ -295,11 +304,15 @@ class Informer:
                 if kind == "BOOKMARK":
                     continue
                 key = key_of(obj)
+                decoded = self.view(obj) if self.view is not None and kind != "DELETED" else None
                 with self.lock:
                     if kind == "DELETED":
                         self.store.pop(key, None)
+                        self.views.pop(key, None)
                     elif newer(obj, self.store.get(key)):
                         self.store[key] = obj
+                        if self.view is not None:
+                            self.views[key] = decoded
                     self.generation += 1
                 self.on_change(self.resource.name)
         finally:
@@ -322,11 +335,12 @@ def _events(raw: Any) -> Iterator[dict[str, Any]]:
 class Cache:
     """The informers of one admission loop."""
 
-    def __init__(self, client: Client, names: Sequence[str] = tuple(RESOURCES), *, watch_seconds: int = 240) -> None:
+    def __init__(self, client: Client, names: Sequence[str] = tuple(RESOURCES), *, watch_seconds: int = 240,
+                 views: Mapping[str, Callable[[dict[str, Any]], Any]] | None = None) -> None:
         self.client = client
         self.changed = threading.Event()
-        self.informers = {n: Informer(client, RESOURCES[n], self._on_change, watch_seconds=watch_seconds)
-                          for n in names}
+        self.informers = {n: Informer(client, RESOURCES[n], self._on_change, watch_seconds=watch_seconds,
+                                      view=(views or {}).get(n)) for n in names}
 
     def _on_change(self, _: str) -> None:
         self.changed.set()
@@ -351,6 +365,15 @@ class Cache:
         informer = self.informers[name]
         with informer.lock:
             return list(informer.store.values())
+
+    def views(self, name: str, decode: Callable[[dict[str, Any]], Any]) -> list[Any]:
+        """Every object of ``name`` decoded: kept up to date by the watch when the cache was built with a
+        view for it, else decoded now."""
+        informer = self.informers[name]
+        if informer.view is None:
+            return [decode(o) for o in self.items(name)]
+        with informer.lock:
+            return list(informer.views.values())
 
     def get(self, name: str, key: str) -> dict[str, Any] | None:
         informer = self.informers[name]

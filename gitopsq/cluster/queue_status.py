@@ -131,8 +131,7 @@ class QueueStatusWriter:
         self._due: list[tuple[float, str, str, dict[str, Any]]] = []
         cq_tally = {name: _Tally() for name in topology.queues}
         lq_tally: dict[str, _Tally] = {}
-        for raw in self.cache.items("workloads"):
-            w = read_workload(raw)
+        for w in self.cache.views("workloads", read_workload):
             if w is not None and w.state == FINISHED and w.cluster_queue in cq_tally:
                 cq_tally[w.cluster_queue].finished += 1
             if w is None or w.state not in (ADMITTED, EVICTING, PENDING):

@@ -112,20 +112,20 @@ def _pod_sets(raw: Mapping[str, Any]) -> tuple[m.PodSet, ...] | None:
     return pod_sets
 
 
-_READ: dict[tuple[str, str], LiveWorkload | None] = {}  # (uid, resourceVersion) -> view; objects never change
+_READ: dict[str, LiveWorkload] = {}  # uid -> view of the latest version read (older versions are not kept alive)
 
 
 def read_workload(raw: Mapping[str, Any]) -> LiveWorkload | None:
     """The loop's view of a Workload, or None when its pod sets cannot be read (left alone, like Kueue)."""
-    meta = raw.get("metadata") or {}
-    memo = (str(meta.get("uid")), str(meta.get("resourceVersion")))
-    hit = _READ.get(memo)
+    uid = str((raw.get("metadata") or {}).get("uid"))
+    hit = _READ.get(uid)
     if hit is not None and hit.raw is raw:
         return hit
     view = _read_workload(raw)
     if len(_READ) > 100_000:
         _READ.clear()
-    _READ[memo] = view
+    if view is not None:
+        _READ[uid] = view
     return view
 
 

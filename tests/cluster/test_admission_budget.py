@@ -24,7 +24,7 @@ from test_admission_support import (
 )
 
 from gitopsq.cluster.admission_loop import Decisions, heads
-from gitopsq.cluster.cache import Client, resource_of
+from gitopsq.cluster.cache import Cache, Client, resource_of
 
 
 @pytest.mark.parametrize(("path", "resource"), [
@@ -118,3 +118,39 @@ def test_admissions_beyond_the_per_pass_cap_follow_in_later_passes(kueue_clean: 
         wait_for("all five admitted", lambda: all(admitted(env, ns, n) for n in names))
         assert len(written_in) == 5
         assert max(written_in.count(p) for p in written_in) <= 2
+
+
+@pytest.mark.envtest
+def test_cache_views_follow_the_watch(kueue_clean: Envtest) -> None:
+    """A cache built with a view for workloads decodes each object once per change on the watch thread:
+    creation, an update and a deletion show in ``views`` without decoding anything per read."""
+    env = kueue_clean
+    ns = env.new_namespace("views")
+    decoded: list[str] = []
+
+    def view(raw: dict[str, Any]) -> tuple[str, str]:
+        decoded.append(raw["metadata"]["resourceVersion"])
+        return raw["metadata"]["name"], (raw["metadata"].get("labels") or {}).get("mark", "")
+
+    client = Client(env.api_client())
+    cache = Cache(client, names=("workloads",), views={"workloads": view})
+    cache.start()
+    try:
+        assert cache.wait_synced(timeout=20)
+        body = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": {"name": "w"},
+                "spec": {"queueName": "q", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+                    "containers": [{"name": "c", "image": "busybox"}]}}}]}}
+        base = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{ns}/workloads"
+        client.request("POST", base, body=body)
+        wait_for("created", lambda: ("w", "") in cache.views("workloads", view))
+        client.request("PATCH", f"{base}/w", body={"metadata": {"labels": {"mark": "x"}}},
+                       content_type="application/merge-patch+json")
+        wait_for("updated", lambda: cache.views("workloads", view) == [("w", "x")])
+        reads = len(decoded)
+        for _ in range(5):
+            cache.views("workloads", view)
+        assert len(decoded) == reads
+        client.request("DELETE", f"{base}/w")
+        wait_for("deleted", lambda: cache.views("workloads", view) == [])
+    finally:
+        cache.stop()
