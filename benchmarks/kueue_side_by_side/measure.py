@@ -37,11 +37,13 @@ class RunFigures:
     dropped_events: int = 0
     exit_code: int | None = None
     note: str = ""
+    summary: bool = False  # the runner wrote its summary (else only the controller's and API server's figures)
 
 
 def read_runner_output(out_dir: Path, figures: RunFigures) -> None:
     """Fill ``figures`` from the runner's summary.yaml (usage, class means, evictions) and wlStates.csv."""
     summary: dict[str, Any] = yaml.safe_load((out_dir / "summary.yaml").read_text()) or {}
+    figures.summary = True
     used = nominal = span_ms = 0.0
     for group in (summary.get("clusterQueueClasses") or {}).values():
         used += group["cpuUsed"]
@@ -77,18 +79,20 @@ def _ms(stamp: Any) -> float:
 def table(runs: list[RunFigures], classes: list[str]) -> str:
     """One Markdown table, a column per controller."""
     rows: list[tuple[str, list[str]]] = [
-        ("wall time: start → runner's summary (s)", [f"{r.runner_wall_s:.0f}" for r in runs]),
+        ("wall time: start → runner's summary (s)",
+         [f"{r.runner_wall_s:.0f}" if r.summary else f"none after {r.runner_wall_s:.0f}" for r in runs]),
         ("wall time: start → controller exit (s)", [f"{r.wall_s:.0f}" for r in runs]),
         ("controller CPU user / sys (s)", [f"{r.user_s:.0f} / {r.sys_s:.0f}" for r in runs]),
         ("controller peak memory (MiB)", [f"{r.maxrss_mib:.0f}" for r in runs]),
-        ("ClusterQueue utilisation (%)", [f"{r.usage_pct:.1f}" for r in runs]),
+        ("ClusterQueue utilisation (%)", [f"{r.usage_pct:.1f}" if r.summary else "—" for r in runs]),
     ]
     for c in classes:
         rows.append((f"mean time to admission, {c} (s)",
                      [f"{r.admission_ms[c] / 1000:.1f}" if c in r.admission_ms else "—" for r in runs]))
     rows += [
-        ("evictions", [str(r.evictions) for r in runs]),
-        ("workloads admitted / finished / created", [f"{r.admitted} / {r.finished} / {r.workloads}" for r in runs]),
+        ("evictions", [str(r.evictions) if r.summary else "—" for r in runs]),
+        ("workloads admitted / finished / created",
+         [f"{r.admitted} / {r.finished} / {r.workloads}" if r.summary else "no summary" for r in runs]),
         ("API server CPU during the run (s)", [f"{r.apiserver_cpu_s:.0f}" for r in runs]),
     ]
     head = "| figure | " + " | ".join(r.controller for r in runs) + " |"
