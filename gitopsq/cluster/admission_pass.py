@@ -99,7 +99,7 @@ def decide(topology: Topology, live: Mapping[str, LiveWorkload], now: float,
     same, and a pass at 10,000 waiting workloads costs what one at a few hundred does."""
     engine = Engine(topology)
     seen: dict[tuple[str, str, int, int], int] = {}
-    outside: list[LiveWorkload] = []
+    outside: dict[str, tuple[LiveWorkload, int]] = {}  # pending, beyond the window: (workload, priority)
     active = [w for w in live.values() if w.state in (ADMITTED, EVICTING, PENDING)]  # finished ones pile up
     for w in sorted(active, key=lambda x: (x.created, x.key)):
         if w.state != PENDING and w.cluster_queue not in topology.queues:
@@ -109,7 +109,7 @@ def decide(topology: Topology, live: Mapping[str, LiveWorkload], now: float,
             group = (w.namespace, w.queue, priority, id(w.pod_sets))
             seen[group] = seen.get(group, 0) + 1
             if seen[group] > window:
-                outside.append(w)
+                outside[w.key] = (w, priority)
                 continue
         engine.submit(key=w.key, namespace=w.namespace, queue=w.queue, priority=priority, created=w.created,
                       pod_sets=w.pod_sets)
@@ -131,7 +131,7 @@ def decide(topology: Topology, live: Mapping[str, LiveWorkload], now: float,
         if live[e.workload].state == ADMITTED and e.workload not in out.evict:
             out.evict[e.workload] = (e.type, e.reason, _with_uids(e.message, live), preemptor_cq.get(e.workload, ""))
     for key, w in live.items():
-        if w.state != PENDING:
+        if w.state != PENDING or key in outside:
             continue
         if key in rank:  # reserved quota in this instant
             v = engine.view(key)
@@ -158,9 +158,9 @@ def decide(topology: Topology, live: Mapping[str, LiveWorkload], now: float,
         if key not in out.pending:
             status = engine.state.status.get(key)
             out.behind[key] = status.reason if status is not None else head_reason.get(cq, "Pending")
-    for w in outside:
+    for w, priority in outside.values():
         lq = topology.local_queues.get((w.namespace, w.queue))
-        out.order[w.key] = (lq.cluster_queue if lq else "", 0, w.created)
+        out.order[w.key] = (lq.cluster_queue if lq else "", -priority, w.created)
         out.behind[w.key] = head_reason.get(out.order[w.key][0], "Pending")
     out.admit = dict(sorted(out.admit.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
     return out

@@ -23,8 +23,9 @@ from test_admission_support import (
     workload_of,
 )
 
-from gitopsq.cluster.admission_loop import Decisions, heads
+from gitopsq.cluster.admission_loop import Decisions, decide, heads
 from gitopsq.cluster.cache import Cache, Client, resource_of
+from gitopsq.cluster.workloads import read_workload, topology_of
 
 
 @pytest.mark.parametrize(("path", "resource"), [
@@ -154,3 +155,45 @@ def test_cache_views_follow_the_watch(kueue_clean: Envtest) -> None:
         wait_for("deleted", lambda: cache.views("workloads", view) == [])
     finally:
         cache.stop()
+
+
+def _queue_objects(nominal: str) -> list[dict[str, Any]]:
+    return [
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "rf"}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"},
+         "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+             {"name": "rf", "resources": [{"name": "cpu", "nominalQuota": nominal}]}]}]}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "ns"},
+         "spec": {"clusterQueue": "cq"}},
+    ]
+
+
+def _pending_workloads(count: int, cpu: str = "1") -> dict[str, Any]:
+    live = {}
+    for i in range(count):
+        w = read_workload({
+            "metadata": {"name": f"w-{i:03d}", "namespace": "ns", "uid": f"window-{cpu}-{i}", "resourceVersion": "1",
+                         "generation": 1, "creationTimestamp": f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}Z"},
+            "spec": {"queueName": "lq", "priority": 0, "podSets": [{"name": "main", "count": 1, "template": {
+                "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}}}]}})
+        assert w is not None
+        live[w.key] = w
+    return live
+
+
+@pytest.mark.parametrize(("nominal", "count", "window", "admitted", "explained"), [
+    pytest.param("100", 30, 10, 10, 0, id="all of the window fits: admitted, the rest waits for the next pass"),
+    pytest.param("5", 30, 10, 5, 1, id="quota binds inside the window: the head is explained"),
+    pytest.param("100", 30, None, 30, 0, id="no window: everything that fits"),
+])
+def test_window_admits_the_oldest_identical_workloads(nominal: str, count: int, window: int | None,
+                                                      admitted: int, explained: int) -> None:
+    """With a window, the engine sees only the oldest identical waiting workloads of a queue: those are the
+    ones admitted, in FIFO order, and every other waiting workload is still reported (for the metrics)."""
+    topology = topology_of(_queue_objects(nominal))
+    live = _pending_workloads(count)
+    decisions = decide(topology, live, 1e10, heads_per_queue=1, window=window)
+    assert sorted(decisions.admit) == sorted(live)[:admitted]
+    assert set(decisions.pending) | set(decisions.behind) == set(live) - set(decisions.admit)
+    assert len(decisions.pending) == explained
