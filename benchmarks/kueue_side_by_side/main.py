@@ -124,11 +124,26 @@ def run_one(name: str, binaries: kueuebuild.KueueBinaries, generator: Path, time
         if summary.exists():
             time.sleep(0.5)  # the CSVs follow the summary
             read_runner_output(out, figures)
+        if name == "gitopsq":
+            figures.requests = gitopsq_requests(out / f"{name}.log")
         else:
             figures.note = f"runner ended without a summary (exit {runner.returncode}); see {out}/runner.log"
     finally:
         rig.stop()
     return figures
+
+
+def gitopsq_requests(log: Path) -> str:
+    """The request counts the admission loop logs when it stops."""
+    import json
+
+    for line in reversed(log.read_text(errors="replace").splitlines()):
+        if "admission loop stopped" in line:
+            record = json.loads(line)
+            kinds = ", ".join(f"{k} {v}" for k, v in sorted(record.get("by_kind", {}).items()))
+            return (f"{record['passes']} passes; requests: {kinds}; events sent {record.get('events_sent')}, "
+                    f"dropped {record.get('events_dropped')}; {record['throttled_seconds']} s waiting for tokens")
+    return ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -164,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in runs:
         if r.note or r.dropped_events:
             print(f"\n{r.controller}: {r.note} dropped workload events {r.dropped_events}")
+        if r.requests:
+            print(f"\n{r.controller}: {r.requests}")
     return 0 if all(r.exit_code == 0 and not r.note for r in runs) else 1
 
 

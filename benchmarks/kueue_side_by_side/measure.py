@@ -37,6 +37,7 @@ class RunFigures:
     dropped_events: int = 0
     exit_code: int | None = None
     note: str = ""
+    requests: str = ""  # gitopsq's request counts by verb and kind, from its log
     summary: bool = False  # the runner wrote its summary (else only the controller's and API server's figures)
 
 

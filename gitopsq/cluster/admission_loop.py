@@ -85,8 +85,10 @@ class AdmissionLoop:
                     self.cache.changed.wait(wait)
                     time.sleep(0.02)  # let a burst of watch events land before the next pass
         finally:
+            events = self.events
             _log().info("admission loop stopped", passes=self.passes, requests=dict(self.client.counts),
-                      throttled_seconds=round(self.client.waited, 1))
+                        by_kind=dict(self.client.by_kind), throttled_seconds=round(self.client.waited, 1),
+                        events_sent=events.sent if events else 0, events_dropped=events.dropped if events else 0)
             self.queues.close()
             self.cache.stop()
             if self.events is not None:

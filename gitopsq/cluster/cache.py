@@ -104,6 +104,7 @@ class Client:
         self.bucket = TokenBucket(qps, burst)  # workloads' (or the shared one)
         self.buckets: dict[str, TokenBucket] = {"workloads": self.bucket}
         self.counts: dict[str, int] = {}
+        self.by_kind: dict[str, int] = {}  # "PATCH workloads": n
         self._lock = threading.Lock()
 
     def bucket_for(self, path: str) -> TokenBucket:
@@ -124,6 +125,8 @@ class Client:
         self.bucket_for(path).take()
         with self._lock:
             self.counts[method] = self.counts.get(method, 0) + 1
+            kind = f"{method} {resource_of(path)}"
+            self.by_kind[kind] = self.by_kind.get(kind, 0) + 1
         return self.rest.request(method, path, query=query, body=body, content_type=content_type, obj=obj,
                                  retry=False)
 
