@@ -252,11 +252,17 @@ def assign_flavors(spec: QueueSpec, node: QuotaNode, shape: Shape, flavors: Mapp
             group = spec.groups[gi]
             requested = [r for r in group.resources if r in requests]
             start = (resume or {}).get((ps_index, requested[0]), -1) + 1 if requested else 0
+            before = len(scan.reasons)
             choice = scan.group(ps, group, requests, start if start < len(group.flavors) else 0)
             last = -1 if scan.attempted >= len(group.flavors) - 1 else scan.attempted
             for res in requested:
                 tried[(ps_index, res)] = last
             ps_mode = min(ps_mode, choice.mode)
+            if choice.mode == Mode.NO_FIT:
+                # Kueue gives up on the pod set at the first resource group with no usable flavor: its status
+                # becomes that group's reasons alone and later groups are never examined.
+                scan.reasons = [r for r in scan.reasons if r.startswith("resource ")] + scan.reasons[before:]
+                break
             borrow = max(borrow, choice.borrow)
             needs.extend(choice.needs_preemption)
             if choice.flavor is not None:

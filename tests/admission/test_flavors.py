@@ -154,3 +154,14 @@ def test_flavor_scan_resumes_after_the_flavor_of_the_failed_attempt(generation_m
     entry = cycle.nominate(sim.engine.state, w, sim.engine.topology.queues["cq"])
     assert entry.nomination is not None
     assert dict(entry.nomination.flavors)["main"] == {"cpu": expected}
+
+
+def test_pod_set_status_is_the_first_failing_resource_group_alone() -> None:
+    """Once a resource group has no usable flavor, later groups are not examined or named in the message."""
+    quotas = {"cpu-pool": {"cpu": "2"}, "mem-pool": {"memory": "1Gi"}}
+    sim = _sim(flavor("cpu-pool"), flavor("mem-pool"), quotas=quotas)
+    sim.submit("ns/big", "q", one("3", memory="4Gi"))
+    sim.schedule()
+    assert sim.why("ns/big") == ("ExceedsMaxQuota", "couldn't assign flavors to pod set main: insufficient quota for "
+                                 "cpu in flavor cpu-pool, previously considered podsets requests (0) + current "
+                                 "podset request (3) > maximum capacity (2)")
