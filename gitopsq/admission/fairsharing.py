@@ -7,7 +7,7 @@
    compared on (would not borrow first, lower DRS of the child including the candidate, higher priority,
    older); one winner is processed at a time and shares are recomputed.
 3. Fair preemption visits the ClusterQueues with candidates by descending DRS: its own queue's candidates go
-   first-come; a preemptor that stays within its nominal quota reclaims unconditionally
+   first-come; a preemptor within its nominal quota on the contested flavor-resources reclaims unconditionally
    (FairSharingPreemptWithinNominal); otherwise the configured strategies decide
    (``LessThanOrEqualToFinalShare``: the preemptor's new share ≤ the target's share after the removal;
    ``LessThanInitialShare``: < the target's share before, one victim per queue). Then fill-back.
@@ -222,7 +222,8 @@ class FairPreemption(ClassicalPreemption):
         """The preemption reason if ``w`` may go (incoming usage already added to ``node``), else None."""
         if w.cluster_queue == p.spec.name:
             return msg.IN_CLUSTER_QUEUE
-        if all(node.usage.get(fr, 0) <= node.nominal(fr) for fr in p.requests):
+        # Only the contested flavor-resources count: borrowing elsewhere does not forfeit the nominal claim.
+        if all(node.usage.get(fr, 0) <= node.nominal(fr) for fr in p.contested):
             return msg.IN_COHORT_RECLAMATION
         target = self.tree.queues[w.cluster_queue or ""]
         preemptor_new = drs(node, self.topology)

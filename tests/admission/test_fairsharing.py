@@ -86,3 +86,18 @@ def test_within_nominal_preemptor_reclaims_unconditionally() -> None:
     sim.submit("ns-a/w", "q", one("4"))
     events = sim.schedule(1.0)
     assert ("Preempted", "ns-b/w", "InCohortReclamation") in events
+
+
+def test_within_nominal_counts_only_the_contested_resources() -> None:
+    """Borrowing an uncontested resource does not forfeit the nominal claim on the contested one (reclaim wins)."""
+    sim = Sim(flavor("default"),
+              cq("lender", cohort="pool", quotas={"default": {"cpu": "8", "memory": "0"}}),
+              cq("owner", cohort="pool", quotas={"default": {"cpu": "0", "memory": "4Gi"}},
+                 preemption={"reclaimWithinCohort": "Any"}),
+              cq("borrower", cohort="pool", quotas={"default": {"cpu": "0", "memory": "0"}}),
+              lq("ns-a", "q", "owner"), lq("ns-b", "q", "borrower"), fair=True,
+              strategies=("LessThanOrEqualToFinalShare",))
+    sim.running("ns-b/w", "q", one("1", memory="4Gi"), cq="borrower")
+    sim.submit("ns-a/w", "q", one("4", memory="4Gi"))
+    events = sim.schedule(1.0)
+    assert ("Preempted", "ns-b/w", "InCohortReclamation") in events
