@@ -9,6 +9,7 @@
 3. Fair preemption visits the ClusterQueues with candidates by descending DRS: its own queue's candidates go
    first-come; a preemptor within its nominal quota on the contested flavor-resources reclaims unconditionally
    (FairSharingPreemptWithinNominal); otherwise the configured strategies decide
+   on the shares of the two queues' ancestors just below their lowest common ancestor
    (``LessThanOrEqualToFinalShare``: the preemptor's new share ≤ the target's share after the removal;
    ``LessThanInitialShare``: < the target's share before, one victim per queue). Then fill-back.
 """
@@ -70,6 +71,18 @@ def drs(node: QuotaNode, topology: Topology, extra: Mapping[FlavorResource, int]
 def _chain(node: QuotaNode) -> list[QuotaNode]:
     """The node and its ancestors, root last."""
     return [node, *node.path_to_root()]
+
+
+def _almost_lcas(a: QuotaNode, b: QuotaNode) -> tuple[QuotaNode, QuotaNode]:
+    """The ancestors (or selves) of ``a`` and ``b`` just below their lowest common ancestor: Kueue compares
+    the shares of these two nodes, so siblings compete as queues and distant queues as their cohorts."""
+    chain_a, chain_b = _chain(a), _chain(b)
+    in_b = {id(n): i for i, n in enumerate(chain_b)}
+    for i, n in enumerate(chain_a):
+        j = in_b.get(id(n))
+        if j is not None:
+            return chain_a[max(i - 1, 0)], chain_b[max(j - 1, 0)]
+    return a, b
 
 
 def tournament(tree: QuotaTree, topology: Topology, entries: list[Entry]) -> Iterator[Entry]:
@@ -225,11 +238,11 @@ class FairPreemption(ClassicalPreemption):
         # Only the contested flavor-resources count: borrowing elsewhere does not forfeit the nominal claim.
         if all(node.usage.get(fr, 0) <= node.nominal(fr) for fr in p.contested):
             return msg.IN_COHORT_RECLAMATION
-        target = self.tree.queues[w.cluster_queue or ""]
-        preemptor_new = drs(node, self.topology)
-        target_old = drs(target, self.topology)
+        mine, theirs = _almost_lcas(node, self.tree.queues[w.cluster_queue or ""])
+        preemptor_new = drs(mine, self.topology)
+        target_old = drs(theirs, self.topology)
         self._remove(w)
-        target_new = drs(target, self.topology)
+        target_new = drs(theirs, self.topology)
         self._add(w)
         ok = preemptor_new <= target_new if strategy == "LessThanOrEqualToFinalShare" else preemptor_new < target_old
         return msg.IN_COHORT_FAIR_SHARING if ok else None

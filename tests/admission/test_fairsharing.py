@@ -8,7 +8,7 @@ import pytest
 
 from gitopsq.admission import fairsharing, quota
 
-from .builders import Sim, cq, flavor, lq, one
+from .builders import Sim, cohort, cq, flavor, lq, one
 
 
 def _pool(weight_a: str = "1", weight_b: str = "1", *, preemption: dict[str, str] | None = None,
@@ -101,3 +101,21 @@ def test_within_nominal_counts_only_the_contested_resources() -> None:
     sim.submit("ns-a/w", "q", one("4", memory="4Gi"))
     events = sim.schedule(1.0)
     assert ("Preempted", "ns-b/w", "InCohortReclamation") in events
+
+
+def test_fair_preemption_compares_the_shares_just_below_the_common_ancestor() -> None:
+    """Queues in different cohorts compete as their cohorts: a small queue of a borrowing cohort cannot preempt."""
+    zero = {"default": {"cpu": "0"}}
+    sim = Sim(flavor("default"), cohort("org"), cohort("left", parent="org"), cohort("right", parent="org"),
+              cq("lender", cohort="org", quotas={"default": {"cpu": "10"}}),
+              cq("a", cohort="left", quotas=zero, preemption={"reclaimWithinCohort": "LowerPriority"}),
+              cq("a2", cohort="left", quotas=zero), cq("b", cohort="right", quotas=zero),
+              lq("ns-a", "q", "a"), lq("ns-a2", "q", "a2"), lq("ns-b", "q", "b"), fair=True,
+              strategies=("LessThanOrEqualToFinalShare",))
+    sim.running("ns-a2/w", "q", one("3"), cq="a2", priority=10)
+    for i in range(6):
+        sim.running(f"ns-b/b-{i}", "q", one("1"), cq="b", at=float(i))
+    sim.submit("ns-a/w", "q", one("3"), priority=5)
+    events = sim.schedule(20.0)
+    assert [e for e in events if e[0] == "Preempted"] == []
+    assert sim.state("ns-a/w") != "Admitted"
