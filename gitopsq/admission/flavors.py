@@ -119,8 +119,10 @@ def structural_mismatch(ps: PodSetShape, rf: m.ResourceFlavor | None, flavor: st
 def _try_next(mode: Mode, borrow: int, ff: m.FlavorFungibility) -> bool:
     if mode <= Mode.NO_CANDIDATES:
         return True
-    if mode < Mode.FIT:
-        return ff.when_can_preempt == "TryNextFlavor"
+    if mode < Mode.FIT and ff.when_can_preempt == "TryNextFlavor":
+        return True
+    # Borrowing asks for the next flavor whatever the mode: a flavor that needs preemption and would still
+    # borrow afterwards does not stop the scan under whenCanBorrow=TryNextFlavor.
     return borrow > 0 and ff.when_can_borrow == "TryNextFlavor"
 
 

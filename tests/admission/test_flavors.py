@@ -165,3 +165,19 @@ def test_pod_set_status_is_the_first_failing_resource_group_alone() -> None:
     assert sim.why("ns/big") == ("ExceedsMaxQuota", "couldn't assign flavors to pod set main: insufficient quota for "
                                  "cpu in flavor cpu-pool, previously considered podsets requests (0) + current "
                                  "podset request (3) > maximum capacity (2)")
+
+
+def test_try_next_flavor_on_borrow_also_applies_to_a_flavor_that_needs_preemption() -> None:
+    """whenCanBorrow=TryNextFlavor moves past a flavor that needs preemption and would still borrow afterwards."""
+    preemption = {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
+                  "borrowWithinCohort": {"policy": "LowerPriority"}}
+    sim = Sim(flavor("on-demand"), flavor("spot"),
+              cq("cq", cohort="pool", quotas={"on-demand": {"cpu": "0"}, "spot": {"cpu": "4"}}, preemption=preemption,
+                 fungibility={"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "MayStopSearch"}),
+              cq("lender", cohort="pool", quotas={"on-demand": {"cpu": "4"}, "spot": {"cpu": "0"}}),
+              lq("ns", "q", "cq"))
+    sim.running("ns/low", "q", one("4"), cq="cq", flavor="on-demand")
+    sim.submit("ns/high", "q", one("2"), priority=10)
+    events = sim.schedule()
+    assert [e for e in events if e[0] == "Preempted"] == []
+    assert sim.flavors("ns/high") == {"main": {"cpu": "spot"}}
