@@ -20,9 +20,14 @@ DIVERGENCES = sorted((Path(__file__).resolve().parents[1] / "scenarios" / "diver
 IDS = [p.stem for p in DIVERGENCES]
 
 
-def _load(path: Path) -> dict[str, Any]:
+def _raw(path: Path) -> dict[str, Any]:
     data: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
     return data
+
+
+def _load(path: Path) -> dict[str, Any]:
+    """The scenario itself (``knownDivergence`` is this suite's bookkeeping, not part of the scenario format)."""
+    return {k: v for k, v in _raw(path).items() if k != "knownDivergence"}
 
 
 def _unmet(expect: dict[str, Any], result: dict[str, Any], scenario: dict[str, Any]) -> list[str]:
@@ -45,7 +50,19 @@ def _unmet(expect: dict[str, Any], result: dict[str, Any], scenario: dict[str, A
     return problems
 
 
-@pytest.mark.parametrize("path", DIVERGENCES, ids=IDS)
+def _engine_cases() -> list[Any]:
+    """One case per divergence file. A file that still carries ``knownDivergence: <why>`` is a strict xfail
+    (issue 11; docs/differential.md "Status"): it must still fail, so the marker goes as soon as the engine
+    matches Kueue."""
+    cases = []
+    for path in DIVERGENCES:
+        known = _raw(path).get("knownDivergence")
+        marks = [pytest.mark.xfail(strict=True, reason=f"issue 11, docs/differential.md: {known}")] if known else []
+        cases.append(pytest.param(path, id=path.stem, marks=marks))
+    return cases
+
+
+@pytest.mark.parametrize("path", _engine_cases())
 def test_gitopsq_settles_divergence_as_kueue(path: Path) -> None:
     """gitopsq settles a scenario on which it once diverged exactly as upstream Kueue v0.19.2 does."""
     scenario = _load(path)
