@@ -196,8 +196,11 @@ class _PodSetScan:
                 severity = max(severity, sev)
                 if Mode.NO_FIT < mode < Mode.FIT:
                     choice.needs_preemption.append((flavor, res))
-                choice.mode = min(choice.mode, mode)
-                choice.borrow = max(choice.borrow, borrow)
+                # The flavor is represented by its worst resource, worst mode first, then higher borrowing (Kueue
+                # keeps one granular mode per flavor): a resource that only borrows does not add borrowing to
+                # another that needs preemption.
+                if (mode, -borrow) < (choice.mode, -choice.borrow):
+                    choice.mode, choice.borrow = mode, borrow
             least_severe = min(least_severe, severity)
             if _preferred(choice, best, ff):
                 best = choice

@@ -181,3 +181,19 @@ def test_try_next_flavor_on_borrow_also_applies_to_a_flavor_that_needs_preemptio
     events = sim.schedule()
     assert [e for e in events if e[0] == "Preempted"] == []
     assert sim.flavors("ns/high") == {"main": {"cpu": "spot"}}
+
+
+def test_a_flavor_is_represented_by_its_worst_resource_mode_first() -> None:
+    """A resource that only borrows does not lend its borrowing to one that needs preemption (MayStopSearch stops)."""
+    sim = Sim(flavor("on-demand"), flavor("spot"),
+              cq("cq", cohort="pool", quotas={"on-demand": {"cpu": "2", "memory": "1Gi"},
+                                              "spot": {"cpu": "2", "memory": "4Gi"}},
+                 preemption={"withinClusterQueue": "LowerPriority"},
+                 fungibility={"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "MayStopSearch"}),
+              cq("lender", cohort="pool", quotas={"on-demand": {"cpu": "0", "memory": "4Gi"},
+                                                  "spot": {"cpu": "0", "memory": "0"}}),
+              lq("ns", "q", "cq"))
+    sim.running("ns/low", "q", one("2"), cq="cq", flavor="on-demand")
+    sim.submit("ns/high", "q", one("1", memory="2Gi"), priority=10)
+    events = sim.schedule()
+    assert ("Preempted", "ns/low", "InClusterQueue") in events
