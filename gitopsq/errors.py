@@ -97,7 +97,7 @@ class UsageError(GitopsqError):
     exit_code = EXIT_USAGE
 
 
-class RuntimeFailure(GitopsqError):
+class RuntimeFailure(GitopsqError):  # noqa: N818 - a category of errors, named for the exit code it maps to
     """Something outside gitopsq failed; the input may be fine."""
 
     exit_code = EXIT_RUNTIME

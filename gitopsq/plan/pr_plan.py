@@ -29,8 +29,8 @@ from gitopsq.plan.approvers import GLOBAL_KINDS, Approval, required_approvals
 from gitopsq.plan.diff import ByName, FieldChange, FieldPath, diff
 from gitopsq.plan.impact import SnapshotImpact, TraceImpact
 from gitopsq.plan.normalize import quantity_equal
-from gitopsq.policy.revision import PolicyOutcome
 from gitopsq.plan.quota_table import CohortCapacity, QueueQuota, cohort_capacity, quota_changes
+from gitopsq.policy.revision import PolicyOutcome
 
 PLAN_VERSION: Final = 1
 ObjectStatus = Literal["removed", "invalid", "changed", "moved", "added"]
