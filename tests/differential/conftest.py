@@ -1,12 +1,12 @@
-"""Differential tests against upstream Kueue: kept out of the quick run, bounded in CI, unbounded on demand.
+"""Differential tests against upstream Kueue: kept out of the quick run, bounded when enabled, unbounded on demand.
 
 Tests marked ``differential`` in this directory are deselected unless ``GITOPSQ_DIFFERENTIAL=1`` or the ``-m``
 expression names the marker. CI does not set it yet: about one random scenario in five still settles differently
 on Kueue (issue 11, docs/differential.md "Status"), so a bounded random sample in CI could not be green; it
 will be switched on for CI once the engine matches Kueue on the random sample.
 
-How many random scenarios a run compares, and from which seed: ``GITOPSQ_DIFFERENTIAL_CASES`` (default `DEFAULT_CASES`, sized to keep a CI run under ten minutes on two cores)
-and ``GITOPSQ_DIFFERENTIAL_SEED`` (default: today's date, so every day's CI run sees new scenarios and a
+How many random scenarios a run compares, and from which seed: ``GITOPSQ_DIFFERENTIAL_CASES`` (default
+`DEFAULT_CASES`, sized to keep a run under ten minutes on two cores) and ``GITOPSQ_DIFFERENTIAL_SEED`` (default: today's date, so every day's CI run sees new scenarios and a
 failure reproduces all day). Thousands of cases: ``scripts/differential --cases 5000 --seed N``.
 """
 
