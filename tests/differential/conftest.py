@@ -5,9 +5,10 @@ expression names the marker. CI does not set it yet: about one random scenario i
 on Kueue (issue 11, docs/differential.md "Status"), so a bounded random sample in CI could not be green; it
 will be switched on for CI once the engine matches Kueue on the random sample.
 
-How many random scenarios a run compares, and from which seed: ``GITOPSQ_DIFFERENTIAL_CASES`` (default
-`DEFAULT_CASES`, sized to keep a run under ten minutes on two cores) and ``GITOPSQ_DIFFERENTIAL_SEED``
-(default: today's date, so every day's run sees new scenarios and a failure reproduces all day). Thousands of cases: ``scripts/differential --cases 5000 --seed N``.
+How many random scenarios a run compares: ``GITOPSQ_DIFFERENTIAL_CASES`` (default `DEFAULT_CASES`, sized to keep
+a run under ten minutes on two cores); from which seed: ``GITOPSQ_DIFFERENTIAL_SEED`` (default: today's date, so
+every day's run sees new scenarios and a failure reproduces all day). Thousands of cases:
+``scripts/differential --cases 5000 --seed N``.
 """
 
 from __future__ import annotations
