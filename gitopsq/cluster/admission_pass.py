@@ -281,16 +281,19 @@ class AdmissionPass:
         self._parallel(admissions)
         self._parallel([functools.partial(self._checks_ready, w, now) for w in live.values()
                         if w.state == ADMITTED and _checks_all_ready(w.raw) and not _admitted(w.raw)])
-        # Pending reasons wait behind admissions: while admissions flow they get only their share of the
-        # request budget (the rest waits for later passes); when nothing is admitted they may use all of it.
+        # Pending reasons wait behind admissions: while admissions flow they get only the Workload budget
+        # admissions leave (tokens beyond half the burst), within their own share; when nothing is admitted
+        # they may use all of it. A reason not written now is written by a later pass if still true.
         pending = [functools.partial(self._pending, live[key], reason, message, now)
                    for key, (reason, message) in sorted(decisions.pending.items(),
                                                         key=lambda kv: (live[kv[0]].created, kv[0]))
                    if self._pending_due(live[key], reason, message, now)]
         budget = max(10, int(self.options.qps))
         if decisions.admit or decisions.deferred:
+            workload_bucket = getattr(self.writer.client, "bucket", None)
+            spare = int(workload_bucket.level() - workload_bucket.burst / 2) if workload_bucket else len(pending)
             budget = 0
-            while budget < len(pending) and self._pending_bucket.try_take():
+            while budget < min(len(pending), spare) and self._pending_bucket.try_take():
                 budget += 1
         self._parallel(pending[:budget])
         self.backlog = len(pending) - min(len(pending), budget) + self.capped

@@ -62,6 +62,14 @@ class TokenBucket:
             self._tokens -= 1.0
             return True
 
+    def level(self) -> float:
+        """Tokens banked right now (negative while requests queue for tokens)."""
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
+            self._last = now
+            return self._tokens
+
     def take(self) -> None:
         with self._lock:
             now = self._clock()
