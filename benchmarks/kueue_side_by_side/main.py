@@ -124,10 +124,10 @@ def run_one(name: str, binaries: kueuebuild.KueueBinaries, generator: Path, time
         if summary.exists():
             time.sleep(0.5)  # the CSVs follow the summary
             read_runner_output(out, figures)
-        if name == "gitopsq":
-            figures.requests = gitopsq_requests(out / f"{name}.log")
         else:
             figures.note = f"runner ended without a summary (exit {runner.returncode}); see {out}/runner.log"
+        if name == "gitopsq":
+            figures.requests = gitopsq_requests(out / f"{name}.log")
     finally:
         rig.stop()
     return figures
