@@ -42,8 +42,27 @@ def _intern(shape: Shape) -> Shape:
     return _SHAPES.setdefault(shape, shape)
 
 
+_BY_POD_SETS: dict[int, tuple[tuple[m.PodSet, ...], Shape]] = {}  # id(pod sets) -> (those pod sets, shape)
+_BY_POD_SETS_LIMIT = 4096
+
+
 def shape_of(pod_sets: tuple[m.PodSet, ...]) -> Shape:
-    """The interned shape of a workload's pod sets."""
+    """The interned shape of a workload's pod sets.
+
+    Memoised on the identity of the tuple: callers that share one tuple per distinct shape (the admission
+    loop does) pay for building and hashing a `Shape` once, not once per workload per pass. The entry keeps
+    the tuple alive, so its id cannot be reused while the entry exists; the memo is cleared when full."""
+    hit = _BY_POD_SETS.get(id(pod_sets))
+    if hit is not None and hit[0] is pod_sets:
+        return hit[1]
+    shape = _shape_of(pod_sets)
+    if len(_BY_POD_SETS) >= _BY_POD_SETS_LIMIT:
+        _BY_POD_SETS.clear()
+    _BY_POD_SETS[id(pod_sets)] = (pod_sets, shape)
+    return shape
+
+
+def _shape_of(pod_sets: tuple[m.PodSet, ...]) -> Shape:
     return _intern(Shape(tuple(
         PodSetShape(name=ps.name, count=ps.count,
                     totals=FrozenMap({r: q.milli * ps.count for r, q in ps.requests.items()}),
