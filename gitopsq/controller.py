@@ -10,6 +10,9 @@ Structure (docs/controller.md):
 - The admission loop (gitopsq.cluster.admission_loop.AdmissionLoop) is another Runnable in the same list.
 - Leadership hooks (`LeaderAudit`, the metrics' replica role) run before the runnables start and after they stop,
   so the audit trail has exactly one writer: the leader.
+
+The audit wiring lives in gitopsq.controller_audit and the HTTP endpoints in gitopsq.controller_http; both are
+importable from here too.
 """
 
 from __future__ import annotations
@@ -18,15 +21,18 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
 from gitopsq import logs
 from gitopsq.cluster.leader import LeaderElector
+from gitopsq.controller_audit import LeaderAudit, SyncAuditRecords
+from gitopsq.controller_http import HttpEndpoints
 from gitopsq.errors import GitopsqError
 from gitopsq.sync import Syncer, SyncOptions
-from gitopsq.webhook_git import PATH as WEBHOOK_PATH
-from gitopsq.webhook_git import GitWebhook
+
+# Import paths other modules use: the audit and HTTP parts live in their own modules.
+__all__ = ["Controller", "HttpEndpoints", "LeaderAudit", "LeadershipHook", "RoleHook", "Runnable", "SyncAuditRecords",
+           "SyncLoop", "SyncStats", "WakingRunnable", "parse_duration"]
 
 
 def _log() -> Any:
@@ -201,115 +207,6 @@ class Controller:
         self.stopping.set()
 
 
-class HttpEndpoints:
-    """``/healthz`` (alive), ``/readyz`` (API reachable recently), and the Git webhook, on one address."""
-
-    def __init__(self, address: str, *, ready: Callable[[], bool], webhook: GitWebhook | None) -> None:
-        host, _, port = address.rpartition(":")
-        endpoints = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:  # keep stdout for structured logs
-                return
-
-            def _answer(self, status: int, text: str) -> None:
-                data = (text + "\n").encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "text/plain; charset=utf-8")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:
-                if self.path == "/healthz":
-                    self._answer(200, "ok")
-                elif self.path == "/readyz":
-                    ok = endpoints.ready()
-                    self._answer(200 if ok else 503, "ok" if ok else "not ready")
-                else:
-                    self._answer(404, "not found")
-
-            def do_POST(self) -> None:
-                if self.path != WEBHOOK_PATH or endpoints.webhook is None:
-                    self._answer(404, "not found")
-                    return
-                length = int(self.headers.get("Content-Length") or 0)
-                if length > (1 << 20):
-                    self._answer(413, "body too large")
-                    return
-                body = self.rfile.read(length)
-                answer = endpoints.webhook.handle({k.lower(): v for k, v in self.headers.items()}, body)
-                self._answer(answer.status, answer.message)
-
-        self.ready = ready
-        self.webhook = webhook
-        self.server = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self._thread = threading.Thread(target=self.server.serve_forever, name="gitopsq-http", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-class LeaderAudit:
-    """The audit trail as the loops see it: open only while this replica leads (one writer per audit branch).
-
-    ``opener`` opens the real `AuditTrail` (WAL replay, branch fetch); while no trail is open every call raises
-    AuditError, which the loops log as "audit record not written" and go on."""
-
-    def __init__(self, opener: Callable[[], Any]) -> None:
-        self._opener = opener
-        self.trail: Any = None
-        self._lock = threading.Lock()
-
-    def lead(self) -> None:
-        trail = self._opener()
-        with self._lock:
-            self.trail = trail
-        _log().info("audit trail open")
-
-    def follow(self) -> None:
-        with self._lock:
-            trail, self.trail = self.trail, None
-        if trail is not None:
-            trail.close()
-            _log().info("audit trail closed")
-
-    def _current(self) -> Any:
-        with self._lock:
-            trail = self.trail
-        if trail is None:
-            from gitopsq.errors import AuditError
-
-            raise AuditError("the audit trail is open only while this replica leads")
-        return trail
-
-    def submit(self, record: Any) -> int:
-        return int(self._current().submit(record))
-
-    def wait_durable(self, ticket: int | None = None, timeout: float | None = None) -> None:
-        self._current().wait_durable(ticket, timeout)
-
-    def record(self, record: Any) -> None:
-        self._current().record(record)
-
-    def flush(self, timeout: float = 60.0) -> bool:
-        return bool(self._current().flush(timeout))
-
-    def status(self) -> Any:
-        with self._lock:
-            trail = self.trail
-        return None if trail is None else trail.status()
-
-    def close(self, timeout: float = 30.0) -> None:
-        self.follow()
-
-
 class RoleHook:
     """Sets the ``replica_role`` label of the Kueue metrics to ``leader`` / ``follower``."""
 
@@ -321,51 +218,6 @@ class RoleHook:
 
     def follow(self) -> None:
         self.metrics.set_role("follower")
-
-
-class SyncAuditRecords:
-    """The audit sink the `Syncer` writes to: ``sync.attempt`` records gain the commit (author, committer,
-    signature), the approvals the history since the previous revision carries (merge commits, ``Reviewed-by`` /
-    ``Approved-by`` trailers), the policy verdicts of the validated revision, and ``approvalRequired`` (a policy
-    verdict that asks for an approval). The record id stays: it does not depend on these fields."""
-
-    def __init__(self, sink: Any, source: Any) -> None:
-        self.sink = sink
-        self.source = source
-        self.syncer: Any = None  # set once the Syncer exists (its last validation holds the verdicts)
-
-    def record(self, record: Any) -> None:
-        self.sink.record(self.enrich(record))
-
-    def submit(self, record: Any) -> int:
-        return int(self.sink.submit(self.enrich(record)))
-
-    def wait_durable(self, ticket: int | None = None, timeout: float | None = None) -> None:
-        self.sink.wait_durable(ticket, timeout)
-
-    def enrich(self, record: Any) -> Any:
-        from gitopsq.audit.approvals import approvals_from_commits, commit_info
-        from gitopsq.audit.records import PolicyVerdict, Record
-        from gitopsq.audit.redact import redact
-
-        data = getattr(record, "data", record)
-        if data.get("type") != "sync.attempt" or data.get("commit"):
-            return record
-        revision, previous = str(data["revision"]), data.get("previousRevision")
-        extra: dict[str, Any] = {}
-        try:
-            extra["commit"] = commit_info(self.source.commit_info(revision)).to_json()
-            commits = self.source.commits_between(previous if previous != revision else None, revision)
-            extra["approvals"] = [a.to_json() for a in approvals_from_commits(commits)]
-        except (GitopsqError, ValueError, KeyError) as err:
-            _log().warning("commit facts not added to the audit record", revision=revision, error=str(err))
-        validated = getattr(self.syncer, "_validated", None)
-        findings = validated[1].findings if validated is not None and validated[0] == revision else ()
-        verdicts = [PolicyVerdict(str(f["policy"]), str(f.get("object") or ""), str(f.get("severity", "")),
-                                  False, str(f.get("message", ""))) for f in findings if f.get("policy")]
-        extra["verdicts"] = [v.to_json() for v in verdicts]
-        extra["approvalRequired"] = any("approv" in f"{v.policy} {v.message}".lower() for v in verdicts)
-        return Record({**data, **redact(extra)})
 
 
 class WakingRunnable:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,18 @@ class Certificates:
     cert_file: Path
     key_file: Path
     renewed: bool  # whether this call issued anything new
+
+
+def default_cert_dir(cache_dir: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """Where generated certificates live without ``--webhook-cert-dir``, first match wins: ``<cache_dir>/
+    webhook-certs``, ``$GITOPSQ_CACHE_DIR/webhook-certs``, ``$XDG_CACHE_HOME/gitopsq/webhook-certs``,
+    ``~/.cache/gitopsq/webhook-certs``: per user, never the working directory (it holds private keys)."""
+    env = os.environ if env is None else env
+    if cache_dir is not None:
+        return Path(cache_dir).expanduser() / "webhook-certs"
+    if env.get("GITOPSQ_CACHE_DIR"):
+        return Path(env["GITOPSQ_CACHE_DIR"]).expanduser() / "webhook-certs"
+    return Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "gitopsq" / "webhook-certs"
 
 
 def _name(common_name: str) -> x509.Name:

@@ -3,8 +3,11 @@
 Input is the list of verified records of a period; output is plain data the renderers turn into JSON lines,
 CSV and HTML. Rules:
 1. a change is a ``sync.attempt`` whose result is ``applied`` or ``partial``;
-2. a change lacks a required approval when ``approvalRequired`` is true and nobody other than the commit's
-   author approved it (segregation of duties); an approval dated after the apply is noted as retroactive;
+2. a change lacks a required approval when ``approvalRequired`` is true and one of its ``requiredApprovals``
+   (the teams its ownership names, docs/audit.md "Required approvals") has no approval dated before the apply,
+   or ``approvalError`` says the approvals could not be checked; an approval dated after the apply is noted as
+   retroactive. Records without ``requiredApprovals`` (written before it existed) fall back to: nobody other
+   than the commit's author approved it (segregation of duties);
 3. a workload's wait is the time from ``times.created`` to its admission; the per-queue wait figures count
    only admissions that stayed within the ClusterQueue's nominal quota (``withinNominalQuota: true``), the
    promise a queue's owners were given;
@@ -142,10 +145,33 @@ def _signature(sig: dict[str, Any]) -> str:
     return f"{state} by {sig['signer']}" if sig.get("signer") else state
 
 
+def _missing_team(need: dict[str, Any], applied: datetime) -> str | None:
+    """Why a required team's approval is missing at ``applied``, or None when it was there."""
+    given = list(need.get("approvedBy") or [])
+    if any("time" not in a or parse_time(str(a["time"])) <= applied for a in given):
+        return None
+    team = need.get("team")
+    if given:
+        return f"{team}: approved only after it was applied (retroactive approval)"
+    maintainers = [str(m) for m in need.get("maintainers") or [] if "<" in str(m)]
+    if not maintainers:
+        return f"{team}: the team lists no maintainer with an email, so nobody could approve"
+    return f"{team}: no approval by a maintainer other than the change's authors ({', '.join(maintainers)})"
+
+
 def _unapproved(entry: dict[str, Any]) -> Unapproved | None:
     if not entry.get("approvalRequired"):
         return None
     commit = entry.get("commit") or {}
+    if "requiredApprovals" in entry or "approvalError" in entry:
+        applied_at = parse_time(str(entry["time"]))
+        problems = [f"approvals could not be checked: {entry['approvalError']}"] if entry.get("approvalError") \
+            else []
+        problems += [p for p in (_missing_team(n, applied_at) for n in entry.get("requiredApprovals") or []) if p]
+        if not problems:
+            return None
+        return Unapproved(int(entry["seq"]), str(entry["time"]), str(entry.get("revision")),
+                          _person(commit, "author"), "; ".join(problems))
     author_email = ((commit.get("author") or {}).get("email"))
     independent = independent_approvals(list(entry.get("approvals") or []), author_email)
     applied = parse_time(str(entry["time"]))

@@ -124,9 +124,9 @@ def to_html(evidence: Evidence, verification: dict[str, Any], *, title: str = "g
                               p.get("message")] for p in problems), ""))
     counts = ", ".join(f"{n} {t}" for t, n in evidence.counts.items()) or "none"
     parts.append(f"<p>Records in the period: {escape(counts)}.</p>\n")
-    parts.append("<h2>Changes applied without a required approval</h2>\n<p>Changes that policy required to be "
-                 "approved by someone other than their author, and that were applied without such an approval "
-                 "recorded in the Git history.</p>\n")
+    parts.append("<h2>Changes applied without a required approval</h2>\n<p>Changes whose owners (the teams "
+                 "gitopsq.yaml names for the files and global objects they change) had to approve them, applied "
+                 "without an approval by such an owner other than their author recorded in the Git history.</p>\n")
     parts.append(_table(("record", "applied at", "revision", "author", "problem"),
                         ([u.seq, u.applied_at, u.revision, u.author, u.reason] for u in evidence.unapproved),
                         "None: every change that required an approval had one before it was applied."))

@@ -13,7 +13,10 @@ from typing import Any
 
 import click
 
+from gitopsq.controller_config import audit_config, job_policies, repo_config
 from gitopsq.errors import GitopsqError, UsageError
+
+__all__ = ["Wiring", "audit_config", "command", "job_policies", "repo_config"]  # readers moved to controller_config
 
 
 @click.command(name="controller")
@@ -78,45 +81,6 @@ def _duration(text: str) -> float:
         return parse_duration(text)
     except ValueError as err:
         raise UsageError(str(err)) from err
-
-
-def repo_config(source: Any, commit: str) -> Any:
-    """The RepoConfig of gitopsq.yaml at ``commit`` (None when it cannot be read or parsed)."""
-    from gitopsq.manifests.config import parse_config
-    from gitopsq.manifests.config_model import CONFIG_PATH
-
-    try:
-        entry = next(iter(source.list_files(commit, [CONFIG_PATH], [])), None)
-        return parse_config(source.read_blob(entry.blob_id)).config if entry is not None else None
-    except (GitopsqError, ValueError, KeyError, AttributeError):
-        return None
-
-
-def job_policies(source: Any, commit: str) -> list[Any]:
-    """The repository's own policies (``policyPaths``) at ``commit``, for the Job webhook (those matching kind
-    Job judge Jobs); [] when there are none or they do not load (the sync rejects such a revision anyway)."""
-    from gitopsq.errors import PolicyError
-    from gitopsq.policy import load_policies
-
-    config = repo_config(source, commit)
-    if config is None or not config.policy_paths:
-        return []
-    try:
-        listed = source.list_files(commit, list(config.policy_paths), [])
-        files = {e.path: source.read_blob(e.blob_id).decode("utf-8", errors="replace") for e in listed
-                 if e.path.endswith((".yaml", ".yml"))}
-        return list(load_policies(builtin=False, repo_files=files))
-    except (GitopsqError, PolicyError, ValueError):
-        return []
-
-
-def audit_config(source: Any, branch: str) -> dict[str, Any]:
-    """The ``audit`` block of gitopsq.yaml at the followed branch, or {} when it cannot be read."""
-    try:
-        config = repo_config(source, source.resolve(branch))
-    except GitopsqError:
-        return {}
-    return dict(config.as_policy_dict()["audit"]) if config is not None else {}
 
 
 class Wiring:
@@ -189,7 +153,7 @@ class Wiring:
 
             self.source = open_source(f["repo"], cache_dir=Path(f["cache_dir"]) if f["cache_dir"] else None)
         self.elector = LeaderElector(KubeRest(self.api_client), self.lease) if f["leader_elect"] else None
-        self.sync_metrics = SyncMetrics(registry, source=f"{f['namespace']}/{self._source_name()}")
+        self.sync_metrics = SyncMetrics(registry, source=f"{f['namespace']}/{self.source_name()}")
         self.kueue_metrics = KueueMetrics(registry, replica_role="follower" if self.elector else "standalone")
         hooks: list[LeadershipHook] = [RoleHook(self.kueue_metrics)] if self.elector else []
         self.audit: LeaderAudit | None = None
@@ -220,7 +184,7 @@ class Wiring:
         if self.audit is not None:
             threading.Thread(target=self._sample_audit, name="gitopsq-audit-metrics", daemon=True).start()
 
-    def _source_name(self) -> str:
+    def source_name(self) -> str:
         from gitopsq.commands.apply import default_source_name
 
         return str(self.f["source_name"] or (default_source_name(self.f["repo"]) if self.f["repo"] else ""))
@@ -233,7 +197,7 @@ class Wiring:
 
         f = self.f
         records = SyncAuditRecords(self.audit, self.source) if self.audit is not None else None
-        syncer = Syncer(self.source, KubeRest(self.api_client), SourceRef(f["namespace"], self._source_name()),
+        syncer = Syncer(self.source, KubeRest(self.api_client), SourceRef(f["namespace"], self.source_name()),
                         url=self.source.display, audit=records)
         if records is not None:
             records.syncer = syncer
@@ -256,63 +220,6 @@ class Wiring:
             if status is not None:
                 self.sync_metrics.observe_audit(status, time.time())
 
-    def _job_webhook(self) -> Any:
-        from gitopsq.cluster.apply import KubeRest
-        from gitopsq.webhook import JobWebhook, JobWebhookOptions, WebhookServer
-        from gitopsq.webhook_certs import CertificateKeeper, service_hosts
-
-        f = self.f
-        directory = Path(f["webhook_cert_dir"] or Path(f["cache_dir"] or ".") / "webhook-certs")
-        hosts = ["localhost", "127.0.0.1"]
-        if f["webhook_service"]:
-            namespace, _, name = f["webhook_service"].rpartition("/")
-            hosts = service_hosts(namespace or f["namespace"], name)
-        secret = None
-        if f["webhook_cert_secret"]:
-            namespace, _, name = f["webhook_cert_secret"].rpartition("/")
-            default_ns = f["webhook_service"].rpartition("/")[0] if f["webhook_service"] else ""
-            secret = (namespace or default_ns or f["namespace"], name)
-        generate = secret is not None or not (directory / "tls.crt").exists()
-        keeper = CertificateKeeper(KubeRest(self.api_client), directory, hosts, secret=secret,
-                                   configuration=f["webhook_configuration"]) if generate else None
-        if keeper is not None:
-            self._keep_certificates(keeper, first=True)
-        managed = frozenset(n.strip() for n in f["managed_namespaces"].split(",") if n.strip())
-        try:
-            hook = JobWebhook(JobWebhookOptions(managed_namespaces=managed))
-            server = WebhookServer(f["webhook_addr"], hook, directory / "tls.crt", directory / "tls.key")
-        except (OSError, ValueError) as err:
-            raise UsageError(f"cannot serve the Job webhook on --webhook-addr {f['webhook_addr']}: {err}") from err
-        server.start()
-        self.closers.append(server.close)
-        server.watch(self.stopping, 5.0)
-        if self.source is not None:
-            from gitopsq.webhook import PolicyFollower
-
-            path = f"/apis/gitopsq.dev/v1alpha1/namespaces/{f['namespace']}/gitsources/{self._source_name()}"
-            follower = PolicyFollower(KubeRest(self.api_client), path, self.source, f["branch"], hook,
-                                      load=lambda commit: job_policies(self.source, commit))
-            follower.start(self.stopping, min(self.poll, 30.0))
-        if keeper is not None:
-            threading.Thread(target=self._renew, args=(keeper,), name="gitopsq-webhook-keeper", daemon=True).start()
-        self.log.info("job webhook serving", port=server.port, managed_namespaces=sorted(managed))
-        return server
-
-    def _keep_certificates(self, keeper: Any, *, first: bool = False) -> None:
-        try:
-            _certs, problems = keeper.sync()
-        except (GitopsqError, OSError, ValueError) as err:
-            problems = [str(err)]
-        if problems != getattr(self, "_cert_problems", []) or (first and problems):
-            for problem in problems:
-                self.log.warning("webhook certificate setup incomplete; retrying", problem=problem)
-        self._cert_problems = problems
-
-    def _renew(self, keeper: Any) -> None:
-        # Short while something is missing (the configuration may be created after the pods), then hourly.
-        while not self.stopping.wait(10.0 if self._cert_problems else 3600.0):
-            self._keep_certificates(keeper)
-
     def _ready(self) -> bool:
         if self.webhook is not None and not self.webhook.serving():
             return False
@@ -323,11 +230,12 @@ class Wiring:
         return synced or (self.admission is not None and self.admission.synced.is_set())
 
     def _serve(self) -> None:
+        from gitopsq.commands.controller_webhook import start_job_webhook
         from gitopsq.controller import HttpEndpoints
         from gitopsq.webhook_git import GitWebhook, read_secret
 
         f = self.f
-        self.webhook = self._job_webhook() if f["webhook_addr"] else None
+        self.webhook = start_job_webhook(self) if f["webhook_addr"] else None
         secret = read_secret(f["webhook_secret_file"]) if f["webhook_secret_file"] else None
         git_hook = GitWebhook(secret, self.loop.trigger, branch=f["branch"]) if self.loop is not None else None
         try:

@@ -1,0 +1,85 @@
+"""The Job admission webhook as `gitopsq controller` serves it: certificates (given, or generated and shared through
+a Secret, renewed hourly), the HTTPS server, and the repository policies it follows (docs/controller.md)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from gitopsq.errors import GitopsqError, UsageError
+
+
+def start_job_webhook(wiring: Any) -> Any:
+    """Serve the Job webhook on ``--webhook-addr`` for the controller `Wiring` ``wiring`` (its flags, API client,
+    source, stop event and closers); returns the running WebhookServer."""
+    from gitopsq.cluster.apply import KubeRest
+    from gitopsq.webhook import JobWebhook, JobWebhookOptions, WebhookServer
+    from gitopsq.webhook_certs import CertificateKeeper, default_cert_dir, service_hosts
+
+    f = wiring.f
+    directory = Path(f["webhook_cert_dir"]) if f["webhook_cert_dir"] else \
+        default_cert_dir(Path(f["cache_dir"]) if f["cache_dir"] else None)
+    hosts = ["localhost", "127.0.0.1"]
+    if f["webhook_service"]:
+        namespace, _, name = f["webhook_service"].rpartition("/")
+        hosts = service_hosts(namespace or f["namespace"], name)
+    secret = None
+    if f["webhook_cert_secret"]:
+        namespace, _, name = f["webhook_cert_secret"].rpartition("/")
+        default_ns = f["webhook_service"].rpartition("/")[0] if f["webhook_service"] else ""
+        secret = (namespace or default_ns or f["namespace"], name)
+    generate = secret is not None or not (directory / "tls.crt").exists()
+    keeper = CertificateKeeper(KubeRest(wiring.api_client), directory, hosts, secret=secret,
+                               configuration=f["webhook_configuration"]) if generate else None
+    renewal = CertificateRenewal(keeper, wiring.log, wiring.stopping) if keeper is not None else None
+    if renewal is not None:
+        renewal.keep(first=True)
+    managed = frozenset(n.strip() for n in f["managed_namespaces"].split(",") if n.strip())
+    try:
+        hook = JobWebhook(JobWebhookOptions(managed_namespaces=managed))
+        server = WebhookServer(f["webhook_addr"], hook, directory / "tls.crt", directory / "tls.key")
+    except (OSError, ValueError) as err:
+        raise UsageError(f"cannot serve the Job webhook on --webhook-addr {f['webhook_addr']}: {err}") from err
+    server.start()
+    wiring.closers.append(server.close)
+    server.watch(wiring.stopping, 5.0)
+    if wiring.source is not None:
+        from gitopsq.controller_config import job_policies
+        from gitopsq.webhook import PolicyFollower
+
+        source = wiring.source
+        path = f"/apis/gitopsq.dev/v1alpha1/namespaces/{f['namespace']}/gitsources/{wiring.source_name()}"
+        follower = PolicyFollower(KubeRest(wiring.api_client), path, source, f["branch"], hook,
+                                  load=lambda commit: job_policies(source, commit))
+        follower.start(wiring.stopping, min(wiring.poll, 30.0))
+    if renewal is not None:
+        threading.Thread(target=renewal.run, name="gitopsq-webhook-keeper", daemon=True).start()
+    wiring.log.info("job webhook serving", port=server.port, managed_namespaces=sorted(managed),
+                    cert_dir=str(directory))
+    return server
+
+
+class CertificateRenewal:
+    """Keeps generated webhook certificates current: every 10 s while something is missing (the webhook
+    configuration may be created after the pods), then hourly; a problem is logged when it changes."""
+
+    def __init__(self, keeper: Any, log: Any, stopping: threading.Event) -> None:
+        self.keeper = keeper
+        self.log = log
+        self.stopping = stopping
+        self.problems: list[str] = []
+
+    def keep(self, *, first: bool = False) -> None:
+        try:
+            _certs, problems = self.keeper.sync()
+        except (GitopsqError, OSError, ValueError) as err:
+            problems = [str(err)]
+        if problems != self.problems or (first and problems):
+            for problem in problems:
+                self.log.warning("webhook certificate setup incomplete; retrying", problem=problem)
+        self.problems = problems
+
+    def run(self) -> None:
+        while not self.stopping.wait(10.0 if self.problems else 3600.0):
+            self.keep()
