@@ -144,7 +144,9 @@ def _settings(config: Any, fallback: Any) -> Any:
     if admission is None or not admission.declared:
         return fallback
     return Settings(fair_sharing=admission.fair_sharing,
-                    preemption_strategies=tuple(admission.preemption_strategies) or STRATEGIES)
+                    preemption_strategies=tuple(admission.preemption_strategies) or STRATEGIES,
+                    fair_sharing_look_ahead=admission.fair_sharing_look_ahead,
+                    inadmissible_requeue=admission.inadmissible_requeue)
 
 
 def _simulate(outcome: DemoOutcome, source: Any, report: Any) -> Any:

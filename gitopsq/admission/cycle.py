@@ -23,7 +23,7 @@ from gitopsq.admission.flavors import Mode, Nomination, assign_flavors
 from gitopsq.admission.preemption import ClassicalPreemption, Preemptor, Target
 from gitopsq.admission.quota import FlavorResource, QuotaNode
 from gitopsq.admission.state import State, Status
-from gitopsq.admission.topology import QueueSpec
+from gitopsq.admission.topology import BATCHED, QueueSpec
 from gitopsq.admission.workload import Assignment, Shape, WorkloadInfo, reduced, reducible
 
 MAX_CYCLES_PER_INSTANT = 20_000  # a guard against preemption ping-pong; settled instants need far fewer
@@ -255,7 +255,7 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
         if e.kind == FIT:
             e.w.last_tried = None
             state.reserve(e.w, assignment, now, checks=e.spec.checks_for(assignment.flavors_used()))
-            if fair:
+            if fair and state.topology.settings.fair_sharing_look_ahead:
                 # Look-ahead: the queue's next workload joins this cycle's tournament (docs/admission.md).
                 nxt, _ = _pop_head(state, e.spec)
                 if nxt is not None:
@@ -285,16 +285,26 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
 
 
 def settle(state: State, now: float) -> None:
-    """Run cycles at ``now`` until nothing changes (module docstring)."""
+    """Run cycles at ``now`` until nothing changes (module docstring).
+
+    With batched requeues (Kueue's default) the inadmissible workloads of a cohort tree whose capacity was
+    released come back only when the instant is otherwise quiet: Kueue requeues them 1 s after the release,
+    and its cycles, milliseconds apart, try everything already in the heaps first (new arrivals, StrictFIFO
+    heads, preemptors). Immediate requeues bring them back after every cycle.
+    """
     state.preempted_now = set()
     state.untried_retries = {}
-    state.requeue_released()
+    batched = state.topology.settings.inadmissible_requeue == BATCHED
+    if not batched:
+        state.requeue_released()
     for _ in range(MAX_CYCLES_PER_INSTANT):
         heads, parked = _heads(state)
         progress = run_cycle(state, heads, now) if heads else False
-        progress = state.requeue_released() or progress or parked
-        if not heads and not parked:
-            return
-        if not progress:
-            return
+        if not batched:
+            progress = state.requeue_released() or progress
+        if (heads or parked) and (progress or parked):
+            continue
+        if batched and state.requeue_released():
+            continue  # the batch fires once nothing else moves
+        return
     state.unsettled.append(now)  # the guard stopped this instant: a bug to report, never silent

@@ -16,14 +16,29 @@ from gitopsq.admission.quota import FlavorResource, Limits, QuotaTree
 from gitopsq.api import model as m
 
 STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+BATCHED, IMMEDIATE = "Batched", "Immediate"
+REQUEUE_MODES = (BATCHED, IMMEDIATE)
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """Admission settings a Kueue manager configuration would hold (the scenario's ``settings``)."""
+    """Admission settings a Kueue manager configuration would hold (the scenario's ``settings``).
+
+    The defaults decide as Kueue v0.19.2 does. Two opt-in departures (docs/admission.md):
+
+    - ``inadmissible_requeue``: ``Batched`` (Kueue) returns inadmissible workloads to their queues only once
+      everything else of the instant has been tried — Kueue's 1 s requeue batch after quota is released, during
+      which new arrivals and StrictFIFO heads get the capacity first. ``Immediate`` requeues them in the next
+      cycle, so nobody wins by timing alone.
+    - ``fair_sharing_look_ahead``: when a fair-sharing tournament admits a queue's head, that queue's next
+      workload joins the same tournament (admissions follow the weighted shares). Kueue considers one head per
+      queue per cycle.
+    """
 
     fair_sharing: bool = False
     preemption_strategies: tuple[str, ...] = STRATEGIES
+    inadmissible_requeue: str = BATCHED
+    fair_sharing_look_ahead: bool = False
 
 
 @dataclass(frozen=True, slots=True)

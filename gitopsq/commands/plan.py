@@ -40,7 +40,9 @@ def settings_of(config: RepoConfig | None) -> Settings | None:
     if config is None or not config.admission.declared:
         return None
     return Settings(fair_sharing=config.admission.fair_sharing,
-                    preemption_strategies=tuple(config.admission.preemption_strategies) or STRATEGIES)
+                    preemption_strategies=tuple(config.admission.preemption_strategies) or STRATEGIES,
+                    fair_sharing_look_ahead=config.admission.fair_sharing_look_ahead,
+                    inadmissible_requeue=config.admission.inadmissible_requeue)
 
 
 def scenario_with_objects(path: str, objects: Sequence[m.QueueObject]) -> Scenario:

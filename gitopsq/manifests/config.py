@@ -246,18 +246,23 @@ class _Parser:
         r = self.r
         if raw is None:
             return AdmissionSettings()
-        body = r.mapping(raw, ("admission",), allowed=("fairSharing",))
+        body = r.mapping(raw, ("admission",), allowed=("fairSharing", "inadmissibleRequeue"))
+        requeue = r.string(body.get("inadmissibleRequeue"), ("admission", "inadmissibleRequeue"), default="Batched",
+                           choices=("Batched", "Immediate"))
         if body.get("fairSharing") is None:
-            return AdmissionSettings(declared=True)
+            return AdmissionSettings(inadmissible_requeue=requeue, declared=True)
         p: FieldPath = ("admission", "fairSharing")
-        fs = r.mapping(body["fairSharing"], p, allowed=("enable", "preemptionStrategies"))
+        fs = r.mapping(body["fairSharing"], p, allowed=("enable", "preemptionStrategies", "lookAhead"))
         strategies = r.string_list(fs.get("preemptionStrategies"), (*p, "preemptionStrategies"))
         for i, strategy in enumerate(strategies):
             if strategy not in _STRATEGIES:
                 r.error((*p, "preemptionStrategies", i), "invalid-value",
                         f"unknown preemption strategy {strategy!r} (use {' or '.join(_STRATEGIES)})")
         return AdmissionSettings(fair_sharing=r.boolean(fs.get("enable"), (*p, "enable"), default=True),
-                                 preemption_strategies=strategies or _STRATEGIES, declared=True)
+                                 preemption_strategies=strategies or _STRATEGIES,
+                                 fair_sharing_look_ahead=r.boolean(fs.get("lookAhead"), (*p, "lookAhead"),
+                                                                   default=False),
+                                 inadmissible_requeue=requeue, declared=True)
 
 
 def signing_key_problem(key: str) -> str | None:

@@ -56,6 +56,8 @@ class AdmissionSettings:
 
     fair_sharing: bool = False
     preemption_strategies: tuple[str, ...] = ()
+    fair_sharing_look_ahead: bool = False  # gitopsq's opt-in departure from Kueue (docs/admission.md)
+    inadmissible_requeue: str = "Batched"  # Kueue's; "Immediate" is gitopsq's opt-in departure
     declared: bool = False  # whether gitopsq.yaml had an admission block at all
 
 
@@ -115,7 +117,10 @@ class RepoConfig:
         admission: dict[str, Any] = {}
         if self.admission.declared and self.admission.fair_sharing:
             admission["fairSharing"] = {"enable": True,
-                                        "preemptionStrategies": list(self.admission.preemption_strategies)}
+                                        "preemptionStrategies": list(self.admission.preemption_strategies),
+                                        "lookAhead": self.admission.fair_sharing_look_ahead}
+        if self.admission.declared:
+            admission["inadmissibleRequeue"] = self.admission.inadmissible_requeue
         return {
             "apiVersion": CONFIG_API_VERSION,
             "kind": CONFIG_KIND,

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from gitopsq.admission.topology import STRATEGIES, Settings
+from gitopsq.admission.topology import BATCHED, REQUEUE_MODES, STRATEGIES, Settings
 from gitopsq.api import findings
 from gitopsq.api import model as m
 from gitopsq.api.codec import decode, decode_tolerations
@@ -199,21 +199,26 @@ class _Parser:
 
     def _settings(self, raw: Any) -> tuple[Settings, dict[str, CheckPlan]]:
         r = self.reader(("settings",), "settings")
-        body = r.mapping(raw, (), allowed=("fairSharing", "admissionChecks"))
-        fair = False
+        body = r.mapping(raw, (), allowed=("fairSharing", "admissionChecks", "inadmissibleRequeue"))
+        fair = look_ahead = False
         strategies: tuple[str, ...] = STRATEGIES
         if body.get("fairSharing") is not None:
-            fs = r.mapping(body["fairSharing"], ("fairSharing",), allowed=("enable", "preemptionStrategies"))
+            fs = r.mapping(body["fairSharing"], ("fairSharing",),
+                           allowed=("enable", "preemptionStrategies", "lookAhead"))
             fair = r.boolean(fs.get("enable"), ("fairSharing", "enable"), default=True)
+            look_ahead = r.boolean(fs.get("lookAhead"), ("fairSharing", "lookAhead"), default=False)
             if fs.get("preemptionStrategies") is not None:
                 strategies = r.string_list(fs["preemptionStrategies"], ("fairSharing", "preemptionStrategies"))
                 for i, s in enumerate(strategies):
                     if s not in STRATEGIES:
                         r.error(("fairSharing", "preemptionStrategies", i), "invalid-value",
                                 f"unknown preemption strategy {s!r} (use {' or '.join(STRATEGIES)})")
+        requeue = r.string(body.get("inadmissibleRequeue"), ("inadmissibleRequeue",), default=BATCHED,
+                           choices=REQUEUE_MODES)
         defaults = self._checks(r, body.get("admissionChecks"), ("admissionChecks",))
         self.findings.extend(r.findings)
-        return Settings(fair_sharing=fair, preemption_strategies=tuple(strategies)), defaults
+        return Settings(fair_sharing=fair, preemption_strategies=tuple(strategies), inadmissible_requeue=requeue,
+                        fair_sharing_look_ahead=look_ahead), defaults
 
     def _objects(self, raw: Any) -> tuple[m.QueueObject, ...]:
         r = self.reader((), "scenario")

@@ -9,6 +9,7 @@ A quota tuple is (nominal, borrowingLimit, lendingLimit); ``None`` leaves the fi
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from gitopsq.admission.engine import Engine
@@ -127,17 +128,19 @@ def one(cpu: str, count: int = 1, **extra: str) -> tuple[m.PodSet, ...]:
     return pod_sets(("main", count, {"cpu": cpu, **{k.replace("_", "/"): v for k, v in extra.items()}}))
 
 
-def topology(*objects: m.QueueObject, fair: bool = False, strategies: tuple[str, ...] | None = None) -> Topology:
-    settings = Settings(fair_sharing=fair) if strategies is None else Settings(fair, strategies)
-    return build_topology(objects, settings)
+def topology(*objects: m.QueueObject, fair: bool = False, strategies: tuple[str, ...] | None = None,
+             **settings: object) -> Topology:
+    """The topology of ``objects``; ``settings`` are further `Settings` fields (e.g. fair_sharing_look_ahead)."""
+    base = Settings(fair_sharing=fair) if strategies is None else Settings(fair, strategies)
+    return build_topology(objects, replace(base, **settings))
 
 
 class Sim:
     """An engine plus short helpers: submit, admit as initial state, schedule, look."""
 
     def __init__(self, *objects: m.QueueObject, fair: bool = False,
-                 strategies: tuple[str, ...] | None = None) -> None:
-        self.engine = Engine(topology(*objects, fair=fair, strategies=strategies))
+                 strategies: tuple[str, ...] | None = None, **settings: object) -> None:
+        self.engine = Engine(topology(*objects, fair=fair, strategies=strategies, **settings))
         self.clock = 0.0
 
     def submit(self, key: str, queue: str, pods: tuple[m.PodSet, ...], *, priority: int = 0,

@@ -12,13 +12,14 @@ from .builders import Sim, cohort, cq, flavor, lq, one
 
 
 def _pool(weight_a: str = "1", weight_b: str = "1", *, preemption: dict[str, str] | None = None,
-          strategies: tuple[str, ...] | None = None) -> Sim:
+          strategies: tuple[str, ...] | None = None, look_ahead: bool = False) -> Sim:
     pre = preemption or {}
     return Sim(flavor("default"),
                cq("lender", cohort="pool", quotas={"default": {"cpu": "6"}}),
                cq("a", cohort="pool", quotas={"default": {"cpu": "0"}}, weight=weight_a, preemption=pre),
                cq("b", cohort="pool", quotas={"default": {"cpu": "0"}}, weight=weight_b, preemption=pre),
-               lq("ns-a", "q", "a"), lq("ns-b", "q", "b"), fair=True, strategies=strategies)
+               lq("ns-a", "q", "a"), lq("ns-b", "q", "b"), fair=True, strategies=strategies,
+               fair_sharing_look_ahead=look_ahead)
 
 
 @pytest.mark.parametrize(("borrowed", "weight", "expected"), [
@@ -35,13 +36,16 @@ def test_dominant_resource_share(borrowed: int, weight: str, expected: float) ->
     assert fairsharing.drs(tree.queues["a"], sim.engine.topology) == expected
 
 
-@pytest.mark.parametrize(("weight_a", "admitted_a"), [
-    pytest.param("1", 3, id="equal-weights-split-evenly"),
-    pytest.param("2", 4, id="double-weight-gets-two-thirds"),
+@pytest.mark.parametrize(("weight_a", "look_ahead", "admitted_a"), [
+    pytest.param("1", True, 3, id="look-ahead-equal-weights-split-evenly"),
+    pytest.param("2", True, 4, id="look-ahead-double-weight-gets-two-thirds"),
+    pytest.param("1", False, 3, id="kueue-equal-weights-split-evenly"),
+    pytest.param("2", False, 3, id="kueue-one-head-per-queue-per-cycle-splits-evenly"),
 ])
-def test_tournament_splits_borrowed_capacity_by_weight(weight_a: str, admitted_a: int) -> None:
-    """With six free cpus and six 1-cpu jobs per queue, admissions follow the weighted shares."""
-    sim = _pool(weight_a)
+def test_tournament_splits_borrowed_capacity_by_weight(weight_a: str, look_ahead: bool, admitted_a: int) -> None:
+    """With six free cpus and six 1-cpu jobs per queue, admissions follow the weighted shares with look-ahead;
+    as in Kueue (one head per queue per cycle, both heads fit every cycle) the queues alternate."""
+    sim = _pool(weight_a, look_ahead=look_ahead)
     for i in range(6):
         sim.submit(f"ns-a/a-{i}", "q", one("1"))
         sim.submit(f"ns-b/b-{i}", "q", one("1"))

@@ -136,3 +136,37 @@ def test_finish_releases_quota_and_requeues_inadmissible() -> None:
     sim.engine.finish("ns/running", 2.0)
     sim.schedule(2.0)
     assert sim.state("ns/waiting") == "Admitted" and sim.state("ns/running") == "Finished"
+
+
+@pytest.mark.parametrize(("requeue", "winner", "loser"), [
+    pytest.param("Batched", "ns/arrival", "ns/parked", id="kueue-batch-new-arrival-takes-freed-quota-first"),
+    pytest.param("Immediate", "ns/parked", "ns/arrival", id="immediate-parked-higher-priority-wins"),
+])
+def test_inadmissible_requeue_batch_decides_who_gets_freed_quota(requeue: str, winner: str, loser: str) -> None:
+    """Quota freed at an instant goes first to what is already queued (a new arrival) when parked workloads
+    come back in Kueue's batch; with immediate requeues the parked, higher-priority workload wins."""
+    sim = Sim(flavor("default"), cq("cq", quotas=QUOTA), lq("ns", "q", "cq"), inadmissible_requeue=requeue)
+    sim.running("ns/running", "q", one("4"), cq="cq")
+    sim.submit("ns/parked", "q", one("4"), priority=10)
+    sim.schedule(1.0)
+    assert sim.state("ns/parked") == "Pending"
+    sim.engine.finish("ns/running", 2.0)
+    sim.submit("ns/arrival", "q", one("3"), priority=0)  # another shape: not parked with its equivalents
+    sim.schedule(2.0)
+    assert (sim.state(winner), sim.state(loser)) == ("Admitted", "Pending")
+    assert sim.why(loser)[0] == "WaitingForQuota"
+
+
+def test_strict_fifo_head_is_retried_before_the_batch() -> None:
+    """A StrictFIFO head stays in its heap, so capacity freed in the cohort reaches it before parked
+    BestEffortFIFO workloads of another queue come back with Kueue's batch."""
+    sim = Sim(flavor("default"), cq("strict", cohort="c", quotas={"default": {"cpu": "0"}}, strategy="StrictFIFO"),
+              cq("best", cohort="c", quotas=QUOTA), lq("ns", "s", "strict"), lq("nb", "b", "best"))
+    sim.running("nb/running", "b", one("4"), cq="best")
+    sim.submit("nb/parked", "b", one("4"), priority=100)
+    sim.submit("ns/head", "s", one("4"), priority=0)
+    sim.schedule(1.0)
+    assert sim.state("nb/parked") == sim.state("ns/head") == "Pending"
+    sim.engine.finish("nb/running", 2.0)
+    sim.schedule(2.0)
+    assert sim.state("ns/head") == "Admitted" and sim.state("nb/parked") == "Pending"

@@ -60,13 +60,13 @@ def main(argv: list[str] | None = None) -> int:
                 ours = {"events": [], "final": {"workloads": {}}}
                 fields["crash"] += 1
                 print(f"seed {seed}: gitopsq simulate crashed: {err!r}"[:400], flush=True)
-            diffs = differences(kueue, ours, messages=not args.no_messages)
+            diffs = differences(kueue, ours, messages=not args.no_messages, scenario=scenario)
             if diffs:
                 try:
                     again = oracle.run(scenario)  # an outcome Kueue does not repeat is a tie, not a divergence
                 except OracleError:
                     again = kueue
-                if not differences(again, ours, messages=not args.no_messages):
+                if not differences(again, ours, messages=not args.no_messages, scenario=scenario):
                     continue
                 if differences(again, kueue, messages=not args.no_messages):
                     ambiguous.append(seed)

@@ -44,12 +44,12 @@ def test_random_scenario_settles_as_on_kueue(seed: int, kueue_oracle: Any, tmp_p
     pending reason and message, preemptions)."""
     scenario = generate(seed)
     kueue, ours = kueue_oracle.run(scenario), simulate(scenario)
-    diffs = differences(kueue, ours)
+    diffs = differences(kueue, ours, scenario=scenario)
     if diffs:
         # Confirm on a second Kueue run: an outcome Kueue itself does not repeat is a tie the generator let
         # through, not a divergence (gitopsq matching either legitimate outcome passes).
         again = kueue_oracle.run(scenario)
-        if not differences(again, ours):
+        if not differences(again, ours, scenario=scenario):
             return
         if differences(again, kueue):
             pytest.fail(f"Kueue settled seed {seed} two ways (an ambiguous tie): "

@@ -132,6 +132,34 @@ def test_differences_compare_preemption_reasons() -> None:
     assert [(d.field, d.kueue, d.gitopsq) for d in diffs] == [("preempted", ["InClusterQueue"], [])]
 
 
+def _queues(strategy: str) -> dict[str, object]:
+    return {"objects": [{"kind": "ClusterQueue", "metadata": {"name": "cq"},
+                         "spec": {"queueingStrategy": strategy}}]}
+
+
+_HEAD = {"state": "Pending", "clusterQueue": "cq", "reason": "WaitingForQuota", "message": "m"}
+_FOLLOWER = {"state": "Pending", "clusterQueue": "cq", "reason": "WaitingForQuota",
+             "message": "Waiting behind the head of StrictFIFO ClusterQueue cq"}
+
+
+@pytest.mark.parametrize(("strategy", "kueue_head", "fields"), [
+    ("StrictFIFO", _HEAD, []),
+    ("BestEffortFIFO", _HEAD, ["reason", "message"]),
+    ("StrictFIFO", {"state": "Pending"}, ["reason", "message", "reason", "message"]),
+], ids=["strict-fifo-follower-is-the-deliberate-difference", "best-effort-fifo-follower-is-compared",
+        "no-evaluated-head-so-compared"])
+def test_unevaluated_strict_fifo_followers_are_the_only_exemption(strategy: str, kueue_head: dict[str, object],
+                                                                  fields: list[str]) -> None:
+    """A follower Kueue left without a condition behind an evaluated StrictFIFO head is not compared on its
+    reason; on BestEffortFIFO, or when Kueue evaluated no head of that queue, the missing reason is a
+    difference."""
+    kueue = _result(**{"ns/head": {"state": "Pending", "reason": "WaitingForQuota", "message": "m"}
+                       if kueue_head is _HEAD else kueue_head, "ns/next": {"state": "Pending"}})
+    ours = _result(**{"ns/head": _HEAD, "ns/next": _FOLLOWER})
+    diffs = differences(kueue, ours, scenario=_queues(strategy))
+    assert [d.field for d in diffs] == fields
+
+
 def test_ci_defaults_are_bounded_and_dated(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without settings a run compares DEFAULT_CASES scenarios seeded by today's date; the seed is settable."""
     monkeypatch.delenv("GITOPSQ_DIFFERENTIAL_SEED", raising=False)
