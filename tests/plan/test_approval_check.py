@@ -39,37 +39,45 @@ class Given:
     source: str = "Approved-by"
 
 
+@dataclass(frozen=True)
+class Case:
+    paths: list[str]
+    objects: list[str]
+    approvals: list[Given]
+    authors: list[str]
+    platform: bool
+    expected: dict[str, bool]
+
+
 TEAM_A = "queues/team-a/cq.yaml"
 
 
-@pytest.mark.parametrize(("paths", "objects", "approvals", "authors", "platform", "expected"), [
-    pytest.param([TEAM_A], [], [], ["nick@example.com"], True, {"team-a": False},
+@pytest.mark.parametrize("case", [
+    pytest.param(Case([TEAM_A], [], [], ["nick@example.com"], True, {"team-a": False}),
                  id="owned-file-without-approval-is-missing"),
-    pytest.param([TEAM_A], [], [Given("ann@example.com")], ["nick@example.com"], True, {"team-a": True},
+    pytest.param(Case([TEAM_A], [], [Given("ann@example.com")], ["nick@example.com"], True, {"team-a": True}),
                  id="maintainer-approval-counts-ignoring-case"),
-    pytest.param([TEAM_A], [], [Given("pat@example.com", "merge")], ["nick@example.com"], True, {"team-a": False},
-                 id="approval-by-another-team-does-not-count"),
-    pytest.param([TEAM_A], [], [Given("ann@example.com", "merge")], ["ann@example.com"], True, {"team-a": False},
-                 id="maintainer-approving-own-change-does-not-count"),
-    pytest.param([TEAM_A], [], [Given("abe@example.com", "merge")], ["ann@example.com"], True, {"team-a": True},
-                 id="other-maintainer-approves-a-maintainers-change"),
-    pytest.param(["queues/shared/cq.yaml"], [], [], ["nick@example.com"], False, {},
+    pytest.param(Case([TEAM_A], [], [Given("pat@example.com", "merge")], ["nick@example.com"], True,
+                      {"team-a": False}), id="approval-by-another-team-does-not-count"),
+    pytest.param(Case([TEAM_A], [], [Given("ann@example.com", "merge")], ["ann@example.com"], True,
+                      {"team-a": False}), id="maintainer-approving-own-change-does-not-count"),
+    pytest.param(Case([TEAM_A], [], [Given("abe@example.com", "merge")], ["ann@example.com"], True,
+                      {"team-a": True}), id="other-maintainer-approves-a-maintainers-change"),
+    pytest.param(Case(["queues/shared/cq.yaml"], [], [], ["nick@example.com"], False, {}),
                  id="unowned-file-without-platform-team-requires-nothing"),
-    pytest.param(["queues/shared/cq.yaml"], [], [], ["nick@example.com"], True, {"platform": False},
+    pytest.param(Case(["queues/shared/cq.yaml"], [], [], ["nick@example.com"], True, {"platform": False}),
                  id="unowned-file-needs-the-platform-team"),
-    pytest.param([TEAM_A], ["ResourceFlavor/gpu"], [Given("ann@example.com")], ["nick@example.com"], True,
-                 {"platform": False, "team-a": True}, id="global-object-in-a-team-file-also-needs-platform"),
-    pytest.param(["queues/team-z/cq.yaml"], [], [Given("zed@example.com")], ["nick@example.com"], True,
-                 {"team-z": False}, id="team-without-maintainer-emails-can-never-approve"),
-    pytest.param([], [], [Given("ann@example.com")], ["nick@example.com"], True, {},
+    pytest.param(Case([TEAM_A], ["ResourceFlavor/gpu"], [Given("ann@example.com")], ["nick@example.com"], True,
+                 {"platform": False, "team-a": True}), id="global-object-in-a-team-file-also-needs-platform"),
+    pytest.param(Case(["queues/team-z/cq.yaml"], [], [Given("zed@example.com")], ["nick@example.com"], True,
+                 {"team-z": False}), id="team-without-maintainer-emails-can-never-approve"),
+    pytest.param(Case([], [], [Given("ann@example.com")], ["nick@example.com"], True, {}),
                  id="nothing-touched-requires-nothing"),
 ])
-def test_required_teams_and_whether_their_approval_is_present(paths: list[str], objects: list[str],
-                                                              approvals: list[Given], authors: list[str],
-                                                              platform: bool, expected: dict[str, bool]) -> None:
+def test_required_teams_and_whether_their_approval_is_present(case: Case) -> None:
     """Each team the ownership names is required; it is satisfied only by one of its maintainers who is no author."""
-    checks = check_approvals(config(platform), paths, objects, approvals, authors)
-    assert {c.team: c.present for c in checks} == expected
+    checks = check_approvals(config(case.platform), case.paths, case.objects, case.approvals, case.authors)
+    assert {c.team: c.present for c in checks} == case.expected
 
 
 def test_without_any_configuration_nothing_is_required() -> None:
