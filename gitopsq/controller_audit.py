@@ -112,7 +112,7 @@ class SyncAuditRecords:
             extra["approvals"] = [a.to_json() for a in facts.approvals]
             extra["requiredApprovals"] = facts.required_json()
             extra["approvalRequired"] = bool(facts.required)
-        except (GitopsqError, ValueError, KeyError, AttributeError) as err:
+        except Exception as err:  # the record must still be written, whatever the history reading hit
             # Unknown is not "not required": the export lists the change with this error as its reason.
             _log().warning("approvals not checked for the audit record", revision=revision, error=str(err))
             extra["approvalRequired"] = True
