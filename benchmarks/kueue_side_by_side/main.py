@@ -35,7 +35,13 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import kueuebuild  # noqa: E402
 from envtestrig import Rig, prepare  # noqa: E402
 
-from kueue_side_by_side.measure import RunFigures, cpu_seconds, read_runner_output, table  # noqa: E402
+from kueue_side_by_side.measure import (  # noqa: E402
+    RunFigures,
+    apiserver_requests,
+    cpu_seconds,
+    read_runner_output,
+    table,
+)
 
 QPS, BURST = 50, 100
 RUNNER_QPS, RUNNER_BURST = 1000, 2000  # what envtest hands the runner when it starts minimalkueue itself
@@ -108,6 +114,7 @@ def run_one(name: str, binaries: kueuebuild.KueueBinaries, generator: Path, time
             time.sleep(0.2)
         figures.apiserver_cpu_s = cpu_seconds(apiserver) - api_before
         figures.runner_wall_s = time.monotonic() - started
+        figures.apiserver_requests = apiserver_metrics(rig.kubeconfig, out)
         if controller.poll() is None:
             controller.send_signal(signal.SIGINT)
         _, status, usage = os.wait4(controller.pid, 0)
@@ -131,6 +138,16 @@ def run_one(name: str, binaries: kueuebuild.KueueBinaries, generator: Path, time
     finally:
         rig.stop()
     return figures
+
+
+def apiserver_metrics(kubeconfig: Path, out: Path) -> str:
+    """The API server's request and watch-event counts so far (kept in ``out``), summarised."""
+    answer = subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), "get", "--raw", "/metrics"],
+                            capture_output=True, text=True, check=False, timeout=60)
+    if answer.returncode != 0:
+        return f"API server metrics not read: {answer.stderr.strip()[:200]}"
+    (out / "apiserver-metrics.txt").write_text(answer.stdout)
+    return apiserver_requests(answer.stdout)
 
 
 def gitopsq_requests(log: Path) -> str:
@@ -181,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n{r.controller}: {r.note} dropped workload events {r.dropped_events}")
         if r.requests:
             print(f"\n{r.controller}: {r.requests}")
+        if r.apiserver_requests:
+            print(f"\n{r.controller}: {r.apiserver_requests}")
     return 0 if all(r.exit_code == 0 and not r.note for r in runs) else 1
 
 

@@ -38,6 +38,7 @@ class RunFigures:
     exit_code: int | None = None
     note: str = ""
     requests: str = ""  # gitopsq's request counts by verb and kind, from its log
+    apiserver_requests: str = ""  # the API server's request counts (all clients) by verb and resource
     summary: bool = False  # the runner wrote its summary (else only the controller's and API server's figures)
 
 
@@ -99,3 +100,38 @@ def table(runs: list[RunFigures], classes: list[str]) -> str:
     head = "| figure | " + " | ".join(r.controller for r in runs) + " |"
     sep = "|---|" + "---:|" * len(runs)
     return "\n".join([head, sep] + [f"| {name} | " + " | ".join(vals) + " |" for name, vals in rows])
+
+
+def apiserver_requests(metrics: str, top: int = 12) -> str:
+    """The API server's own count of requests during a run, by verb and resource (``apiserver_request_total``),
+    and the watch events it sent, by kind (``apiserver_watch_events_total``): the busiest ``top`` of each."""
+    import re
+
+    line = re.compile(r'^(apiserver_request_total|apiserver_watch_events_total|apiserver_request_duration_seconds_sum)'
+                      r'\{([^}]*)\} ([0-9.e+]+)$')
+    label = re.compile(r'(\w+)="([^"]*)"')
+    requests: dict[str, float] = {}
+    seconds: dict[str, float] = {}  # summed latency: a proxy for where the API server's time goes
+    watch: dict[str, float] = {}
+    for text in metrics.splitlines():
+        match = line.match(text)
+        if match is None:
+            continue
+        labels = dict(label.findall(match.group(2)))
+        value = float(match.group(3))
+        if match.group(1) != "apiserver_watch_events_total":
+            if labels.get("verb") == "WATCH":
+                continue  # a watch is one long request; its cost shows in the events below
+            sub = f"/{labels['subresource']}" if labels.get("subresource") else ""
+            key = f"{labels.get('verb')} {labels.get('resource')}{sub}"
+            into = requests if match.group(1) == "apiserver_request_total" else seconds
+            into[key] = into.get(key, 0) + value
+        else:
+            kind = labels.get("kind") or labels.get("resource") or "?"
+            watch[kind] = watch.get(kind, 0) + value
+
+    def busiest(counts: dict[str, float]) -> str:
+        return ", ".join(f"{k} {v:.0f}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])[:top])
+
+    return (f"API server requests: {busiest(requests)}; summed latency (s): {busiest(seconds)}; "
+            f"watch events sent: {busiest(watch)}")

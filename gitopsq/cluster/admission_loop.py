@@ -43,6 +43,34 @@ def _log() -> Any:
     return logs.get("admission")
 
 
+class Progress:
+    """One ``admission progress`` log line every ``every`` seconds while passes run: passes, their mean and
+    longest duration, admissions written, seconds spent waiting for tokens (what to look at when admissions
+    seem slow)."""
+
+    def __init__(self, client: Client, every: float = 10.0) -> None:
+        self.client, self.every = client, every
+        self._since = time.monotonic()
+        self._passes = 0
+        self._busy = self._longest = 0.0
+        self._admissions = 0
+        self._waited = 0.0
+
+    def passed(self, seconds: float, admissions_written: int) -> None:
+        self._passes += 1
+        self._busy += seconds
+        self._longest = max(self._longest, seconds)
+        now = time.monotonic()
+        if now - self._since < self.every:
+            return
+        waited = self.client.waited
+        _log().info("admission progress", passes=self._passes, mean_pass_ms=round(1000 * self._busy / self._passes),
+                    longest_pass_ms=round(1000 * self._longest), admissions=admissions_written - self._admissions,
+                    throttled_seconds=round(waited - self._waited, 1), seconds=round(now - self._since, 1))
+        self._since, self._passes, self._busy, self._longest = now, 0, 0.0, 0.0
+        self._admissions, self._waited = admissions_written, waited
+
+
 class AdmissionLoop:
     """The controller runnable (gitopsq.controller.Runnable): run(stop, may_write)."""
 
@@ -66,6 +94,7 @@ class AdmissionLoop:
         self.admission = AdmissionPass(self.cache, self.writer, self.options, metrics, audit=audit)
         self.passes = 0
         self.synced = threading.Event()
+        self.progress = Progress(self.client)
 
     def run(self, stop: threading.Event, may_write: Callable[[], bool]) -> None:
         self.writer.may_write = may_write
@@ -77,13 +106,17 @@ class AdmissionLoop:
             _log().info("admission loop synced", workloads=len(self.cache.items("workloads")))
             while not stop.is_set():
                 self.cache.changed.clear()
+                started = time.monotonic()
                 if may_write():
                     self.once()
+                self.progress.passed(time.monotonic() - started, self.admission.admissions_written)
                 if self.writer.writes_since_pass == 0 and not self.admission.backlog:
                     wait = min(self.options.resync, self.options.queue_status_interval) if self.queues.deferred \
                         else self.options.resync
                     self.cache.changed.wait(wait)
                     time.sleep(0.02)  # let a burst of watch events land before the next pass
+                else:  # work waits for tokens: small frequent passes, not a busy loop
+                    stop.wait(max(0.0, self.options.pass_interval - (time.monotonic() - started)))
         finally:
             events = self.events
             _log().info("admission loop stopped", passes=self.passes, requests=dict(self.client.counts),

@@ -104,7 +104,7 @@ class Client:
         import copy
 
         configuration = copy.copy(api_client.configuration)
-        configuration.connection_pool_maxsize = 32  # ten long-lived watches plus the writers
+        configuration.connection_pool_maxsize = 48  # ten long-lived watches, the write pools, the event sender
         api_client = k8s_client.ApiClient(configuration)
         self.api_client = api_client
         self.rest = KubeRest(api_client, backoff=backoff or Backoff(deadline=30.0))

@@ -44,15 +44,31 @@ spec: {{clusterQueue: audit-cq}}
 
 
 class RecordingSink:
-    """An AuditSink that keeps records in memory (the real trail is tested in tests/audit)."""
+    """An AuditSink that keeps records in memory (the real trail is tested in tests/audit): a submitted record
+    counts as kept only once a ``wait_durable`` covers its ticket, as the WAL's fsync would."""
 
     def __init__(self) -> None:
-        self.records: list[dict[str, Any]] = []
+        self.records: list[dict[str, Any]] = []  # durable
+        self.submitted: list[tuple[int, dict[str, Any]]] = []  # not yet durable
+        self.tickets = 0
+        self.waits = 0
         self.lock = threading.Lock()
 
-    def record(self, record: Record) -> None:
+    def submit(self, record: Record) -> int:
         with self.lock:
-            self.records.append(dict(record.data))
+            self.tickets += 1
+            self.submitted.append((self.tickets, dict(record.data)))
+            return self.tickets
+
+    def wait_durable(self, ticket: int | None = None, timeout: float | None = None) -> None:
+        with self.lock:
+            self.waits += 1
+            upto = self.tickets if ticket is None else ticket
+            self.records += [r for t, r in self.submitted if t <= upto]
+            self.submitted = [(t, r) for t, r in self.submitted if t > upto]
+
+    def record(self, record: Record) -> None:
+        raise AssertionError("the admission pass submits its records and waits once per pass")
 
     def of(self, kind: str) -> list[dict[str, Any]]:
         with self.lock:
@@ -84,6 +100,8 @@ def test_transitions_are_audited(kueue_clean: Envtest) -> None:
         loop.cache.changed.set()
         thread.join(30)
         api.close()
+    assert sink.submitted == [], "every submitted record was made durable by its pass"
+    assert 1 <= sink.waits <= loop.passes
     assert all(validate_record(r) == [] for r in sink.records)
     story = [(r["type"].split(".")[1], r["workload"]["name"].split("-")[1]) for r in sink.records]
     assert story == [("admitted", "low"), ("preempted", "low"), ("admitted", "urgent"), ("finished", "urgent"),
