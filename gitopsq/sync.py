@@ -23,6 +23,12 @@ from gitopsq.errors import EXIT_OK, EXIT_REJECTED, EXIT_RUNTIME, ClusterError, S
 from gitopsq.plan.inventory import Inventory, InventoryFormatError, version_of
 from gitopsq.plan.sync_plan import Plan, build_plan, inventory_after, key_of_document
 from gitopsq.source.port import Source
+from gitopsq.sync_report import audit_records, summary
+from gitopsq.sync_validate import check_pipeline_validator, from_report
+
+# Import paths other modules use: reporting and validation live in their own modules.
+__all__ = ["SOURCE_LABEL", "SyncOptions", "SyncOutcome", "SyncResult", "Syncer", "Validated", "Validator",
+           "audit_records", "check_pipeline_validator", "from_report", "source_label_value", "summary"]
 
 
 def _log() -> Any:
@@ -319,106 +325,3 @@ def _ready(state: SourceState) -> bool:
 
 def _stamp(now: datetime) -> str:
     return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-# -- reporting ---------------------------------------------------------------------------------------------------
-
-
-def summary(result: SyncResult) -> dict[str, Any]:
-    """The stable JSON form of a sync (``gitopsq apply --output json``; docs/sync.md)."""
-    plan, execution = result.plan, result.execution
-    out: dict[str, Any] = {"outcome": result.outcome, "revision": result.revision, "dryRun": result.dry_run,
-                           "error": result.error}
-    if result.validated is not None:
-        out["findings"] = [dict(f) for f in result.validated.findings]
-    if plan is not None:
-        applied = set(execution.applied) if execution else set()
-        out["applied"] = [{"object": str(a.key), "reason": a.reason, "done": a.key in applied,
-                           "changes": [c.to_json() for c in a.changes] if a.reason != "create" else [],
-                           **({"droppedMarkers": list(a.dropped_markers)} if a.dropped_markers else {})}
-                          for a in plan.applies]
-        pruned = set(execution.pruned) if execution else set()
-        out["pruned"] = [{"object": str(p.key), "done": p.key in pruned} for p in plan.prunes]
-        out["unchanged"] = len(plan.unchanged)
-        out["conflicts"] = [{"object": str(c.key), "manager": c.manager, "wanted": c.wanted} for c in plan.conflicts]
-        out["pendingPrune"] = [str(k) for k in plan.pending_prune]
-        out["orphaned"] = [str(k) for k in plan.orphaned]
-        out["emptyGuard"] = plan.empty_guard
-    if execution is not None:
-        out["failed"] = [f.to_json() for f in execution.failed]
-        out["notAttempted"] = [str(k) for k in execution.not_attempted]
-        out["retries"] = execution.retries
-        if execution.unverified:
-            out["unverified"] = [str(k) for k in execution.unverified]
-    out["timings"] = {k: round(v, 4) for k, v in result.timings.items()}
-    return out
-
-
-def audit_records(syncer: Syncer, result: SyncResult, state: SourceState) -> list[Any]:
-    """sync.attempt / sync.rejected / sync.drift_corrected records for the audit trail."""
-    from gitopsq.audit import records
-
-    now = syncer.clock()
-    sha = result.revision or ""
-    if result.outcome == "rejected":
-        return [records.sync_rejected(time=now, source_url=syncer.url, revision=sha,
-                                      reason=result.error or "rejected",
-                                      message="; ".join(str(f.get("message", "")) for f in
-                                                        (result.validated.findings if result.validated else ())))]
-    plan, execution = result.plan, result.execution
-    assert plan is not None and execution is not None
-    pruned = set(execution.pruned)
-    changes = [records.ObjectChange(kind=k.kind, name=k.name, namespace=k.namespace or None,
-                                    action="pruned" if k in pruned else
-                                    ("created" if any(a.key == k and a.reason == "create" for a in plan.applies)
-                                     else "updated"))
-               for k in (*execution.applied, *execution.pruned)]
-    result_word = "applied" if execution.ok else ("partial" if execution.applied or execution.pruned else "failed")
-    out = [records.sync_attempt(time=now, source_url=syncer.url, revision=sha,
-                                previous_revision=state.last_applied, result=result_word, changes=changes,
-                                actor="gitopsq", message=result.error or "")]
-    drifted = set(plan.drifted) & set(execution.applied)
-    if drifted:
-        out.append(records.sync_drift_corrected(time=now, source_url=syncer.url, revision=sha, changes=[
-            c for c in changes if (c.kind, c.namespace or "", c.name) in {(k.kind, k.namespace, k.name)
-                                                                             for k in drifted}]))
-    return out
-
-
-# -- validation: the same pipeline as `gitopsq check` ------------------------------------------------------------
-
-
-def check_pipeline_validator() -> Validator:
-    """The Validator running the one validation path (gitopsq.validation.validate_revision: `gitopsq check`'s
-    manifest pipeline, then the CEL policies as `gitopsq plan` runs them), judging the revision against the one
-    applied last, or on a first sync the change the head commit brings (against its first parent: the history
-    before it is what the admin installed gitopsq on). Parsed files, reports by commit and compiled policies are
-    cached across revisions (gitopsq.validation.ValidationCache)."""
-    from gitopsq.validation import ValidationCache, validate_revision
-
-    cache = ValidationCache()
-
-    def validate(source: Source, commit: str, previous: str | None) -> Validated:
-        base: str | bool = previous if previous is not None and previous != commit else True
-        return from_report(validate_revision(source, commit, base=base, cache=cache).report)
-
-    return validate
-
-
-def from_report(report: Any) -> Validated:
-    """Adapt a check Report (objects, pass-through documents, findings including policy verdicts) to Validated."""
-    from gitopsq.api.codec import encode
-    from gitopsq.manifests import finding_json
-
-    findings = []
-    for f in report.findings:
-        item = {**finding_json(f), "reason": f.code}
-        if f.code.startswith("policy/"):
-            item["policy"] = f.code.removeprefix("policy/")
-        findings.append(item)
-    errors = [f for f in report.findings if f.is_error]
-    documents = tuple(encode(o) for o in report.objects) + tuple(dict(p.doc) for p in report.passthrough)
-    reason = f"{len(errors)} error(s), first: {errors[0]}" if errors else ""
-    policy_only = bool(errors) and all(f.code.startswith("policy") for f in errors)
-    return Validated(documents, tuple(findings), bool(errors), reason,
-                     "PolicyDenied" if policy_only else "ValidationFailed")

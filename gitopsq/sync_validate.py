@@ -1,0 +1,47 @@
+"""The sync's validation: a revision checked by the same pipeline as ``gitopsq check`` (gitopsq.validation), adapted
+to the `Validated` the `Syncer` works with."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gitopsq.source.port import Source
+    from gitopsq.sync import Validated, Validator
+
+
+def check_pipeline_validator() -> Validator:
+    """The Validator running the one validation path (gitopsq.validation.validate_revision: `gitopsq check`'s
+    manifest pipeline, then the CEL policies as `gitopsq plan` runs them), judging the revision against the one
+    applied last, or on a first sync the change the head commit brings (against its first parent: the history
+    before it is what the admin installed gitopsq on). Parsed files, reports by commit and compiled policies are
+    cached across revisions (gitopsq.validation.ValidationCache)."""
+    from gitopsq.validation import ValidationCache, validate_revision
+
+    cache = ValidationCache()
+
+    def validate(source: Source, commit: str, previous: str | None) -> Validated:
+        base: str | bool = previous if previous is not None and previous != commit else True
+        return from_report(validate_revision(source, commit, base=base, cache=cache).report)
+
+    return validate
+
+
+def from_report(report: Any) -> Validated:
+    """Adapt a check Report (objects, pass-through documents, findings including policy verdicts) to Validated."""
+    from gitopsq.api.codec import encode
+    from gitopsq.manifests import finding_json
+    from gitopsq.sync import Validated  # at call time: gitopsq.sync imports this module
+
+    findings = []
+    for f in report.findings:
+        item = {**finding_json(f), "reason": f.code}
+        if f.code.startswith("policy/"):
+            item["policy"] = f.code.removeprefix("policy/")
+        findings.append(item)
+    errors = [f for f in report.findings if f.is_error]
+    documents = tuple(encode(o) for o in report.objects) + tuple(dict(p.doc) for p in report.passthrough)
+    reason = f"{len(errors)} error(s), first: {errors[0]}" if errors else ""
+    policy_only = bool(errors) and all(f.code.startswith("policy") for f in errors)
+    return Validated(documents, tuple(findings), bool(errors), reason,
+                     "PolicyDenied" if policy_only else "ValidationFailed")
