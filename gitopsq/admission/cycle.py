@@ -42,7 +42,7 @@ class Entry:
     always_inadmissible: bool = False  # namespace mismatch: not retried even by StrictFIFO
     reserve: dict[FlavorResource, int] = field(default_factory=dict)
     preemptor: bool = False  # issued preemptions in the previous cycle: goes first (PrioritizePreemptorWorkloads)
-    generation: int = 0  # of the cohort tree when nominated (decides whether the flavor scan may resume)
+    generation: int = 0  # of the ClusterQueue when nominated (decides whether the flavor scan may resume)
 
     def order_key(self) -> tuple[int, int, int, float, int]:
         borrow = self.nomination.borrow if self.nomination else 0
@@ -131,8 +131,11 @@ def _nominate_shape(state: State, w: WorkloadInfo, spec: QueueSpec, shape: Shape
     pre = spec.preemption
     while_borrowing = (pre.borrow_within_cohort is not None and pre.borrow_within_cohort.policy != "Never") or (
         state.topology.settings.fair_sharing and pre.reclaim_within_cohort != "Never")
-    generation = state.generation.get(state.root_of(spec.name), 0)
-    resume = w.last_tried if w.last_generation == generation else None
+    # Kueue's lastAssignmentOutdated: the scan resumes where it stopped if that was in this or the previous
+    # cycle, or if no workload has left the ClusterQueue since.
+    generation = state.generation.get(spec.name, 0)
+    fresh = state.cycle - w.last_cycle <= 1 or w.last_generation >= generation
+    resume = w.last_tried if fresh else None
     n = assign_flavors(spec, node, shape, state.topology.flavors, oracle, preempt_while_borrowing=while_borrowing,
                        resume=resume)
     if n.mode == Mode.FIT:
@@ -205,6 +208,7 @@ def _ordered(state: State, entries: list[Entry]) -> Iterator[Entry]:
 
 def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: float) -> bool:
     """One scheduling cycle over ``heads``; True when it changed anything."""
+    state.cycle += 1
     entries = [nominate(state, w, spec) for spec, w in heads]
     for e in entries:
         e.preemptor = e.w.key in state.preemptors
@@ -218,6 +222,7 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
         # Remember where the flavor scans stopped, for the next attempt (cleared again on admission).
         e.w.last_tried = e.nomination.tried if e.nomination else None
         e.w.last_generation = e.generation
+        e.w.last_cycle = state.cycle
         node = state.tree.queues[e.spec.name]
         if e.kind == NO_FIT:
             state.status[e.w.key] = Status(e.reason, e.message)
@@ -265,6 +270,7 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
         held.append((node, dict(e.nomination.usage)))
         for t in e.targets:
             victims[t.workload.key] = (t, e.w)
+        e.w.last_tried = None  # Kueue's markPreemptionOutcome: the next attempt scans every flavor again
         state.preemptors.add(e.w.key)
         state.status[e.w.key] = Status(e.reason, e.message)
         queue.push(e.w)

@@ -17,9 +17,10 @@ Modes are ordered from worst to best, so "better" is ``>``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
+from functools import lru_cache
 
 from gitopsq.admission import messages as msg
 from gitopsq.admission import quota
@@ -28,6 +29,21 @@ from gitopsq.admission.topology import Group, QueueSpec
 from gitopsq.admission.workload import PodSetShape, Shape
 from gitopsq.api import model as m
 from gitopsq.api.frozenmap import FrozenMap
+
+
+@lru_cache(maxsize=1024)
+def resource_rank(name: str) -> tuple[int, str]:
+    """Where Kueue v0.19 visits a resource: its requests are a slice sorted by the 64-bit FNV-1a hash of the
+    resource name (then the name), so a pod set's resource groups are tried, and a flavor's reasons listed, in
+    that order — e.g. memory before cpu."""
+    h = 0xCBF29CE484222325
+    for byte in name.encode():
+        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h, name
+
+
+def in_kueue_order(resources: Iterable[str]) -> list[str]:
+    return sorted(resources, key=resource_rank)
 
 
 class Mode(IntEnum):
@@ -191,7 +207,7 @@ class _PodSetScan:
                 continue
             choice = _Choice(flavor, Mode.FIT, 0, [])
             severity = 0
-            for res in sorted(r for r in group.resources if r in requests):
+            for res in in_kueue_order(r for r in group.resources if r in requests):
                 mode, borrow, sev = self._resource(flavor, res, requests[res])
                 severity = max(severity, sev)
                 if Mode.NO_FIT < mode < Mode.FIT:
@@ -243,39 +259,45 @@ def assign_flavors(spec: QueueSpec, node: QuotaNode, shape: Shape, flavors: Mapp
                            assigned=assigned)
         ps_mode = Mode.FIT
         per_resource: dict[str, str] = {}
-        groups: list[int] = []
-        for res, val in requests.items():
+        ps_tried: dict[tuple[int, str], int] = {}
+        done: set[str] = set()
+        # Kueue walks the pod set's resources in its order; the first resource of a group assigns the whole
+        # group, and the first resource or group that cannot be assigned ends the pod set with its reasons alone.
+        for res in in_kueue_order(requests):
             gi = spec.group_of.get(res)
             if gi is None:
-                if val > 0:
-                    scan.reasons.append(f"resource {res} unavailable in ClusterQueue")
-                    scan.severity = max(scan.severity, msg.SEVERITY[msg.NO_MATCHING_FLAVOR])
-                    ps_mode = Mode.NO_FIT
-            elif gi not in groups:
-                groups.append(gi)
-        for gi in sorted(groups):
+                if requests[res] == 0:
+                    continue
+                scan.reasons = [f"resource {res} unavailable in ClusterQueue"]
+                scan.severity = max(scan.severity, msg.SEVERITY[msg.NO_MATCHING_FLAVOR])
+                ps_mode = Mode.NO_FIT
+                break
+            if res in done:
+                continue
             group = spec.groups[gi]
-            requested = [r for r in group.resources if r in requests]
-            start = (resume or {}).get((ps_index, requested[0]), -1) + 1 if requested else 0
+            requested = in_kueue_order(r for r in group.resources if r in requests)
+            done.update(requested)
+            start = (resume or {}).get((ps_index, res), -1) + 1
             before = len(scan.reasons)
             choice = scan.group(ps, group, requests, start if start < len(group.flavors) else 0)
             last = -1 if scan.attempted >= len(group.flavors) - 1 else scan.attempted
-            for res in requested:
-                tried[(ps_index, res)] = last
+            for r in requested:
+                ps_tried[(ps_index, r)] = last
             ps_mode = min(ps_mode, choice.mode)
             if choice.mode == Mode.NO_FIT:
-                # Kueue gives up on the pod set at the first resource group with no usable flavor: its status
-                # becomes that group's reasons alone and later groups are never examined.
-                scan.reasons = [r for r in scan.reasons if r.startswith("resource ")] + scan.reasons[before:]
+                scan.reasons = scan.reasons[before:]
                 break
             borrow = max(borrow, choice.borrow)
             needs.extend(choice.needs_preemption)
             if choice.flavor is not None:
-                for res in group.resources:
-                    if res in requests:
-                        per_resource[res] = choice.flavor
-                        fr = (choice.flavor, res)
-                        assigned[fr] = assigned.get(fr, 0) + requests[res]
+                for r in requested:
+                    per_resource[r] = choice.flavor
+                    fr = (choice.flavor, r)
+                    assigned[fr] = assigned.get(fr, 0) + requests[r]
+        if ps_mode != Mode.NO_FIT:
+            # Kueue keeps scan progress only for pod sets it could assign: a failing group empties the pod set's
+            # flavors, and with them where each of its scans stopped.
+            tried.update(ps_tried)
         mode = min(mode, ps_mode)
         severity = max(severity, scan.severity)
         out_flavors.append((ps.name, FrozenMap(per_resource)))

@@ -57,7 +57,9 @@ class State:
         self.unsettled: list[float] = []  # instants the cycle guard had to stop (expected to stay empty)
         self.dirty_roots: set[str] = set()  # root nodes whose capacity was released since the last requeue
         self.members: dict[str, list[str]] = {}  # root node -> ClusterQueues below it
-        self.generation: dict[str, int] = {}  # root node -> bumped whenever a workload leaves one of its queues
+        # ClusterQueue -> bumped whenever a workload leaves it (Kueue's AllocatableResourceGeneration)
+        self.generation: dict[str, int] = {}
+        self.cycle = 0  # scheduling cycles run so far (Kueue's schedulingCycle)
         for name in tree.queues:
             self.members.setdefault(self.root_of(name), []).append(name)
 
@@ -92,9 +94,8 @@ class State:
         w.reserved_at = None
         w.admitted = False
         w.checks = {}
-        root = self.root_of(a.cluster_queue)
-        self.dirty_roots.add(root)
-        self.generation[root] = self.generation.get(root, 0) + 1
+        self.dirty_roots.add(self.root_of(a.cluster_queue))
+        self.generation[a.cluster_queue] = self.generation.get(a.cluster_queue, 0) + 1
         return a.cluster_queue
 
     def evict(self, w: WorkloadInfo, now: float, *, kind: str, reason: str, message: str,

@@ -116,6 +116,7 @@ class WorkloadInfo:
         "cluster_queue",
         "created",
         "key",
+        "last_cycle",
         "last_generation",
         "last_tried",
         "namespace",
@@ -140,9 +141,11 @@ class WorkloadInfo:
         self.checks: dict[str, str] = {}  # admission check -> Pending | Ready | Retry | Rejected
         self.admitted = False
         self.cluster_queue: str | None = None  # resolved through the LocalQueue
-        # Kueue's LastAssignment: where each flavor scan stopped, valid while the cohort tree's generation holds.
+        # Kueue's LastAssignment: where each flavor scan stopped, the ClusterQueue's generation and the cycle it
+        # was computed in (it stays valid in the next cycle, or while that generation holds).
         self.last_tried: Mapping[tuple[int, str], int] | None = None
         self.last_generation = 0
+        self.last_cycle = -2
 
     def __repr__(self) -> str:
         return f"WorkloadInfo({self.key})"

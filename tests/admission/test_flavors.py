@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from gitopsq.admission import cycle
+from gitopsq.admission.flavors import in_kueue_order
 from gitopsq.api import model as m
 
 from .builders import Sim, cq, flavor, lq, one, pod_sets
@@ -157,14 +158,24 @@ def test_flavor_scan_resumes_after_the_flavor_of_the_failed_attempt(generation_m
 
 
 def test_pod_set_status_is_the_first_failing_resource_group_alone() -> None:
-    """Once a resource group has no usable flavor, later groups are not examined or named in the message."""
+    """Once a resource group has no usable flavor, later groups are not examined or named in the message. Groups
+    are tried in Kueue's resource order (FNV-1a hash of the name: memory before cpu), not in spec order."""
     quotas = {"cpu-pool": {"cpu": "2"}, "mem-pool": {"memory": "1Gi"}}
     sim = _sim(flavor("cpu-pool"), flavor("mem-pool"), quotas=quotas)
     sim.submit("ns/big", "q", one("3", memory="4Gi"))
     sim.schedule()
     assert sim.why("ns/big") == ("ExceedsMaxQuota", "couldn't assign flavors to pod set main: insufficient quota for "
-                                 "cpu in flavor cpu-pool, previously considered podsets requests (0) + current "
-                                 "podset request (3) > maximum capacity (2)")
+                                 "memory in flavor mem-pool, previously considered podsets requests (0) + current "
+                                 "podset request (4Gi) > maximum capacity (1Gi)")
+
+
+@pytest.mark.parametrize(("names", "order"), [
+    pytest.param(["cpu", "memory"], ["memory", "cpu"], id="memory-before-cpu"),
+    pytest.param(["cpu", "pods", "nvidia.com/gpu"], ["nvidia.com/gpu", "pods", "cpu"], id="gpu-pods-cpu"),
+])
+def test_resources_are_visited_in_kueues_hash_order(names: list[str], order: list[str]) -> None:
+    """Kueue v0.19 keeps requests in a slice sorted by the FNV-1a hash of the name; gitopsq visits them alike."""
+    assert in_kueue_order(names) == order
 
 
 def test_try_next_flavor_on_borrow_also_applies_to_a_flavor_that_needs_preemption() -> None:

@@ -1,6 +1,7 @@
 """On-demand differential run: thousands of random scenarios through Kueue and gitopsq (scripts/differential).
 
     scripts/differential --cases 5000 --seed 7 [--out DIR] [--stop-after K] [--no-messages]
+    scripts/differential --scenario FILE.yaml [--scenario …]     # Kueue's events and the differences, per file
 
 Prints one line per divergent case and a summary (cases, divergences, seconds per case). Each divergent case
 is written to ``DIR/random-<seed>.yaml`` with Kueue's outcome as `expect`, ready to be checked and copied to
@@ -32,7 +33,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="where divergent scenarios are written")
     parser.add_argument("--stop-after", type=int, default=0, help="stop after this many divergent cases")
     parser.add_argument("--no-messages", action="store_true", help="ignore pending messages (reasons only)")
+    parser.add_argument("--scenario", type=Path, action="append", default=[],
+                        help="replay this scenario file on Kueue and print its events and the differences")
     args = parser.parse_args(argv)
+    if args.scenario:
+        return explain(args.scenario, messages=not args.no_messages)
     out = args.out or Path(tempfile.gettempdir()) / "gitopsq-differential" / str(args.seed)
     work = Path(tempfile.mkdtemp(prefix="gitopsq-differential-"))
     started = time.monotonic()
@@ -90,6 +95,32 @@ def main(argv: list[str] | None = None) -> int:
           f"rig+build {ready - started:.1f}s, "
           f"{elapsed:.0f}s comparing ({elapsed / max(done, 1):.2f}s per case)")
     return 1 if divergent else 0
+
+
+def explain(paths: list[Path], *, messages: bool) -> int:
+    """Each scenario file on Kueue: its events as Kueue produced them, then every difference from gitopsq."""
+    import yaml
+
+    oracle = KueueOracle.start(Path(tempfile.mkdtemp(prefix="gitopsq-differential-")))
+    differing = 0
+    try:
+        for path in paths:
+            scenario = yaml.safe_load(path.read_text(encoding="utf-8"))
+            kueue, ours = oracle.run(scenario), simulate(scenario)
+            print(f"== {path}")
+            for e in kueue.get("events", []):
+                where = f" {e.get('clusterQueue', '')} {e.get('flavors', '')}" if e.get("clusterQueue") else ""
+                print(f"  kueue {e['time']:>7.1f} {e['workload']} {e['type']}{where} {e.get('reason', '')}")
+            for key, w in sorted(kueue["final"]["workloads"].items()):
+                if w["state"] == "Pending":
+                    seen = f" (alternating: {w['messagesSeen']})" if w.get("messagesSeen") else ""
+                    print(f"  kueue final {key} {w.get('reason', '')}: {w.get('message', '')}{seen}")
+            diffs = differences(kueue, ours, messages=messages, scenario=scenario)
+            differing += bool(diffs)
+            print("  " + ("\n  ".join(map(str, diffs)) if diffs else "no differences"), flush=True)
+    finally:
+        oracle.close()
+    return 1 if differing else 0
 
 
 if __name__ == "__main__":
