@@ -34,13 +34,17 @@ from gitopsq.cluster.admission_pass import (
 from gitopsq.cluster.cache import Cache, Client, TokenBucket
 from gitopsq.cluster.jobs import JobReconciler
 from gitopsq.cluster.queue_status import QueueStatusWriter
-from gitopsq.cluster.workloads import EventRecorder, Writer, read_workload
+from gitopsq.cluster.workloads import FINISHED, EventRecorder, LiveWorkload, Writer, read_workload
 from gitopsq.errors import ClusterError
 
 
 def _log() -> Any:
     """Looked up at use, so that the configuration `logs.configure` sets later applies."""
     return logs.get("admission")
+
+
+def _finished(view: LiveWorkload) -> bool:
+    return view.state == FINISHED
 
 
 class Progress:
@@ -80,7 +84,7 @@ class AdmissionLoop:
                  audit: Any = None) -> None:
         self.options = options or LoopOptions()
         self.client = Client(api_client, qps=self.options.qps, burst=self.options.burst)
-        self.cache = Cache(self.client, views={"workloads": read_workload})
+        self.cache = Cache(self.client, views={"workloads": read_workload}, retire={"workloads": _finished})
         events = EventRecorder(self.client) if self.options.events else None
         self.events = events
         self.writer = Writer(self.client, self.cache, events)
@@ -134,7 +138,7 @@ class AdmissionLoop:
             self.jobs.reconcile()
             self.admission.run()
             topology = self.admission.topology()
-            cq_tally, lq_tally = self.queues.run(topology, time.time())
+            cq_tally, lq_tally = self.queues.run(topology, time.time(), count_finished=self.metrics is not None)
             if self.metrics is not None:
                 self.metrics.observe_queues(topology, cq_tally, lq_tally, self.admission.reasons,
                                             {n: t.finished for n, t in cq_tally.items()})

@@ -202,12 +202,17 @@ class Informer:
     """LIST + WATCH one resource into ``store`` on a daemon thread (see the module docstring)."""
 
     def __init__(self, client: Client, resource: Resource, on_change: Callable[[str], None], *,
-                 watch_seconds: int = 240, view: Callable[[dict[str, Any]], Any] | None = None) -> None:
+                 watch_seconds: int = 240, view: Callable[[dict[str, Any]], Any] | None = None,
+                 retire: Callable[[Any], bool] | None = None) -> None:
         self.client, self.resource, self.on_change = client, resource, on_change
         self.store: dict[str, dict[str, Any]] = {}
         # Decoded once per change, on the watch thread, instead of once per object per pass.
         self.view = view
         self.views: dict[str, Any] = {}
+        # Views ``retire`` says are done with (finished Workloads) are kept apart, so that a pass can walk the
+        # live ones only: at the end of a long run almost every Workload is finished.
+        self.retire = retire
+        self.retired: dict[str, Any] = {}
         self.lock = threading.Lock()
         self.synced = threading.Event()
         self.generation = 0
@@ -235,12 +240,22 @@ class Informer:
             if newer(obj, self.store.get(key)):
                 self.store[key] = obj
                 if self.view is not None:
-                    self.views[key] = decoded
+                    self._set_view(key, decoded)
                 self.generation += 1
+
+    def _set_view(self, key: str, decoded: Any) -> None:
+        """File a decoded view as live or retired (the caller holds the lock)."""
+        if self.retire is not None and decoded is not None and self.retire(decoded):
+            self.views.pop(key, None)
+            self.retired[key] = decoded
+        else:
+            self.retired.pop(key, None)
+            self.views[key] = decoded
 
     def forget(self, key: str) -> None:
         with self.lock:
             self.views.pop(key, None)
+            self.retired.pop(key, None)
             if self.store.pop(key, None) is not None:
                 self.generation += 1
 
@@ -290,7 +305,9 @@ class Informer:
         views = {key_of(o): self.view(o) for o in items} if self.view is not None else {}
         with self.lock:
             self.store = {key_of(o): o for o in items}
-            self.views = views
+            self.views, self.retired = {}, {}
+            for key, decoded in views.items():
+                self._set_view(key, decoded)
             self.generation += 1
             self.relists += 1
         self.synced.set()
@@ -320,10 +337,11 @@ class Informer:
                     if kind == "DELETED":
                         self.store.pop(key, None)
                         self.views.pop(key, None)
+                        self.retired.pop(key, None)
                     elif newer(obj, self.store.get(key)):
                         self.store[key] = obj
                         if self.view is not None:
-                            self.views[key] = decoded
+                            self._set_view(key, decoded)
                     self.generation += 1
                 self.on_change(self.resource.name)
         finally:
@@ -347,11 +365,12 @@ class Cache:
     """The informers of one admission loop."""
 
     def __init__(self, client: Client, names: Sequence[str] = tuple(RESOURCES), *, watch_seconds: int = 240,
-                 views: Mapping[str, Callable[[dict[str, Any]], Any]] | None = None) -> None:
+                 views: Mapping[str, Callable[[dict[str, Any]], Any]] | None = None,
+                 retire: Mapping[str, Callable[[Any], bool]] | None = None) -> None:
         self.client = client
         self.changed = threading.Event()
         self.informers = {n: Informer(client, RESOURCES[n], self._on_change, watch_seconds=watch_seconds,
-                                      view=(views or {}).get(n)) for n in names}
+                                      view=(views or {}).get(n), retire=(retire or {}).get(n)) for n in names}
 
     def _on_change(self, _: str) -> None:
         self.changed.set()
@@ -383,6 +402,15 @@ class Cache:
         informer = self.informers[name]
         if informer.view is None:
             return [decode(o) for o in self.items(name)]
+        with informer.lock:
+            return [*informer.views.values(), *informer.retired.values()]
+
+    def live_views(self, name: str, decode: Callable[[dict[str, Any]], Any]) -> list[Any]:
+        """Like `views`, without the ones the cache's ``retire`` predicate set aside (finished Workloads)."""
+        informer = self.informers[name]
+        if informer.view is None:
+            return [v for v in (decode(o) for o in self.items(name))
+                    if informer.retire is None or v is None or not informer.retire(v)]
         with informer.lock:
             return list(informer.views.values())
 

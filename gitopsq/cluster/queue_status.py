@@ -98,6 +98,23 @@ def _lq_flavors(usage: Usage) -> list[dict[str, Any]]:
     return [{"name": f, "resources": r} for f, r in flavors.items()]
 
 
+def urgent(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether a queue's new status must not wait for its interval: its ``Active`` condition changed, or it
+    turned idle (nothing pending or reserving) or busy. Clients wait for exactly these moments (Kueue's
+    benchmark runner stops once no ClusterQueue has pending or reserving workloads); counts and usage in
+    between may lag by one interval."""
+    def active(status: Mapping[str, Any]) -> tuple[object, ...]:
+        for c in status.get("conditions") or ():
+            if c.get("type") == "Active":
+                return (c.get("status"), c.get("reason"))
+        return ()
+
+    def idle(status: Mapping[str, Any]) -> bool:
+        return not status.get("pendingWorkloads") and not status.get("reservingWorkloads")
+
+    return active(old) != active(new) or idle(old) != idle(new)
+
+
 def _same_conditions(old: list[Mapping[str, Any]], new: list[Mapping[str, Any]]) -> bool:
     strip = [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in old]
     return strip == [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in new]
@@ -105,7 +122,8 @@ def _same_conditions(old: list[Mapping[str, Any]], new: list[Mapping[str, Any]])
 
 class QueueStatusWriter:
     """Writes queue status; a queue is written at most once per ``min_interval`` seconds (LocalQueues: per
-    ``local_interval``), and all queues together within their own share of the request budget (``bucket``,
+    ``local_interval``) unless the change is `urgent`, and all queues together within their own share of the
+    request budget (``bucket``,
     non-blocking): a burst of admissions costs one status write per queue, not one per workload.
     ``deferred`` tells the loop to come back. With ``workers`` the writes go out on a small pool and the pass
     does not wait for them (a queue whose previous write is still in flight is left for a later pass), so
@@ -125,13 +143,16 @@ class QueueStatusWriter:
         self._written: dict[str, float] = {}
         self.deferred = False
 
-    def run(self, topology: Topology, now: float) -> tuple[dict[str, _Tally], dict[str, _Tally]]:
-        """Write what changed; return the per-ClusterQueue and per-LocalQueue tallies (for metrics)."""
+    def run(self, topology: Topology, now: float, *, count_finished: bool = True
+            ) -> tuple[dict[str, _Tally], dict[str, _Tally]]:
+        """Write what changed; return the per-ClusterQueue and per-LocalQueue tallies (for metrics; finished
+        workloads, which pile up, are counted only with ``count_finished``)."""
         self.deferred = False
-        self._due: list[tuple[float, str, str, dict[str, Any]]] = []
+        self._due: list[tuple[float, str, str, dict[str, Any], bool]] = []
         cq_tally = {name: _Tally() for name in topology.queues}
         lq_tally: dict[str, _Tally] = {}
-        for w in self.cache.views("workloads", read_workload):
+        views = self.cache.views if count_finished else getattr(self.cache, "live_views", self.cache.views)
+        for w in views("workloads", read_workload):
             if w is not None and w.state == FINISHED and w.cluster_queue in cq_tally:
                 cq_tally[w.cluster_queue].finished += 1
             if w is None or w.state not in (ADMITTED, EVICTING, PENDING):
@@ -191,13 +212,13 @@ class QueueStatusWriter:
         unchanged = all(old.get(k) == v for k, v in status.items() if k != "conditions")
         if unchanged and _same_conditions(list(old.get("conditions") or ()), status["conditions"]):
             return
-        self._due.append((self._written.get(path, -1e9), path, resource, status))
+        self._due.append((self._written.get(path, -1e9), path, resource, status, urgent(old, status)))
 
     def _flush(self) -> None:
         """Write the changed queues, longest-unwritten first, within the interval and the budget."""
         tick = self.clock()
-        for last, path, resource, status in sorted(self._due, key=lambda d: (d[0], d[1])):
-            interval = self.local_interval if resource == "localqueues" else self.min_interval
+        for last, path, resource, status, at_once in sorted(self._due, key=lambda d: (not d[4], d[0], d[1])):
+            interval = 0.0 if at_once else self.local_interval if resource == "localqueues" else self.min_interval
             flight = self._in_flight.get(path)
             if flight is not None and not flight.done():
                 self.deferred = True
