@@ -11,6 +11,7 @@ tests/scenarios/divergences/. Exit code: 0 no divergence, 1 divergences, 3 the o
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -35,9 +36,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-messages", action="store_true", help="ignore pending messages (reasons only)")
     parser.add_argument("--scenario", type=Path, action="append", default=[],
                         help="replay this scenario file on Kueue and print its events and the differences")
+    parser.add_argument("--recheck", type=Path, default=None,
+                        help="compare the current engine with Kueue outcomes saved by earlier runs in this directory")
     args = parser.parse_args(argv)
+    if args.recheck:
+        return recheck(args.recheck, messages=not args.no_messages)
     if args.scenario:
-        return explain(args.scenario, messages=not args.no_messages)
+        return explain(args.scenario, messages=not args.no_messages, out=args.out)
     out = args.out or Path(tempfile.gettempdir()) / "gitopsq-differential" / str(args.seed)
     work = Path(tempfile.mkdtemp(prefix="gitopsq-differential-"))
     started = time.monotonic()
@@ -80,6 +85,9 @@ def main(argv: list[str] | None = None) -> int:
                 divergent.append(seed)
                 fields.update(d.field for d in diffs)
                 path = write(out / f"random-{seed}.yaml", divergence_scenario(scenario, kueue, diffs))
+                # Kueue's full outcome beside it, so engine changes can be rechecked without Kueue (--recheck).
+                (out / f"random-{seed}.kueue.json").write_text(json.dumps({"scenario": scenario, "kueue": kueue}),
+                                                               encoding="utf-8")
                 print(f"seed {seed}: {len(diffs)} difference(s) -> {path}\n  " + "\n  ".join(map(str, diffs)),
                       flush=True)
                 if args.stop_after and len(divergent) >= args.stop_after:
@@ -97,7 +105,21 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if divergent else 0
 
 
-def explain(paths: list[Path], *, messages: bool) -> int:
+def recheck(directory: Path, *, messages: bool) -> int:
+    """Saved Kueue outcomes (``*.kueue.json``) against the engine as it is now: which still differ."""
+    still = 0
+    saved = sorted(directory.glob("*.kueue.json"))
+    for path in saved:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        diffs = differences(data["kueue"], simulate(data["scenario"]), messages=messages, scenario=data["scenario"])
+        if diffs:
+            still += 1
+            print(f"{path.name}: {len(diffs)} difference(s)\n  " + "\n  ".join(map(str, diffs)), flush=True)
+    print(f"rechecked {len(saved)} saved Kueue outcomes: {still} still differ")
+    return 1 if still else 0
+
+
+def explain(paths: list[Path], *, messages: bool, out: Path | None = None) -> int:
     """Each scenario file on Kueue: its events as Kueue produced them, then every difference from gitopsq."""
     import yaml
 
@@ -107,6 +129,10 @@ def explain(paths: list[Path], *, messages: bool) -> int:
         for path in paths:
             scenario = yaml.safe_load(path.read_text(encoding="utf-8"))
             kueue, ours = oracle.run(scenario), simulate(scenario)
+            if out is not None:
+                out.mkdir(parents=True, exist_ok=True)
+                (out / f"{path.stem}.kueue.json").write_text(json.dumps({"scenario": scenario, "kueue": kueue}),
+                                                             encoding="utf-8")
             print(f"== {path}")
             for e in kueue.get("events", []):
                 where = f" {e.get('clusterQueue', '')} {e.get('flavors', '')}" if e.get("clusterQueue") else ""

@@ -167,3 +167,32 @@ def test_ci_defaults_are_bounded_and_dated(monkeypatch: pytest.MonkeyPatch) -> N
     assert str(base_seed()).startswith("20")
     monkeypatch.setenv("GITOPSQ_DIFFERENTIAL_SEED", "42")
     assert base_seed() == 42
+
+
+def _one_queue(strategy: str) -> dict[str, object]:
+    return {"objects": [{"kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {"queueingStrategy": strategy}},
+                        {"kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "ns"},
+                         "spec": {"clusterQueue": "cq"}}],
+            "workloads": [{"name": "head", "namespace": "ns", "queue": "lq"},
+                          {"name": "next", "namespace": "ns", "queue": "lq"}]}
+
+
+@pytest.mark.parametrize(("strategy", "head_seen", "fields"), [
+    ("BestEffortFIFO", ["WaitingForQuota: a", "WaitingForQuota: b"], []),
+    ("StrictFIFO", ["WaitingForQuota: a", "WaitingForQuota: b"], ["state", "cluster_queue", "flavors"]),
+    ("BestEffortFIFO", [], ["state", "cluster_queue", "flavors"]),
+], ids=["best-effort-head-spinning-is-kueue-3710", "strict-fifo-head-spinning-is-compared",
+        "best-effort-head-settled-is-compared"])
+def test_kueue_3710_spinning_head_exempts_only_its_tree(strategy: str, head_seen: list[str],
+                                                        fields: list[str]) -> None:
+    """Behind a BestEffortFIFO head Kueue keeps requeueing (issue #3710) nothing of its cohort tree is compared;
+    a StrictFIFO queue, or a head whose reason settled, is compared as usual."""
+    head: dict[str, object] = {"state": "Pending", "reason": "WaitingForQuota", "message": "a"}
+    if head_seen:
+        head["messagesSeen"] = head_seen
+    kueue = _result(**{"ns/head": head, "ns/next": {"state": "Pending"}})
+    ours = _result(**{"ns/head": {"state": "Pending", "clusterQueue": "cq", "reason": "WaitingForQuota",
+                                  "message": "a"},
+                      "ns/next": {"state": "Admitted", "clusterQueue": "cq", "flavors": {"main": {"cpu": "f"}}}})
+    diffs = differences(kueue, ours, scenario=_one_queue(strategy))
+    assert [d.field for d in diffs if d.workload == "ns/next"] == fields
