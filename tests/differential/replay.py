@@ -174,6 +174,8 @@ class ScenarioRun:
                 "--scheduler-start-file", str(self.gate)]
         if self.plan.fair_sharing:
             argv += ["--fair-sharing", "--fair-sharing-strategies", ",".join(self.plan.strategies)]
+        if os.environ.get("GITOPSQ_ORACLE_LOG_LEVEL"):  # Kueue's own log, to read how it decided (workdir)
+            argv += [f"--zap-log-level={os.environ['GITOPSQ_ORACLE_LOG_LEVEL']}"]
         log = (self.o.workdir / "oraclekueue.log").open("ab")
         env = {**os.environ, "KUBECONFIG": str(self.o.rig.kubeconfig)}
         self.process = subprocess.Popen(argv, env=env, stdout=log, stderr=log)

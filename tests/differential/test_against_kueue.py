@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from differential import kueue_objects
-from differential.compare import differences, simulate
+from differential.compare import differences, mask_counts, simulate
 from differential.conftest import base_seed, case_count
 from differential.divergence import divergence_scenario, kueue_expectations, write
 from differential.generator import generate
@@ -38,25 +38,28 @@ HANDWRITTEN = [p for p in sorted(SCENARIOS.glob("*.yaml")) if _reproducible(p)]
 SEEDS = [base_seed() + i for i in range(case_count())]
 
 
+KUEUE_RUNS = 3  # a divergent case is replayed on Kueue up to this many times in all (see below)
+
+
 @pytest.mark.parametrize("seed", SEEDS, ids=[f"seed-{s}" for s in SEEDS])
 def test_random_scenario_settles_as_on_kueue(seed: int, kueue_oracle: Any, tmp_path: Path) -> None:
-    """A generated scenario settles in gitopsq exactly as upstream Kueue settles it (state, queue, flavors,
-    pending reason and message, preemptions)."""
+    """A generated scenario settles in gitopsq as upstream Kueue settles it (state, queue, flavors, pending reason,
+    message modulo its "N more needed" amounts, preemptions)."""
     scenario = generate(seed)
-    kueue, ours = kueue_oracle.run(scenario), simulate(scenario)
-    diffs = differences(kueue, ours, scenario=scenario)
-    if diffs:
-        # Confirm on a second Kueue run: an outcome Kueue itself does not repeat is a tie the generator let
-        # through, not a divergence (gitopsq matching either legitimate outcome passes).
-        again = kueue_oracle.run(scenario)
-        if not differences(again, ours, scenario=scenario):
+    ours = simulate(scenario)
+    runs: list[dict[str, Any]] = []
+    for _ in range(KUEUE_RUNS):
+        # Kueue decides some cases by timing (which of two cycles saw a release first): a case gitopsq settles as
+        # any one of Kueue's runs does is settled as Kueue can; only an outcome no run shows is a divergence.
+        runs.append(kueue_oracle.run(scenario))
+        if not differences(runs[-1], ours, scenario=scenario, counts=False):
             return
-        if differences(again, kueue):
-            pytest.fail(f"Kueue settled seed {seed} two ways (an ambiguous tie): "
-                        + "; ".join(map(str, differences(again, kueue))))
-        saved = write(tmp_path / f"random-{seed}.yaml", divergence_scenario(scenario, kueue, diffs))
-        pytest.fail(f"{len(diffs)} difference(s), scenario with Kueue's outcome in {saved}:\n  "
-                    + "\n  ".join(map(str, diffs)))
+    diffs = differences(runs[0], ours, scenario=scenario, counts=False)
+    saved = write(tmp_path / f"random-{seed}.yaml", divergence_scenario(scenario, runs[0], diffs))
+    others = [f"run {i + 1}: " + "; ".join(map(str, differences(r, ours, scenario=scenario, counts=False)))
+              for i, r in enumerate(runs[1:], start=1)]
+    pytest.fail(f"{len(diffs)} difference(s) in each of {len(runs)} Kueue runs; scenario with Kueue's first outcome in "
+                f"{saved}:\n  " + "\n  ".join(map(str, diffs)) + "\n" + "\n".join(others))
 
 
 def _unmet(expect: dict[str, Any], kueue: dict[str, Any], scenario: dict[str, Any]) -> list[str]:
@@ -73,6 +76,8 @@ def _unmet(expect: dict[str, Any], kueue: dict[str, Any], scenario: dict[str, An
                 have = actual.get(name)
                 if name == "flavors":
                     ok = all(have.get(ps, {}).get(r) == f for ps, per in value.items() for r, f in per.items())
+                elif name == "message":  # amounts are timing-dependent on Kueue (compare.py, ``counts``)
+                    ok = mask_counts(str(have)) == mask_counts(str(value))
                 else:
                     ok = have == value
                 if not ok:
