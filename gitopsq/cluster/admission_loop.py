@@ -34,6 +34,7 @@ from gitopsq.cluster.admission_pass import (
 from gitopsq.cluster.cache import Cache, Client, TokenBucket
 from gitopsq.cluster.jobs import JobReconciler
 from gitopsq.cluster.queue_status import QueueStatusWriter
+from gitopsq.cluster.workload_index import WorkloadIndex
 from gitopsq.cluster.workloads import FINISHED, EventRecorder, LiveWorkload, Writer, read_workload
 from gitopsq.errors import ClusterError
 
@@ -84,7 +85,8 @@ class AdmissionLoop:
                  audit: Any = None) -> None:
         self.options = options or LoopOptions()
         self.client = Client(api_client, qps=self.options.qps, burst=self.options.burst)
-        self.cache = Cache(self.client, views={"workloads": read_workload}, retire={"workloads": _finished})
+        self.cache = Cache(self.client, views={"workloads": read_workload}, retire={"workloads": _finished},
+                           indexes={"workloads": WorkloadIndex()})
         events = EventRecorder(self.client) if self.options.events else None
         self.events = events
         self.writer = Writer(self.client, self.cache, events)

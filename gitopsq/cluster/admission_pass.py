@@ -280,7 +280,13 @@ class AdmissionPass:
         now = self.clock()
         started = time.monotonic()
         topology = self.topology()
-        live = {w.key: w for w in self.cache.live_views("workloads", read_workload) if w is not None}
+        cap = self.admission_cap()
+        window = max(cap, _MIN_WINDOW)
+        # Without metrics to feed, the index hands over only what the engine needs: quota holders and the
+        # oldest ``window`` of each group of identical waiting Workloads (decide's window, precomputed).
+        live = None if self.metrics is not None else self.cache.indexed("workloads", lambda ix: ix.window(window))
+        if live is None:
+            live = {w.key: w for w in self.cache.live_views("workloads", read_workload) if w is not None}
         for key in self._running.difference(live):  # finished since the last pass: before what its quota allows
             raw = self.cache.get("workloads", key)
             w = read_workload(raw) if raw is not None else None
@@ -288,8 +294,7 @@ class AdmissionPass:
                 if self.metrics is not None:
                     self.metrics.workload_finished(w)
                 self.audit.submit("finished", w, w.cluster_queue or "", w.flavors, now, reason="Finished")
-        cap = self.admission_cap()
-        decisions = decide(topology, live, now, self.options.pending_heads, window=max(cap, _MIN_WINDOW),
+        decisions = decide(topology, live, now, self.options.pending_heads, window=window,
                            explain_all=self.metrics is not None)
         for key, (kind, reason, message, _) in sorted(decisions.evict.items()):
             self._evict(live[key], kind, reason, message, now)

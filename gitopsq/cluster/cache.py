@@ -203,8 +203,9 @@ class Informer:
 
     def __init__(self, client: Client, resource: Resource, on_change: Callable[[str], None], *,
                  watch_seconds: int = 240, view: Callable[[dict[str, Any]], Any] | None = None,
-                 retire: Callable[[Any], bool] | None = None) -> None:
+                 retire: Callable[[Any], bool] | None = None, index: Any = None) -> None:
         self.client, self.resource, self.on_change = client, resource, on_change
+        self.index = index  # a WorkloadIndex (or alike): update(key, raw, view) / clear(), under ``lock``
         self.store: dict[str, dict[str, Any]] = {}
         # Decoded once per change, on the watch thread, instead of once per object per pass.
         self.view = view
@@ -240,11 +241,13 @@ class Informer:
             if newer(obj, self.store.get(key)):
                 self.store[key] = obj
                 if self.view is not None:
-                    self._set_view(key, decoded)
+                    self._set_view(key, decoded, obj)
                 self.generation += 1
 
-    def _set_view(self, key: str, decoded: Any) -> None:
-        """File a decoded view as live or retired (the caller holds the lock)."""
+    def _set_view(self, key: str, decoded: Any, raw: dict[str, Any]) -> None:
+        """File a decoded view as live or retired, and in the index (the caller holds the lock)."""
+        if self.index is not None:
+            self.index.update(key, raw, decoded)
         if self.retire is not None and decoded is not None and self.retire(decoded):
             self.views.pop(key, None)
             self.retired[key] = decoded
@@ -254,6 +257,8 @@ class Informer:
 
     def forget(self, key: str) -> None:
         with self.lock:
+            if self.index is not None:
+                self.index.update(key, None, None)
             self.views.pop(key, None)
             self.retired.pop(key, None)
             if self.store.pop(key, None) is not None:
@@ -306,8 +311,10 @@ class Informer:
         with self.lock:
             self.store = {key_of(o): o for o in items}
             self.views, self.retired = {}, {}
+            if self.index is not None:
+                self.index.clear()
             for key, decoded in views.items():
-                self._set_view(key, decoded)
+                self._set_view(key, decoded, self.store[key])
             self.generation += 1
             self.relists += 1
         self.synced.set()
@@ -335,13 +342,15 @@ class Informer:
                 decoded = self.view(obj) if self.view is not None and kind != "DELETED" else None
                 with self.lock:
                     if kind == "DELETED":
+                        if self.index is not None:
+                            self.index.update(key, None, None)
                         self.store.pop(key, None)
                         self.views.pop(key, None)
                         self.retired.pop(key, None)
                     elif newer(obj, self.store.get(key)):
                         self.store[key] = obj
                         if self.view is not None:
-                            self._set_view(key, decoded)
+                            self._set_view(key, decoded, obj)
                     self.generation += 1
                 self.on_change(self.resource.name)
         finally:
@@ -366,11 +375,13 @@ class Cache:
 
     def __init__(self, client: Client, names: Sequence[str] = tuple(RESOURCES), *, watch_seconds: int = 240,
                  views: Mapping[str, Callable[[dict[str, Any]], Any]] | None = None,
-                 retire: Mapping[str, Callable[[Any], bool]] | None = None) -> None:
+                 retire: Mapping[str, Callable[[Any], bool]] | None = None,
+                 indexes: Mapping[str, Any] | None = None) -> None:
         self.client = client
         self.changed = threading.Event()
         self.informers = {n: Informer(client, RESOURCES[n], self._on_change, watch_seconds=watch_seconds,
-                                      view=(views or {}).get(n), retire=(retire or {}).get(n)) for n in names}
+                                      view=(views or {}).get(n), retire=(retire or {}).get(n),
+                                      index=(indexes or {}).get(n)) for n in names}
 
     def _on_change(self, _: str) -> None:
         self.changed.set()
@@ -413,6 +424,14 @@ class Cache:
                     if informer.retire is None or v is None or not informer.retire(v)]
         with informer.lock:
             return list(informer.views.values())
+
+    def indexed(self, name: str, read: Callable[[Any], Any]) -> Any:
+        """``read(index)`` under the informer's lock (None when ``name`` has no index): a consistent snapshot."""
+        informer = self.informers[name]
+        if informer.index is None:
+            return None
+        with informer.lock:
+            return read(informer.index)
 
     def get(self, name: str, key: str) -> dict[str, Any] | None:
         informer = self.informers[name]

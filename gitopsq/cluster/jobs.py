@@ -114,10 +114,15 @@ class JobReconciler:
         """One pass; returns the number of writes."""
         before = self.writer.writes
         owned: dict[str, list[dict[str, Any]]] = {}
-        for wl in self.cache.items("workloads"):
-            for ref in (wl.get("metadata") or {}).get("ownerReferences") or ():
-                if ref.get("controller"):
-                    owned.setdefault(f"{wl['metadata']['namespace']}/{ref.get('uid')}", []).append(wl)
+        owners = getattr(self.cache, "indexed", lambda *_: None)("workloads", lambda ix: ix.owners())
+        if owners is not None:  # the cache's index: only owned Workloads, not all of them every pass
+            for owner, keys in owners.items():
+                owned[owner] = [wl for wl in (self.cache.get("workloads", k) for k in keys) if wl is not None]
+        else:
+            for wl in self.cache.items("workloads"):
+                for ref in (wl.get("metadata") or {}).get("ownerReferences") or ():
+                    if ref.get("controller"):
+                        owned.setdefault(f"{wl['metadata']['namespace']}/{ref.get('uid')}", []).append(wl)
         live_uids: set[str] = set()
         for integration in self.integrations:
             for job in self.cache.items(integration.resource):

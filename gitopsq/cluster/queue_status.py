@@ -151,8 +151,15 @@ class QueueStatusWriter:
         self._due: list[tuple[float, str, str, dict[str, Any], bool]] = []
         cq_tally = {name: _Tally() for name in topology.queues}
         lq_tally: dict[str, _Tally] = {}
-        views = self.cache.views if count_finished else getattr(self.cache, "live_views", self.cache.views)
-        for w in views("workloads", read_workload):
+        indexed = None if count_finished else getattr(self.cache, "indexed", lambda *_: None)(
+            "workloads", lambda ix: ix.tally())
+        views = indexed[0] if indexed is not None else self.cache.views("workloads", read_workload)
+        for (namespace, queue), n in (indexed[1] if indexed is not None else {}).items():
+            lq = topology.local_queues.get((namespace, queue))
+            if lq is not None and lq.cluster_queue in cq_tally:
+                cq_tally[lq.cluster_queue].pending += n
+            lq_tally.setdefault(f"{namespace}/{queue}", _Tally()).pending += n
+        for w in views:
             if w is not None and w.state == FINISHED and w.cluster_queue in cq_tally:
                 cq_tally[w.cluster_queue].finished += 1
             if w is None or w.state not in (ADMITTED, EVICTING, PENDING):
