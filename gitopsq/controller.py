@@ -197,7 +197,10 @@ class Controller:
         self.started.set()
         if self.elector is None:
             self._start_runnables()
-            self.stopping.wait()
+            # Timed waits: a SIGTERM the kernel hands to another thread only runs its Python handler when the
+            # main thread executes bytecode again; an untimed wait could sleep through it for ever.
+            while not self.stopping.wait(0.5):
+                pass
             self._stop_runnables()
             return
         self.elector.run(self.stopping, self._on_leadership)

@@ -67,4 +67,10 @@ def test_generated_certificates_go_to_the_user_cache_not_the_working_directory(k
         assert list(work.iterdir()) == []
     finally:
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 0, (tmp_path / "controller.log").read_text()
+        try:
+            code = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise
+    assert code == 0, (tmp_path / "controller.log").read_text()
