@@ -364,8 +364,10 @@ def _events(raw: Any) -> Iterator[dict[str, Any]]:
     buffer = b""
     for chunk in raw.stream(amt=None, decode_content=True):
         buffer += chunk
-        while b"\n" in buffer:
-            line, buffer = buffer.split(b"\n", 1)
+        if b"\n" not in chunk:
+            continue
+        *lines, buffer = buffer.split(b"\n")  # one split per chunk: a busy watch delivers many events at once
+        for line in lines:
             if line.strip():
                 yield json.loads(line)
 
