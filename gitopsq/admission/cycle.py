@@ -135,7 +135,7 @@ def _nominate_shape(state: State, w: WorkloadInfo, spec: QueueSpec, shape: Shape
     # cycle, or if no workload has left the ClusterQueue since.
     generation = state.generation.get(spec.name, 0)
     fresh = state.cycle - w.last_cycle <= 1 or w.last_generation >= generation
-    resume = w.last_tried if fresh else None
+    resume = w.last_tried if fresh and state.topology.settings.preserve_flavor_scan_progress else None
     n = assign_flavors(spec, node, shape, state.topology.flavors, oracle, preempt_while_borrowing=while_borrowing,
                        resume=resume)
     if n.mode == Mode.FIT:

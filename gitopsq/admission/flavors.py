@@ -143,15 +143,14 @@ def _try_next(mode: Mode, borrow: int, ff: m.FlavorFungibility) -> bool:
 
 
 def _preferred(a: _Choice, b: _Choice | None, ff: m.FlavorFungibility) -> bool:
-    """Whether choice ``a`` beats the best so far ``b`` (ties keep the earlier flavor)."""
+    """Whether choice ``a`` beats the best so far ``b`` (ties keep the earlier flavor). Kueue v0.19's isPreferred:
+    no fit is worst, then no preemption candidates; then ``PreemptionOverBorrowing`` compares borrowing first and
+    anything else (``BorrowingOverPreemption``, the default when unset) the preemption mode first."""
     if b is None:
         return True
     if a.mode <= Mode.NO_CANDIDATES or b.mode <= Mode.NO_CANDIDATES:
         return a.mode > b.mode
-    # Without an explicit preference Kueue derives one: whenCanBorrow=TryNextFlavor means "avoid borrowing"
-    # (compare borrowing first), otherwise compare the preemption mode first.
-    if ff.preference == "PreemptionOverBorrowing" or (
-            ff.preference is None and ff.when_can_borrow == "TryNextFlavor"):
+    if ff.preference == "PreemptionOverBorrowing":
         if a.borrow != b.borrow:
             return a.borrow < b.borrow
         return a.mode > b.mode
@@ -218,10 +217,11 @@ class _PodSetScan:
                 if (mode, -borrow) < (choice.mode, -choice.borrow):
                     choice.mode, choice.borrow = mode, borrow
             least_severe = min(least_severe, severity)
+            if not _try_next(choice.mode, choice.borrow, ff):
+                best = choice  # Kueue: the flavor that stops the search is taken, whatever came before
+                break
             if _preferred(choice, best, ff):
                 best = choice
-            if not _try_next(choice.mode, choice.borrow, ff):
-                break
         if best is None:
             best = _Choice(None, Mode.NO_FIT, 0, [])
         if best.mode < Mode.PREEMPT:

@@ -18,6 +18,7 @@ from gitopsq.api import model as m
 STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 BATCHED, IMMEDIATE = "Batched", "Immediate"
 REQUEUE_MODES = (BATCHED, IMMEDIATE)
+FEATURE_GATES = ("FlavorFungibilityPreserveScanProgress",)  # the Kueue gates a scenario may set
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,9 @@ class Settings:
     preemption_strategies: tuple[str, ...] = STRATEGIES
     inadmissible_requeue: str = BATCHED
     fair_sharing_look_ahead: bool = False
+    # Kueue's FlavorFungibilityPreserveScanProgress gate (Beta, on in v0.19): a failed attempt's flavor scan
+    # resumes after the flavor where it stopped. Off: every attempt scans from the first flavor.
+    preserve_flavor_scan_progress: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from gitopsq.admission.topology import BATCHED, REQUEUE_MODES, STRATEGIES, Settings
+from gitopsq.admission.topology import BATCHED, FEATURE_GATES, REQUEUE_MODES, STRATEGIES, Settings
 from gitopsq.api import findings
 from gitopsq.api import model as m
 from gitopsq.api.codec import decode, decode_tolerations
@@ -199,7 +199,7 @@ class _Parser:
 
     def _settings(self, raw: Any) -> tuple[Settings, dict[str, CheckPlan]]:
         r = self.reader(("settings",), "settings")
-        body = r.mapping(raw, (), allowed=("fairSharing", "admissionChecks", "inadmissibleRequeue"))
+        body = r.mapping(raw, (), allowed=("fairSharing", "admissionChecks", "inadmissibleRequeue", "featureGates"))
         fair = look_ahead = False
         strategies: tuple[str, ...] = STRATEGIES
         if body.get("fairSharing") is not None:
@@ -215,10 +215,13 @@ class _Parser:
                                 f"unknown preemption strategy {s!r} (use {' or '.join(STRATEGIES)})")
         requeue = r.string(body.get("inadmissibleRequeue"), ("inadmissibleRequeue",), default=BATCHED,
                            choices=REQUEUE_MODES)
+        gates = r.mapping(body.get("featureGates") or {}, ("featureGates",), allowed=FEATURE_GATES)
+        preserve = r.boolean(gates.get("FlavorFungibilityPreserveScanProgress"),
+                             ("featureGates", "FlavorFungibilityPreserveScanProgress"), default=True)
         defaults = self._checks(r, body.get("admissionChecks"), ("admissionChecks",))
         self.findings.extend(r.findings)
         return Settings(fair_sharing=fair, preemption_strategies=tuple(strategies), inadmissible_requeue=requeue,
-                        fair_sharing_look_ahead=look_ahead), defaults
+                        fair_sharing_look_ahead=look_ahead, preserve_flavor_scan_progress=preserve), defaults
 
     def _objects(self, raw: Any) -> tuple[m.QueueObject, ...]:
         r = self.reader((), "scenario")

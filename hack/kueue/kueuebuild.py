@@ -87,27 +87,28 @@ def runner_env(version: str | None = None) -> dict[str, str]:
     return {"PROJECT_DIR": str(module_dir(version) / "Makefile")}
 
 
-def find() -> KueueBinaries | None:
-    """The cached binaries, or None when ``prepare`` still has work to do."""
+def find(names: tuple[str, ...] = tuple(PACKAGES)) -> KueueBinaries | None:
+    """The cached binaries (paths of all three; ``names`` must exist), or None when ``prepare`` still has work."""
     version = kueue_version()
     paths = {name: cache_dir(version) / name for name in PACKAGES}
-    if not all(p.is_file() and os.access(p, os.X_OK) for p in paths.values()):
+    if not all(paths[n].is_file() and os.access(paths[n], os.X_OK) for n in names):
         return None
     return KueueBinaries(version, crd_dir=crd_dir(version), **paths)
 
 
-def prepare(log: bool = True) -> KueueBinaries:
-    """Build whatever is not cached yet; idempotent, and concurrent callers wait on one lock."""
+def prepare(log: bool = True, names: tuple[str, ...] = tuple(PACKAGES)) -> KueueBinaries:
+    """Build whichever of ``names`` is not cached yet; idempotent, and concurrent callers wait on one lock. The
+    differential suite needs only the oracle (``names=("oraclekueue",)``); the benchmark needs all three."""
     version = kueue_version()
     target_dir = cache_dir(version)
     target_dir.mkdir(parents=True, exist_ok=True)
     with (target_dir / ".build.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        for name, package in PACKAGES.items():
+        for name in names:
             target = target_dir / name
             if not (target.is_file() and os.access(target, os.X_OK)):
-                _build(version, name, package, target, log)
-    found = find()
+                _build(version, name, PACKAGES[name], target, log)
+    found = find(names)
     assert found is not None
     return found
 
@@ -142,6 +143,9 @@ def main(argv: list[str]) -> int:
         if command == "prepare":
             built = prepare()
             print(built.oraclekueue.parent)
+        elif command == "prepare-oracle":
+            built = prepare(names=("oraclekueue",))
+            print(built.oraclekueue)
         elif command == "paths":
             built = prepare(log=True)
             print(json.dumps({k: str(getattr(built, k)) for k in built.__dataclass_fields__}, indent=2))
@@ -150,7 +154,7 @@ def main(argv: list[str]) -> int:
         elif command == "runner-env":
             print("\n".join(f"{k}={v}" for k, v in runner_env().items()))
         else:
-            sys.stderr.write("usage: scripts/kueue-build [prepare|paths|crds|runner-env]\n")
+            sys.stderr.write("usage: scripts/kueue-build [prepare|prepare-oracle|paths|crds|runner-env]\n")
             return 2
     except KueueBuildError as err:
         sys.stderr.write(f"kueue: {err}\n")

@@ -15,8 +15,10 @@ from .builders import Sim, cq, flavor, lq, one, pod_sets
 TWO_FLAVORS = {"on-demand": {"cpu": "4"}, "spot": {"cpu": "8"}}
 
 
-def _sim(*flavors: m.QueueObject, quotas: dict[str, Any] | None = None, **cq_args: Any) -> Sim:
-    return Sim(*flavors, cq("cq", quotas=quotas or TWO_FLAVORS, **cq_args), lq("ns", "q", "cq"))
+def _sim(*flavors: m.QueueObject, quotas: dict[str, Any] | None = None, preserve_flavor_scan_progress: bool = True,
+         **cq_args: Any) -> Sim:
+    return Sim(*flavors, cq("cq", quotas=quotas or TWO_FLAVORS, **cq_args), lq("ns", "q", "cq"),
+               preserve_flavor_scan_progress=preserve_flavor_scan_progress)
 
 
 @pytest.mark.parametrize(("cpu", "expected"), [
@@ -141,18 +143,26 @@ def test_assignment_stops_at_the_first_pod_set_that_cannot_be_assigned() -> None
     assert message.startswith("couldn't assign flavors to pod set driver:") and "workers" not in message
 
 
-@pytest.mark.parametrize(("generation_moved", "expected"), [
-    pytest.param(False, "spot", id="resumes-after-the-last-tried-flavor"),
-    pytest.param(True, "on-demand", id="starts-over-once-capacity-changed"),
+@pytest.mark.parametrize(("generation_moved", "previous_cycle", "preserve", "expected"), [
+    pytest.param(False, False, True, "spot", id="resumes-after-the-last-tried-flavor"),
+    pytest.param(True, False, True, "on-demand", id="starts-over-once-a-workload-left-the-queue"),
+    pytest.param(True, True, True, "spot", id="resumes-when-tried-in-the-previous-cycle-anyway"),
+    pytest.param(False, False, False, "on-demand", id="starts-over-with-scan-progress-gate-off"),
 ])
-def test_flavor_scan_resumes_after_the_flavor_of_the_failed_attempt(generation_moved: bool, expected: str) -> None:
-    """A retried workload scans from the flavor after the one its last attempt stopped at, unless outdated."""
-    sim = _sim(flavor("on-demand"), flavor("spot"))
+def test_flavor_scan_resumes_after_the_flavor_of_the_failed_attempt(generation_moved: bool, previous_cycle: bool,
+                                                                    preserve: bool, expected: str) -> None:
+    """A retried workload scans from the flavor after the one its last attempt stopped at, unless that attempt is
+    outdated (Kueue: a workload left the ClusterQueue since, and it was not the previous cycle) or Kueue's
+    FlavorFungibilityPreserveScanProgress gate is off."""
+    sim = _sim(flavor("on-demand"), flavor("spot"), preserve_flavor_scan_progress=preserve)
     sim.submit("ns/w", "q", one("1"))
-    w = sim.engine.state.workloads["ns/w"]
+    state = sim.engine.state
+    w = state.workloads["ns/w"]
     w.last_tried = {(0, "cpu"): 0}
+    state.cycle = 10
+    w.last_cycle = 9 if previous_cycle else 5
     w.last_generation = -1 if generation_moved else 0
-    entry = cycle.nominate(sim.engine.state, w, sim.engine.topology.queues["cq"])
+    entry = cycle.nominate(state, w, sim.engine.topology.queues["cq"])
     assert entry.nomination is not None
     assert dict(entry.nomination.flavors)["main"] == {"cpu": expected}
 

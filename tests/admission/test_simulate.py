@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from gitopsq.admission.topology import Settings
 from gitopsq.commands.simulate import command
 from gitopsq.errors import ScenarioError
 from gitopsq.simulate.engine import failed_expectations, simulate
@@ -105,6 +106,10 @@ horizon: 20
                  "s.yaml:10: error: ClusterQueue/cq: lendingLimit of default/cpu is 9", id="check-rules-apply"),
     pytest.param(OBJECTS + "workloads:\n  - {name: w, queue: q, podSets: [{count: 1}], admitted: {clusterQueue: "
                  "nope}}\n", "not a ClusterQueue of this scenario", id="admitted-in-unknown-queue"),
+    pytest.param("settings: {inadmissibleRequeue: Sometimes}\n" + OBJECTS, "inadmissibleRequeue",
+                 id="unknown-requeue-mode"),
+    pytest.param("settings: {featureGates: {TopologyAwareScheduling: true}}\n" + OBJECTS, "TopologyAwareScheduling",
+                 id="unsupported-feature-gate"),
 ])
 def test_invalid_scenarios_raise_with_file_and_line(text: str, fragment: str) -> None:
     """Bad input is a ScenarioError naming the file and line, like `gitopsq check`."""
@@ -142,3 +147,15 @@ def test_workload_submitted_after_the_horizon_is_reported_pending() -> None:
     result = simulate(parse_scenario(TRACE + "horizon: 5\n", "s.yaml"))
     final = result.workloads["ns/second"]
     assert (final.state, final.reason) == ("Pending", "NotYetSubmitted")
+
+
+@pytest.mark.parametrize(("settings", "expected"), [
+    pytest.param("", Settings(), id="defaults-decide-as-kueue"),
+    pytest.param("settings: {inadmissibleRequeue: Immediate, fairSharing: {lookAhead: true}, featureGates: "
+                 "{FlavorFungibilityPreserveScanProgress: false}}\n",
+                 Settings(fair_sharing=True, inadmissible_requeue="Immediate", fair_sharing_look_ahead=True,
+                          preserve_flavor_scan_progress=False), id="every-departure-set"),
+])
+def test_scenario_settings_reach_the_engine(settings: str, expected: Settings) -> None:
+    """The scenario's settings block becomes the engine's Settings, Kueue's defaults when absent."""
+    assert parse_scenario(settings + TRACE, "s.yaml").settings == expected

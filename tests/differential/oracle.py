@@ -55,7 +55,7 @@ class KueueOracle:
         import kueuebuild
         from envtestrig import Rig, prepare
 
-        kueue = kueuebuild.prepare(log=True)
+        kueue = kueuebuild.prepare(log=True, names=("oraclekueue",))
         binaries = prepare(log=True)
         workdir.mkdir(parents=True, exist_ok=True)
         rig = Rig.start(binaries, workdir / "rig")
