@@ -250,7 +250,7 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
             state.status[e.w.key] = Status(msg.WAITING_FOR_QUOTA, msg.OVERLAPPING_TARGETS)
             queue.push(e.w)
             continue
-        gone = [v for _, v in victims.values()] + [t.workload for t in e.targets]
+        gone = [t.workload for t, _ in victims.values()] + [t.workload for t in e.targets]
         if not _fits(state, e, gone):
             state.status[e.w.key] = Status(msg.WAITING_FOR_QUOTA, msg.NO_LONGER_FITS)
             queue.push(e.w)
