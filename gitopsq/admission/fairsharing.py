@@ -181,7 +181,7 @@ class FairPreemption(ClassicalPreemption):
             for round_no, strategy in enumerate(self.topology.settings.preemption_strategies):
                 pool = {cq: list(ws) for cq, ws in candidates.items()}
                 while pool and not fits:
-                    cq = self._next_target(node.root(), pool)
+                    cq = self._next_target(node.root(), pool, p.spec.name)
                     w = pool[cq].pop(0)
                     if not pool[cq]:
                         del pool[cq]
@@ -217,13 +217,32 @@ class FairPreemption(ClassicalPreemption):
         order = {id(t): i for i, t in enumerate(chosen)}
         return sorted(kept, key=lambda t: order[id(t)])
 
-    def _next_target(self, top: QuotaNode, pool: Mapping[str, list[WorkloadInfo]]) -> str:
-        """The ClusterQueue to take the next victim from: from the root down, the child with the highest share
-        among those holding candidates (Kueue's fair-sharing target ordering), ties by name."""
+    def _next_target(self, top: QuotaNode, pool: Mapping[str, list[WorkloadInfo]], preemptor_cq: str) -> str:
+        """The ClusterQueue to take the next victim from (Kueue's fair-sharing target ordering): from the root
+        down, the child with the highest share among those holding candidates. Between queues of equal share the
+        one whose next candidate comes first in candidate order; a cohort wins a tie with a queue, and the last
+        of equally shared cohorts wins (Kueue compares with >=)."""
         node = top
         while node.is_cohort:
-            children = [c for c in (*node.child_cohorts, *node.child_queues) if self._holds(c, pool)]
-            node = max(sorted(children, key=lambda c: c.name), key=lambda c: drs(c, self.topology))
+            best_queue: QuotaNode | None = None
+            for q in sorted((c for c in node.child_queues if c.name in pool), key=lambda c: c.name):
+                if best_queue is None:
+                    best_queue = q
+                    continue
+                here, there = drs(q, self.topology), drs(best_queue, self.topology)
+                if here > there or (here == there and candidate_order(pool[q.name][0], preemptor_cq)
+                                    < candidate_order(pool[best_queue.name][0], preemptor_cq)):
+                    best_queue = q
+            best_cohort: QuotaNode | None = None
+            for c in sorted((c for c in node.child_cohorts if self._holds(c, pool)), key=lambda c: c.name):
+                if best_cohort is None or drs(c, self.topology) >= drs(best_cohort, self.topology):
+                    best_cohort = c
+            if best_cohort is not None and (best_queue is None or
+                                            drs(best_cohort, self.topology) >= drs(best_queue, self.topology)):
+                node = best_cohort
+            else:
+                assert best_queue is not None
+                node = best_queue
         return node.name
 
     def _holds(self, node: QuotaNode, pool: Mapping[str, list[WorkloadInfo]]) -> bool:
