@@ -32,6 +32,12 @@ class Timing:
     transient_quiet: float = 3.0
     instant_timeout: float = 60.0
     poll: float = 0.05
+    # Kueue's start-up (ClusterQueues, ResourceFlavors and namespaces seen for the first time) asks for
+    # inadmissible-workload requeue batches, each firing 1 s after it is asked for. A batch firing after the
+    # scheduler has started re-evaluates workloads the scenario never released capacity for (a later
+    # admission then shows as "2 more needed", or a parked workload preempts at an unrelated instant). The
+    # gate therefore stays closed until that long after Kueue's start.
+    startup_requeue_quiet: float = 2.3
 
 
 @dataclass(slots=True)
@@ -63,6 +69,7 @@ class ScenarioRun:
         self.last_create_second = 0
         self.last_release = 0.0
         self.process: subprocess.Popen[bytes] | None = None
+        self.kueue_started = 0.0
 
     def play(self) -> dict[str, Any]:
         base = dt.datetime.now(dt.UTC).replace(microsecond=0)
@@ -179,6 +186,7 @@ class ScenarioRun:
         log = (self.o.workdir / "oraclekueue.log").open("ab")
         env = {**os.environ, "KUBECONFIG": str(self.o.rig.kubeconfig)}
         self.process = subprocess.Popen(argv, env=env, stdout=log, stderr=log)
+        self.kueue_started = time.monotonic()
         log.close()
 
     def _stop_kueue(self) -> None:
@@ -209,6 +217,9 @@ class ScenarioRun:
             if all(self._cq_counts(cq) == want for cq, want in expected.items()):
                 break
             time.sleep(self.o.timing.poll)
+        quiet = self.kueue_started + self.o.timing.startup_requeue_quiet - time.monotonic()
+        if quiet > 0:
+            time.sleep(quiet)
         self.gate.touch()
 
     def _existing(self) -> set[str]:
