@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +32,19 @@ def differential_enabled(config: pytest.Config) -> bool:
 
 def case_count() -> int:
     return int(os.environ.get("GITOPSQ_DIFFERENTIAL_CASES", DEFAULT_CASES))
+
+
+DEFAULT_HANDWRITTEN = 20
+
+
+def handwritten_sample(paths: list[Path]) -> list[Path]:
+    """The hand-written scenarios a run replays on Kueue: ``GITOPSQ_DIFFERENTIAL_HANDWRITTEN`` of them (default
+    `DEFAULT_HANDWRITTEN`, ``all`` for every one), chosen by the run's seed so that successive days cover them
+    all while a CI run stays bounded; a failure reproduces with the same seed."""
+    wanted = os.environ.get("GITOPSQ_DIFFERENTIAL_HANDWRITTEN", str(DEFAULT_HANDWRITTEN))
+    if wanted == "all" or int(wanted) >= len(paths):
+        return paths
+    return sorted(random.Random(base_seed()).sample(paths, int(wanted)))
 
 
 def base_seed() -> int:

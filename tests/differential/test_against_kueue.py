@@ -17,7 +17,7 @@ import yaml
 
 from differential import kueue_objects
 from differential.compare import differences, mask_counts, simulate, with_scan_progress_reset
-from differential.conftest import base_seed, case_count
+from differential.conftest import base_seed, case_count, handwritten_sample
 from differential.divergence import divergence_scenario, kueue_expectations, write
 from differential.generator import generate
 
@@ -34,7 +34,7 @@ def _reproducible(path: Path) -> bool:
     return True
 
 
-HANDWRITTEN = [p for p in sorted(SCENARIOS.glob("*.yaml")) if _reproducible(p)]
+HANDWRITTEN = handwritten_sample([p for p in sorted(SCENARIOS.glob("*.yaml")) if _reproducible(p)])
 SEEDS = [base_seed() + i for i in range(case_count())]
 
 

@@ -3,12 +3,14 @@ the conftest's marker rules. Fast; part of the quick run."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from differential import kueue_objects
 from differential.capacity import Capacity
 from differential.compare import differences
-from differential.conftest import DEFAULT_CASES, base_seed
+from differential.conftest import DEFAULT_CASES, DEFAULT_HANDWRITTEN, base_seed, handwritten_sample
 from differential.generator import generate
 from gitopsq.simulate.scenario import parse_scenario
 
@@ -196,3 +198,17 @@ def test_kueue_3710_spinning_head_exempts_only_its_tree(strategy: str, head_seen
                       "ns/next": {"state": "Admitted", "clusterQueue": "cq", "flavors": {"main": {"cpu": "f"}}}})
     diffs = differences(kueue, ours, scenario=_one_queue(strategy))
     assert [d.field for d in diffs if d.workload == "ns/next"] == fields
+
+
+def test_handwritten_sample_is_bounded_seeded_and_can_be_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CI run replays a seed-chosen subset of the hand-written scenarios; the same seed picks the same ones,
+    another seed others, and ``all`` replays every one."""
+    paths = [Path(f"s{i:02d}.yaml") for i in range(60)]
+    monkeypatch.delenv("GITOPSQ_DIFFERENTIAL_HANDWRITTEN", raising=False)
+    monkeypatch.setenv("GITOPSQ_DIFFERENTIAL_SEED", "1")
+    first = handwritten_sample(paths)
+    assert len(first) == DEFAULT_HANDWRITTEN and first == handwritten_sample(paths) and first == sorted(first)
+    monkeypatch.setenv("GITOPSQ_DIFFERENTIAL_SEED", "2")
+    assert handwritten_sample(paths) != first
+    monkeypatch.setenv("GITOPSQ_DIFFERENTIAL_HANDWRITTEN", "all")
+    assert handwritten_sample(paths) == paths
