@@ -57,7 +57,11 @@ class AuditTrail:
         self._compact_upto = 0
         self._closing = self._stopped = False
         self._last_error: str | None = None
-        self._failures = 0            # commit rounds that failed: a flush() waiter stops waiting on one
+        # Commit rounds are numbered as they start. A flush() waiter stops waiting on the failure of a round that
+        # started after its request: a round already under way may have tried a remote that has since come back.
+        self._rounds = 0
+        self._failed_round = 0
+        self._flush_round = 0         # rounds started when the newest flush request came in
         self._oldest_wait: float | None = time.monotonic() if len(self._backlog) else None
         self._wal_thread = threading.Thread(target=self._wal_loop, name="audit-wal", daemon=True)
         self._commit_thread = threading.Thread(target=self._commit_loop, name="audit-commit", daemon=True)
@@ -114,13 +118,15 @@ class AuditTrail:
         self.wait_durable(self.submit(record))
 
     def flush(self, timeout: float = 60.0) -> bool:
-        """Commit and push everything submitted so far; False if it is not on the branch within ``timeout``."""
+        """Commit and push everything submitted so far; False if it is not on the branch within ``timeout``, or
+        as soon as a commit round started after this call fails (the records keep waiting in the WAL)."""
         self.wait_durable(timeout=timeout)
         with self._cond:
-            goal, failures = self._backlog.durable, self._failures
+            goal, started = self._backlog.durable, self._rounds
             self._flush_requested = True
+            self._flush_round = started
             self._cond.notify_all()
-            self._cond.wait_for(lambda: self._backlog.pushed >= goal or self._stopped or self._failures > failures,
+            self._cond.wait_for(lambda: self._backlog.pushed >= goal or self._stopped or self._failed_round > started,
                                 timeout)
             return self._backlog.pushed >= goal
 
@@ -208,25 +214,26 @@ class AuditTrail:
                     return
                 if not self._due():
                     continue
-                flushing = self._flush_requested
+                self._rounds += 1
+                round_number = self._rounds
             try:
                 self._commit_round()
                 backoff = 0.0
             except RemoteUnreachableError as err:
                 backoff = min(max(backoff * 2, self._settings.backoff_initial), self._settings.backoff_max)
-                self._note_failure(str(err), flushing)
+                self._note_failure(str(err), round_number)
                 _log.warning("audit_remote_unreachable", error=str(err), retry_in=backoff)
                 self._sleep(backoff)
             except AuditError as err:
-                self._note_failure(str(err), flushing)
+                self._note_failure(str(err), round_number)
                 _log.error("audit_commit_failed", error=str(err))
                 self._sleep(self._settings.backoff_initial)
 
-    def _note_failure(self, message: str, flushing: bool) -> None:
+    def _note_failure(self, message: str, round_number: int) -> None:
         with self._cond:
             self._last_error = message
-            self._failures += 1
-            if flushing:  # a flush() waiter gets its answer now; the records keep waiting in the WAL
+            self._failed_round = round_number
+            if round_number > self._flush_round:  # the flush waiters have their answer; records wait in the WAL
                 self._flush_requested = False
             self._cond.notify_all()
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import socket
 import subprocess
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pygit2
@@ -61,13 +63,13 @@ def test_an_unreachable_remote_holds_records_until_it_returns_in_order(remote: P
     trail = AuditTrail.open(str(remote), wal, settings=fast_settings())
     for i in range(1, 11):
         trail.record(admitted(i))
-    assert not trail.flush(5)
+    assert not trail.flush(60)  # answered by the first failed round; the timeout only bounds a hang
     assert trail.status().last_error is not None
-    trail.close(timeout=5)
+    trail.close()
     with AuditTrail.open(str(remote), wal, settings=fast_settings()) as trail:  # restarted during the outage
         for i in range(11, 16):
             trail.record(admitted(i))
-        assert not trail.flush(5)
+        assert not trail.flush(60)
         hidden.rename(remote)
         assert trail.flush(30)
     assert workload_names(remote) == [f"w{i}" for i in range(16)]
@@ -86,7 +88,7 @@ def test_a_closed_port_is_an_outage_not_a_loss(tmp_path: Path) -> None:
     wal = tmp_path / "wal"
     with AuditTrail.open(url, wal, settings=fast_settings()) as trail:
         trail.record(admitted(1))
-        assert not trail.flush(10)
+        assert not trail.flush(60)
         assert "reach" in (trail.status().last_error or "")
     remote = bare_repo(tmp_path / "recovered.git")
     with AuditTrail.open(str(remote), wal, settings=fast_settings()) as trail:
@@ -216,7 +218,7 @@ def test_a_long_outage_spills_to_the_wal_instead_of_memory(remote: Path, tmp_pat
         for i in range(40):
             trail.record(admitted(i))
         assert trail.status().in_memory <= 10
-        assert not trail.flush(2)
+        assert not trail.flush(60)
     with AuditTrail.open(str(remote), wal, settings=settings) as trail:  # restart: replay keeps 10 in memory
         assert trail.status().in_memory == 10
         for i in range(40, 60):
@@ -244,12 +246,41 @@ def test_a_push_refused_by_a_hook_is_reported_and_the_records_wait(remote: Path,
     hook.chmod(0o755)
     with AuditTrail.open(str(remote), tmp_path / "wal", settings=fast_settings()) as trail:
         trail.record(admitted(1))
-        assert not trail.flush(5)
+        assert not trail.flush(60)
         assert "refused by the remote" in (trail.status().last_error or "")
         hook.unlink()
         assert trail.flush(30)
     assert workload_names(remote) == ["w1"]
 
+
+def test_a_flush_is_not_answered_by_a_round_that_began_before_it(remote: Path, tmp_path: Path) -> None:
+    """A round under way when flush() is called, failing after the remote recovered, does not fail the flush."""
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    (gate / "refuse").touch()
+    hook = remote / "hooks" / "pre-receive"
+    # The first push is held until the test releases it, then refused; every later push is accepted.
+    hook.write_text(f"#!/bin/sh\ncd '{gate}'\n[ -e refuse ] || exit 0\ntouch entered\n"
+                    "while [ ! -e release ]; do sleep 0.01; done\nrm refuse\necho held and refused >&2\nexit 1\n")
+    hook.chmod(0o755)
+    with AuditTrail.open(str(remote), tmp_path / "wal", settings=fast_settings()) as trail:
+        trail.record(admitted(1))  # the batch timer starts a round, whose push the hook holds
+        wait_until((gate / "entered").exists, "the first push reaches the hook")
+        answers: list[bool] = []
+        flusher = threading.Thread(target=lambda: answers.append(trail.flush(60)))
+        flusher.start()
+        wait_until(lambda: trail._flush_requested, "flush() has registered its request")  # no public view of it
+        (gate / "release").touch()  # the held round now fails, although the remote accepts pushes again
+        flusher.join(90)
+        assert answers == [True]
+    assert workload_names(remote) == ["w1"]
+
+
+def wait_until(condition: Callable[[], object], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.01)
 
 
 @pytest.mark.parametrize(("record", "problem"), [
