@@ -119,7 +119,7 @@ class AdmissionLoop:
                 if self.writer.writes_since_pass == 0 and not self.admission.backlog:
                     wait = min(self.options.resync, self.options.queue_status_interval) if self.queues.deferred \
                         else self.options.resync
-                    self.cache.changed.wait(wait)
+                    self._wait_for_change(stop, wait)
                     time.sleep(0.02)  # let a burst of watch events land before the next pass
                 else:  # work waits for tokens: small frequent passes, not a busy loop
                     stop.wait(max(0.0, self.options.pass_interval - (time.monotonic() - started)))
@@ -132,6 +132,15 @@ class AdmissionLoop:
             self.cache.stop()
             if self.events is not None:
                 self.events.close()
+
+    def _wait_for_change(self, stop: threading.Event, seconds: float) -> None:
+        """Until the cache changes, ``stop`` is set (looked at every 0.2 s: a stop request ends the loop
+        promptly, not after a resync's wait) or ``seconds`` pass."""
+        deadline = time.monotonic() + seconds
+        while not stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0 or self.cache.changed.wait(min(0.2, left)):
+                return
 
     def once(self) -> None:
         self.passes += 1
