@@ -287,6 +287,10 @@ def assign_flavors(spec: QueueSpec, node: QuotaNode, shape: Shape, flavors: Mapp
             if choice.mode == Mode.NO_FIT:
                 scan.reasons = scan.reasons[before:]
                 break
+            if choice.mode == Mode.FIT:
+                # Kueue returns no status for a group that fits (borrowing or not): the flavors it passed over on
+                # the way are not named in the pod set's message.
+                del scan.reasons[before:]
             borrow = max(borrow, choice.borrow)
             needs.extend(choice.needs_preemption)
             if choice.flavor is not None:
