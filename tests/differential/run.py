@@ -143,7 +143,7 @@ def recheck(directory: Path, *, messages: bool) -> int:
             continue
         reset = simulate(with_scan_progress_reset(data["scenario"]))
         if not differences(data["kueue"], reset, messages=messages, scenario=data["scenario"], counts=False):
-            print(f"{path.name}: as Kueue with scan progress reset (a Kueue timing outcome)", flush=True)
+            print(f"{path.name}: as Kueue with scan progress reset (known gap)", flush=True)
             continue
         if differences(data["kueue"], ours, messages=messages, scenario=data["scenario"], counts=False):
             still += 1

@@ -212,3 +212,19 @@ def test_handwritten_sample_is_bounded_seeded_and_can_be_all(monkeypatch: pytest
     assert handwritten_sample(paths) != first
     monkeypatch.setenv("GITOPSQ_DIFFERENTIAL_HANDWRITTEN", "all")
     assert handwritten_sample(paths) == paths
+
+
+@pytest.mark.parametrize(("times", "fields"), [
+    pytest.param([400.0, 400.0], [], id="preempted-twice-at-one-instant-is-a-kueue-cycle"),
+    pytest.param([100.0, 400.0], ["state", "cluster_queue", "flavors"], id="preempted-at-two-instants-is-compared"),
+])
+def test_kueue_preemption_cycle_exempts_its_tree(times: list[float], fields: list[str]) -> None:
+    """A tree where Kueue preempted one workload twice at the same instant (a preemption cycle gitopsq does not
+    play out) is not compared; preemptions at different instants are."""
+    events = [{"time": t, "workload": "ns/head", "type": "Preempted", "reason": "InCohortFairSharing"} for t in times]
+    kueue = {**_result(**{"ns/head": {"state": "Pending"}, "ns/next": {"state": "Pending"}}), "events": events}
+    ours = {**_result(**{"ns/head": {"state": "Pending"},
+                         "ns/next": {"state": "Admitted", "clusterQueue": "cq", "flavors": {"main": {"cpu": "f"}}}}),
+            "events": events}
+    diffs = differences(kueue, ours, scenario=_one_queue("BestEffortFIFO"))
+    assert [d.field for d in diffs if d.workload == "ns/next"] == fields
