@@ -76,7 +76,7 @@ class PodProcess:
         return self.log.read_text(errors="replace")
 
     def http(self, port: int, path: str, *, body: bytes | None = None, headers: Mapping[str, str] | None = None,
-             timeout: float = 5.0) -> tuple[int, bytes]:
+             timeout: float = 30.0) -> tuple[int, bytes]:
         request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, headers=dict(headers or {}),
                                          method="POST" if body is not None else "GET")
         try:
@@ -101,11 +101,23 @@ class PodProcess:
             time.sleep(0.3)
         raise AssertionError(f"GET :{port}{path} never answered {status} (last: {last}):\n{self.logs()[-3000:]}")
 
+    def wait_series(self, port: int, path: str, series: list[bytes], timeout: float = 60.0) -> bytes:
+        """The metrics page once it holds every one of ``series``: a counter follows the change it counts (a
+        status write, a Job's unsuspension), so on a loaded machine a single scrape may come in between."""
+        deadline = time.monotonic() + timeout
+        while True:
+            body = self.wait_http(port, path, timeout=timeout)
+            missing = [s for s in series if s not in body]
+            if not missing:
+                return body
+            assert time.monotonic() < deadline, f"{path} never showed {missing}:\n{self.logs()[-3000:]}"
+            time.sleep(0.3)
+
     def stop(self) -> int:
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(timeout=30)
+                self.proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()

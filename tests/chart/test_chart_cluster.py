@@ -257,8 +257,8 @@ def _exercise(rig: Envtest, installed: dict[str, Any], pod: PodProcess) -> None:
     lease = json.loads(rig.kubectl("get", "lease", f"{installed['release']}-lease", "-n", namespace,
                                    "-o", "json").stdout)
     assert lease["spec"]["holderIdentity"]
-    code, body = pod.http(metrics_port, rendered.get("ServiceMonitor")["spec"]["endpoints"][0]["path"])
-    assert code == 200 and b"gitopsq_sync_total" in body
+    pod.wait_series(metrics_port, rendered.get("ServiceMonitor")["spec"]["endpoints"][0]["path"],
+                    [b"gitopsq_sync_total"])
     payload = json.dumps({"ref": "refs/heads/main"}).encode()
     assert pod.http(installed["health"], "/hooks/git", body=payload,
                     headers={"X-Hub-Signature-256": sign(b"wrong", payload)})[0] == 401

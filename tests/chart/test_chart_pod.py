@@ -141,8 +141,7 @@ spec: {{clusterQueue: {team}}}
                 break
             time.sleep(0.3)
         assert got["spec"]["suspend"] is False, pod.logs()[-3000:]
-        _, body = pod.http(metrics, "/metrics")
-        assert b'replica_role="leader"' in body and b"kueue_admitted_workloads_total{" in body
+        pod.wait_series(metrics, "/metrics", [b'replica_role="leader"', b"kueue_admitted_workloads_total{"])
     finally:
         code = pod.stop()
         for kind in ("clusterrolebinding", "clusterrole"):

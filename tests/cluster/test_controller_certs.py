@@ -59,7 +59,7 @@ def test_generated_certificates_go_to_the_user_cache_not_the_working_directory(k
             except OSError:
                 return None
 
-        pem = wait_for(served, timeout=30, message="the webhook serving TLS")
+        pem = wait_for(served, message="the webhook serving TLS")
         assert x509.load_pem_x509_certificate(pem.encode()) == \
             x509.load_pem_x509_certificate((certs / "tls.crt").read_bytes())
         assert (certs / "tls.key").stat().st_mode & 0o777 == 0o600
@@ -68,7 +68,7 @@ def test_generated_certificates_go_to_the_user_cache_not_the_working_directory(k
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
-            code = proc.wait(timeout=30)
+            code = proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()

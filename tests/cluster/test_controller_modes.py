@@ -39,7 +39,7 @@ class Controller:
 
     def scrape(self) -> str:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics}/metrics", timeout=5) as answer:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics}/metrics", timeout=30) as answer:
                 return str(answer.read().decode())
         except OSError:
             return ""
@@ -47,7 +47,7 @@ class Controller:
     def stop(self, sig: int = signal.SIGTERM) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
-        return self.proc.wait(timeout=30)
+        return self.proc.wait(timeout=60)
 
 
 @pytest.fixture
@@ -104,8 +104,9 @@ def test_combined_mode_syncs_the_repository_and_admits(kueue_clean: Envtest, rep
     wait_for(lambda: "sync pass" in proc.events(), message="a sync pass")
     create_job(kueue_clean, job_manifest(repo.team_a, "train", "main", {"cpu": "2"}))
     wait_for(lambda: admitted(kueue_clean, repo.team_a, "train"), message="admission into the synced queue")
-    text = proc.scrape()
-    assert f'gitopsq_sync_applied_revision_info{{revision="{sha}",source="gitopsq-system/{repo.tag}"}} 1.0' in text
+    revision = f'gitopsq_sync_applied_revision_info{{revision="{sha}",source="gitopsq-system/{repo.tag}"}} 1.0'
+    # The series follow the pass's log line; a loaded machine may scrape in between.
+    text = wait_for(lambda: (t := proc.scrape()) and revision in t and t, message="the applied revision series")
     assert 'gitopsq_sync_total{outcome="applied"}' in text
     assert proc.stop() == 0
 

@@ -128,7 +128,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_for_port(port: int, timeout: float = 10.0) -> None:
+def wait_for_port(port: int, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with socket.socket() as sock:
@@ -164,7 +164,7 @@ def git_daemon(tmp_path: Path) -> Iterator[Daemon]:
     finally:
         # The daemon forks one child per connection into its own session: stop that process group only.
         os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=10)
+        process.wait(timeout=60)
 
 
 # -- git http-backend behind Basic auth -------------------------------------------------------------------------
