@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -91,7 +92,8 @@ def test_killed_after_push_before_wal_compaction_replays_without_duplicates(remo
     proc = _spawn(remote, wal, 0, 50, "--flush-then-wait")
     acked = _read_until(proc, "pushed")
     _kill(proc)
-    assert list(wal.glob("wal-*.jsonl")), "the WAL should still hold the pushed records"
+    in_wal = [json.loads(line)["w"] for path in wal.glob("wal-*.jsonl") for line in path.read_bytes().splitlines()]
+    assert sorted(in_wal) == list(range(1, len(acked) + 1)), "the WAL should still hold the pushed records"
     with AuditTrail.open(str(remote), wal, settings=fast_settings()) as trail:
         trail.record(admitted(50))
         assert trail.flush(30)

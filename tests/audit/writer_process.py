@@ -2,7 +2,8 @@
 
 Usage: python -m tests.audit.writer_process TARGET WAL_DIR START COUNT [--flush-then-wait]
 Prints ``ack <i>`` once record ``i`` is durable, ``pushed`` after a successful flush, then either exits or
-(with --flush-then-wait) sleeps until killed.
+(with --flush-then-wait) sleeps until killed. With --flush-then-wait the WAL is never compacted, so the kill
+always lands "after the push, before compaction" (on a busy machine compaction could otherwise win the race).
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ import sys
 import time
 
 from gitopsq.audit.trail import AuditTrail
+from gitopsq.audit.wal import WriteAheadLog
 
 from .conftest import admitted, fast_settings
 
 
 def main(argv: list[str]) -> None:
     target, wal_dir, start, count = argv[0], argv[1], int(argv[2]), int(argv[3])
+    if "--flush-then-wait" in argv:
+        WriteAheadLog.compact = lambda self, upto: 0  # type: ignore[method-assign]
     trail = AuditTrail.open(target, wal_dir, settings=fast_settings(batch_seconds=0.1, batch_records=40))
     for i in range(start, start + count):
         trail.record(admitted(i))
