@@ -179,14 +179,17 @@ class FairPreemption(ClassicalPreemption):
         quota.add_all(node, p.requests)
         try:
             for round_no, strategy in enumerate(self.topology.settings.preemption_strategies):
-                pool = {cq: list(ws) for cq, ws in candidates.items()}
+                # A later strategy retries only the candidates no earlier round took (Kueue's retryCandidates):
+                # a workload must never be a target twice, or its quota would be counted free twice.
+                taken = {id(t.workload) for t in chosen}
+                pool = {cq: left for cq, ws in candidates.items() if (left := [w for w in ws if id(w) not in taken])}
                 while pool and not fits:
                     cq = self._next_target(node.root(), pool, p.spec.name)
                     w = pool[cq].pop(0)
                     if not pool[cq]:
                         del pool[cq]
                     if w.assignment is None:
-                        continue  # already chosen in an earlier round
+                        continue
                     reason = self._judge(p, node, w, strategy)
                     if reason is None:
                         pool.pop(cq, None)  # this queue is not over its fair share
