@@ -184,6 +184,19 @@ def decide(topology: Topology, live: Mapping[str, LiveWorkload], now: float,
     return out
 
 
+def next_window(window: int, admitted: Sequence[LiveWorkload]) -> int:
+    """The engine's window for the next pass: twice the most one group of identical waiting Workloads got in
+    this pass (at least `_MIN_WINDOW`), doubled when a group used the whole window. While quota, not the
+    request budget, limits admissions (each group gets one or two a pass) the engine sees a few Workloads per
+    group, and a pass stays short; when one group can take many, the window grows to follow."""
+    per_group: dict[tuple[str, str, int | None, str | None, int], int] = {}
+    for w in admitted:
+        group = (w.namespace, w.queue, w.priority, w.priority_class, id(w.pod_sets))
+        per_group[group] = per_group.get(group, 0) + 1
+    most = max(per_group.values(), default=0)
+    return max(_MIN_WINDOW, window * 2 if most >= window else most * 2)
+
+
 def _age(entry: tuple[LiveWorkload, int]) -> tuple[float, str]:
     return entry[0].created, entry[0].key
 
@@ -251,6 +264,7 @@ class AdmissionPass:
         self.backlog = 0  # pending reasons and admissions left for the next pass
         self.capped = 0  # admissions decided but left for the next pass
         self.admissions_written = 0  # admission writes attempted, all passes (progress log)
+        self._window = _MIN_WINDOW  # waiting Workloads per group the next pass gives the engine (`next_window`)
         share = max(1.0, options.qps * options.pending_share)
         self._pending_bucket = TokenBucket(share, max(1, int(options.qps)))
         self._pool = ThreadPoolExecutor(max_workers=options.write_workers, thread_name_prefix="admission-write")
@@ -281,7 +295,7 @@ class AdmissionPass:
         started = time.monotonic()
         topology = self.topology()
         cap = self.admission_cap()
-        window = max(cap, _MIN_WINDOW)
+        window = max(_MIN_WINDOW, min(cap, self._window))
         # Without metrics to feed, the index hands over only what the engine needs: quota holders and the
         # oldest ``window`` of each group of identical waiting Workloads (decide's window, precomputed).
         live = None if self.metrics is not None else self.cache.indexed("workloads", lambda ix: ix.window(window))
@@ -304,6 +318,7 @@ class AdmissionPass:
         # the budget per pass: the rest is decided again next pass, with whatever arrived meanwhile.
         chosen = list(decisions.admit.items())[:cap]
         self.capped = len(decisions.admit) - len(chosen)
+        self._window = next_window(window, [live[key] for key in decisions.admit])
         self.admissions_written += len(chosen)
         admissions = [functools.partial(self._admit, live[key], cq, flavors, checks, now)
                       for key, (cq, flavors, checks) in chosen]

@@ -227,3 +227,22 @@ def test_a_pass_writes_what_the_bucket_holds(tokens: float, options: dict[str, A
 
     admission = AdmissionPass(cache=None, writer=_Writer(tokens), options=LoopOptions(**options))  # type: ignore[arg-type]
     assert admission.admission_cap() == cap
+
+
+@pytest.mark.parametrize(("window", "admitted", "expected"), [
+    pytest.param(8, [], 8, id="nothing admitted: the smallest window"),
+    pytest.param(8, ["1"], 8, id="quota-bound, one a group: stays small"),
+    pytest.param(50, ["1", "1", "1", "5"], 8, id="shrinks when groups get few"),
+    pytest.param(8, ["1"] * 8, 16, id="a group used the whole window: doubles"),
+    pytest.param(32, ["1"] * 10, 20, id="follows twice the busiest group"),
+])
+def test_the_engine_window_follows_what_groups_get(window: int, admitted: list[str], expected: int) -> None:
+    """The next pass gives the engine twice what the busiest group of identical Workloads got (at least 8),
+    doubling when a group filled its window: few per group while quota limits admissions, more when it
+    does not."""
+    from gitopsq.cluster.admission_pass import next_window
+
+    workloads = []
+    for cpu in sorted(set(admitted)):
+        workloads += list(_pending_workloads(admitted.count(cpu), cpu).values())
+    assert next_window(window, workloads) == expected
