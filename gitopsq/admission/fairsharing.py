@@ -120,27 +120,45 @@ def _contender(tree: QuotaTree, topology: Topology, e: Entry) -> _Contender:
     return _Contender(e, path, standing)
 
 
-def _beats(a: _Contender, b: _Contender) -> bool:
-    """Whether ``a`` wins the tournament against ``b``: they meet at the cohort where their paths part."""
+def _less(a: _Contender, b: _Contender, depth: int) -> bool:
+    """Whether ``a`` beats ``b`` where their paths part (``depth``): preemptor first, then not borrowing and the
+    lower share of the node at that depth, then priority and queue order (Kueue's entryComparer)."""
     if a.entry.preemptor != b.entry.preemptor:
         return a.entry.preemptor
-    for i in range(min(len(a.path), len(b.path))):
-        if a.path[i] is not b.path[i]:
-            if a.standing[i] != b.standing[i]:
-                return a.standing[i] < b.standing[i]
-            break
+    if depth < len(a.standing) and depth < len(b.standing) and a.standing[depth] != b.standing[depth]:
+        return a.standing[depth] < b.standing[depth]
     wa, wb = a.entry.w, b.entry.w
     return (-wa.priority, wa.created, wa.seq) < (-wb.priority, wb.created, wb.seq)
 
 
-def _winner(tree: QuotaTree, topology: Topology, group: list[Entry]) -> Entry:
-    best: _Contender | None = None
-    for e in group:
-        c = _contender(tree, topology, e)
-        if best is None or _beats(c, best):
+def _tournament(contenders: list[_Contender], depth: int) -> _Contender:
+    """Kueue's runTournament: every child of the cohort at ``depth`` puts up its own winner (recursively), and
+    the winners are compared on the standing of those children. A linear scan is not the same: a queue that
+    loses inside its cohort must not win against another cohort."""
+    if len(contenders) == 1:
+        return contenders[0]
+    by_child: dict[int, list[_Contender]] = {}
+    for c in contenders:
+        by_child.setdefault(id(c.path[depth]), []).append(c)
+    finalists = []
+    for members in by_child.values():
+        if len(members) > 1 and all(depth + 1 < len(m.path) for m in members):
+            finalists.append(_tournament(members, depth + 1))
+            continue
+        best = members[0]  # one queue's entries (look-ahead): its own order decides
+        for m in members[1:]:
+            if _less(m, best, len(m.path)):
+                best = m
+        finalists.append(best)
+    best = finalists[0]
+    for c in finalists[1:]:
+        if _less(c, best, depth):
             best = c
-    assert best is not None
-    return best.entry
+    return best
+
+
+def _winner(tree: QuotaTree, topology: Topology, group: list[Entry]) -> Entry:
+    return _tournament([_contender(tree, topology, e) for e in group], 0).entry
 
 
 class FairPreemption(ClassicalPreemption):
