@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from admission_loop_bench import queue_objects  # noqa: E402
 
-from gitopsq.cluster.admission_pass import decide  # noqa: E402
+from gitopsq.cluster.admission_decide import decide  # noqa: E402
 from gitopsq.cluster.workloads import iso, read_workload, topology_of  # noqa: E402
 
 CLASSES = (("small", 1, 50), ("medium", 5, 100), ("large", 20, 200))

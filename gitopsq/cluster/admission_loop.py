@@ -22,15 +22,8 @@ from collections.abc import Callable
 from typing import Any
 
 from gitopsq import logs
-from gitopsq.cluster.admission_pass import (
-    FAULT_ENV,
-    AdmissionPass,
-    Decisions,
-    LoopOptions,
-    decide,
-    fault,
-    heads,
-)
+from gitopsq.cluster.admission_decide import Decisions, decide, heads
+from gitopsq.cluster.admission_pass import FAULT_ENV, AdmissionPass, LoopOptions, fault
 from gitopsq.cluster.cache import Cache, Client, TokenBucket
 from gitopsq.cluster.jobs import JobReconciler
 from gitopsq.cluster.queue_status import QueueStatusWriter

@@ -240,7 +240,7 @@ def test_the_engine_window_follows_what_groups_get(window: int, admitted: list[s
     """The next pass gives the engine twice what the busiest group of identical Workloads got (at least 8),
     doubling when a group filled its window: few per group while quota limits admissions, more when it
     does not."""
-    from gitopsq.cluster.admission_pass import next_window
+    from gitopsq.cluster.admission_decide import next_window
 
     workloads = []
     for cpu in sorted(set(admitted)):
