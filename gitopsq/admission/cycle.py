@@ -41,7 +41,7 @@ class Entry:
     message: str = ""
     always_inadmissible: bool = False  # namespace mismatch: not retried even by StrictFIFO
     reserve: dict[FlavorResource, int] = field(default_factory=dict)
-    preemptor: bool = False  # issued preemptions in the previous cycle: goes first (PrioritizePreemptorWorkloads)
+    preemptor: bool = False  # issued preemptions last cycle and PrioritizePreemptorWorkloads is on: goes first
     generation: int = 0  # of the ClusterQueue when nominated (decides whether the flavor scan may resume)
 
     def order_key(self) -> tuple[int, int, int, float, int]:
@@ -211,7 +211,7 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
     state.cycle += 1
     entries = [nominate(state, w, spec) for spec, w in heads]
     for e in entries:
-        e.preemptor = e.w.key in state.preemptors
+        e.preemptor = state.topology.settings.prioritize_preemptors and e.w.key in state.preemptors
     state.preemptors = set()
     fair = state.topology.settings.fair_sharing
     victims: dict[str, tuple[Target, WorkloadInfo]] = {}

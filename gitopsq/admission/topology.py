@@ -18,7 +18,8 @@ from gitopsq.api import model as m
 STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 BATCHED, IMMEDIATE = "Batched", "Immediate"
 REQUEUE_MODES = (BATCHED, IMMEDIATE)
-FEATURE_GATES = ("FlavorFungibilityPreserveScanProgress",)  # the Kueue gates a scenario may set
+# the Kueue gates a scenario may set
+FEATURE_GATES = ("FlavorFungibilityPreserveScanProgress", "PrioritizePreemptorWorkloads")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +44,10 @@ class Settings:
     # Kueue's FlavorFungibilityPreserveScanProgress gate (Beta, on in v0.19): a failed attempt's flavor scan
     # resumes after the flavor where it stopped. Off: every attempt scans from the first flavor.
     preserve_flavor_scan_progress: bool = True
+    # Kueue's PrioritizePreemptorWorkloads gate (Alpha, off in v0.19): a workload whose preemptions were issued in
+    # the previous cycle is processed first in the next. Off: it competes in the usual order (it stays the head
+    # of its own BestEffortFIFO queue either way).
+    prioritize_preemptors: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -218,10 +218,13 @@ class _Parser:
         gates = r.mapping(body.get("featureGates") or {}, ("featureGates",), allowed=FEATURE_GATES)
         preserve = r.boolean(gates.get("FlavorFungibilityPreserveScanProgress"),
                              ("featureGates", "FlavorFungibilityPreserveScanProgress"), default=True)
+        prioritize = r.boolean(gates.get("PrioritizePreemptorWorkloads"),
+                               ("featureGates", "PrioritizePreemptorWorkloads"), default=False)
         defaults = self._checks(r, body.get("admissionChecks"), ("admissionChecks",))
         self.findings.extend(r.findings)
         return Settings(fair_sharing=fair, preemption_strategies=tuple(strategies), inadmissible_requeue=requeue,
-                        fair_sharing_look_ahead=look_ahead, preserve_flavor_scan_progress=preserve), defaults
+                        fair_sharing_look_ahead=look_ahead, preserve_flavor_scan_progress=preserve,
+                        prioritize_preemptors=prioritize), defaults
 
     def _objects(self, raw: Any) -> tuple[m.QueueObject, ...]:
         r = self.reader((), "scenario")
