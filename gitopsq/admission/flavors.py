@@ -148,8 +148,10 @@ def _preferred(a: _Choice, b: _Choice | None, ff: m.FlavorFungibility) -> bool:
     anything else (``BorrowingOverPreemption``, the default when unset) the preemption mode first."""
     if b is None:
         return True
-    if a.mode <= Mode.NO_CANDIDATES or b.mode <= Mode.NO_CANDIDATES:
+    if Mode.NO_FIT in (a.mode, b.mode):
         return a.mode > b.mode
+    if (a.mode == Mode.NO_CANDIDATES) != (b.mode == Mode.NO_CANDIDATES):
+        return b.mode == Mode.NO_CANDIDATES  # a flavor that cannot be admitted now ranks below any that can
     if ff.preference == "PreemptionOverBorrowing":
         if a.borrow != b.borrow:
             return a.borrow < b.borrow
@@ -216,7 +218,8 @@ class _PodSetScan:
                 # another that needs preemption.
                 if (mode, -borrow) < (choice.mode, -choice.borrow):
                     choice.mode, choice.borrow = mode, borrow
-            least_severe = min(least_severe, severity)
+            if choice.mode == Mode.NO_FIT:
+                least_severe = min(least_severe, severity)  # Kueue ranks only the flavors that did not fit
             if not _try_next(choice.mode, choice.borrow, ff):
                 best = choice  # Kueue: the flavor that stops the search is taken, whatever came before
                 break
@@ -224,8 +227,10 @@ class _PodSetScan:
                 best = choice
         if best is None:
             best = _Choice(None, Mode.NO_FIT, 0, [])
-        if best.mode < Mode.PREEMPT:
-            self.severity = max(self.severity, least_severe if least_severe < 99 else 0)
+        if least_severe < 99:
+            # Per group, the least severe of the flavors that did not fit (alternatives); per pod set, the most
+            # severe group (Kueue's resolveNoFitReason, which counts only pod sets that got no flavors).
+            self.severity = max(self.severity, least_severe)
         return best
 
 
@@ -303,7 +308,8 @@ def assign_flavors(spec: QueueSpec, node: QuotaNode, shape: Shape, flavors: Mapp
             # flavors, and with them where each of its scans stopped.
             tried.update(ps_tried)
         mode = min(mode, ps_mode)
-        severity = max(severity, scan.severity)
+        if ps_mode == Mode.NO_FIT:
+            severity = max(severity, scan.severity)
         out_flavors.append((ps.name, FrozenMap(per_resource)))
         if ps_mode < Mode.FIT and scan.reasons:
             failures.append(msg.pod_set_failure(ps.name, scan.reasons))
@@ -311,6 +317,6 @@ def assign_flavors(spec: QueueSpec, node: QuotaNode, shape: Shape, flavors: Mapp
             break  # Kueue stops at the first pod set that cannot be assigned
     if mode == Mode.FIT:
         return Nomination(mode, borrow, tuple(out_flavors), assigned, frozenset(), tried=tried)
-    reason = _severity_reason(severity) if mode < Mode.PREEMPT else msg.WAITING_FOR_QUOTA
+    reason = _severity_reason(severity) if mode == Mode.NO_FIT else msg.WAITING_FOR_QUOTA
     return Nomination(mode, borrow, tuple(out_flavors), assigned, frozenset(needs), reason, "; ".join(failures),
                       tried)
