@@ -161,7 +161,11 @@ def _pop_head(state: State, spec: QueueSpec) -> tuple[WorkloadInfo | None, bool]
         if blocked is None:
             return w, parked
         queue.park(w)
-        state.status[w.key] = Status(*blocked)
+        current = state.status.get(w.key)
+        if current is None or current.reason != msg.PENDING_EVALUATION:
+            # A preempted workload moved aside with its equivalents keeps "pending evaluation", as in Kueue: no
+            # scheduler pass looks at it, so nothing rewrites the condition its eviction left.
+            state.status[w.key] = Status(*blocked)
         parked = True
     return None, parked
 
