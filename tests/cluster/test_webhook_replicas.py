@@ -149,7 +149,7 @@ def test_changed_certificate_files_are_served_without_a_restart(kueue_clean: Env
     other = ensure_certificates(tmp_path / "other", ["localhost"])
     for file in ("tls.key", "tls.crt"):
         (certs / file).write_bytes((tmp_path / "other" / file).read_bytes())
-    wait_for(lambda: mutate(port, other.ca_pem), timeout=20, message="webhook with the new certificate")
+    wait_for(lambda: mutate(port, other.ca_pem), timeout=60, message="webhook with the new certificate")
     assert mutate(port, first.ca_pem) is None
     served = ssl.get_server_certificate(("127.0.0.1", port))
     assert x509.load_pem_x509_certificate(served.encode()) == \
