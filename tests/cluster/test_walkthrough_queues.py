@@ -132,5 +132,9 @@ def test_cohort_borrowing_then_reclaim_with_preemption(kueue_clean: Envtest) -> 
     stopped = wait_for("victim's template restored", lambda: (j := job(env, ns_a, "a-borrow"))
                        and not j["spec"]["template"]["spec"].get("nodeSelector") and j)
     assert stopped["spec"]["suspend"] is True
-    assert job(env, ns_b, "b-reclaims")["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "research"}
+    # The Job is started (unsuspended, flavor's node labels injected) after its Workload is admitted, in a write
+    # of its own: wait for it rather than read once.
+    started = wait_for("b-reclaims started on the flavor's nodes", lambda: (j := job(env, ns_b, "b-reclaims"))
+                       and not j["spec"]["suspend"] and j["spec"]["template"]["spec"].get("nodeSelector") and j)
+    assert started["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "research"}
     assert admitted(env, ns_a, "a-own")

@@ -68,7 +68,7 @@ def test_third_job_waits_with_kueue_message_until_one_completes(kueue_clean: Env
         "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default-flavor, "
         "1 more needed")
     assert job(env, ns, "third")["spec"]["suspend"] is True
-    assert job(env, ns, "small")["spec"]["suspend"] is False
+    wait_for("small started", lambda: job(env, ns, "small")["spec"]["suspend"] is False)  # a write after admission
     usage = wait_for("usage of 3 cpu", lambda: (u := flavors_usage(cluster_queue(env, "cluster-queue")))
                      and u[("default-flavor", "cpu")] == "3" and u)
     assert usage[("default-flavor", "memory")] == "2Gi"
