@@ -112,10 +112,20 @@ class ScenarioRun:
             o.scheduling.create_priority_class(pc)
         for obj in self.plan.queue_objects:
             self._create(obj)
+        created_priorities: set[object] = set()
         for k, entry in self.entries.items():
             if entry.get("admitted") is None:
                 self.clock.add(float(entry.get("submitAt", 0)), SUBMIT, k)
                 continue
+            # Two admitted workloads of equal priority created in the same second are ordered by UID once both
+            # are preempted and back in the queue (random per run); a new second for the later one keeps the
+            # scenario's list order, which is the simulator's.
+            priority = entry.get("priorityClass", entry.get("priority"))
+            if priority in created_priorities:
+                second = int(time.time())
+                while int(time.time()) <= second:
+                    time.sleep(0.02)
+            created_priorities.add(priority)
             created = self._create(ko.workload(entry, self.objects))
             created["status"] = ko.admission_status(entry, base)
             updated = o.custom.replace_namespaced_custom_object_status(
