@@ -43,6 +43,7 @@ class Entry:
     reserve: dict[FlavorResource, int] = field(default_factory=dict)
     preemptor: bool = False  # issued preemptions last cycle and PrioritizePreemptorWorkloads is on: goes first
     generation: int = 0  # of the ClusterQueue when nominated (decides whether the flavor scan may resume)
+    resumed: bool = False  # the flavor scan started after the first flavor somewhere (Kueue's LastAssignment)
 
     def order_key(self) -> tuple[int, int, int, float, int]:
         borrow = self.nomination.borrow if self.nomination else 0
@@ -138,18 +139,20 @@ def _nominate_shape(state: State, w: WorkloadInfo, spec: QueueSpec, shape: Shape
     resume = w.last_tried if fresh and state.topology.settings.preserve_flavor_scan_progress else None
     n = assign_flavors(spec, node, shape, state.topology.flavors, oracle, preempt_while_borrowing=while_borrowing,
                        resume=resume)
+    resumed = resume is not None and any(i != -1 for i in resume.values())
     if n.mode == Mode.FIT:
-        return Entry(w, spec, FIT, n, generation=generation)
+        return Entry(w, spec, FIT, n, generation=generation, resumed=resumed)
     if n.mode >= Mode.NO_CANDIDATES:
         found = targets(dict(n.usage), n.needs_preemption) if n.mode >= Mode.PREEMPT else []
         if found:
             return Entry(w, spec, PREEMPT, n, list(found), msg.WAITING_FOR_PREEMPTED,
-                         msg.pending_preemption(n.message, len(found)), generation=generation)
-        entry = Entry(w, spec, NO_FIT, n, reason=msg.WAITING_FOR_QUOTA, message=n.message, generation=generation)
+                         msg.pending_preemption(n.message, len(found)), generation=generation, resumed=resumed)
+        entry = Entry(w, spec, NO_FIT, n, reason=msg.WAITING_FOR_QUOTA, message=n.message, generation=generation,
+                      resumed=resumed)
         if pre.reclaim_within_cohort != "Any":
             entry.reserve = _to_reserve(node, spec, n)
         return entry
-    return Entry(w, spec, NO_FIT, n, reason=n.reason, message=n.message, generation=generation)
+    return Entry(w, spec, NO_FIT, n, reason=n.reason, message=n.message, generation=generation, resumed=resumed)
 
 
 def _pop_head(state: State, spec: QueueSpec) -> tuple[WorkloadInfo | None, bool]:
@@ -234,6 +237,9 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
                 quota.add_all(node, e.reserve)
                 held.append((node, e.reserve))
             untried = e.nomination is not None and any(i != -1 for i in e.nomination.tried.values())
+            # Kueue pops a StrictFIFO head again in every cycle: an attempt that resumed after the first flavor
+            # and reached the last one is followed by a scan from the first flavor, which may fit.
+            untried = untried or (queue.strict and e.resumed)
             if untried:
                 # Scans of several groups or pod sets can take turns without ever all reaching their last
                 # flavor; within one instant, one retry per flavor of the widest group is enough.

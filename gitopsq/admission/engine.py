@@ -133,6 +133,7 @@ class Engine:
         w.checks[check] = state
         if state == "Ready" and not w.admitted and all(s == "Ready" for s in w.checks.values()):
             w.admitted = True
+            st.bump(w.assignment.cluster_queue)
             st.events.append(Event(now, key, "Admitted", w.assignment.cluster_queue, w.assignment.flavors,
                                    "Admitted", "The workload is admitted"))
         elif state == "Retry":

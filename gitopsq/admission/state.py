@@ -57,7 +57,9 @@ class State:
         self.unsettled: list[float] = []  # instants the cycle guard had to stop (expected to stay empty)
         self.dirty_roots: set[str] = set()  # root nodes whose capacity was released since the last requeue
         self.members: dict[str, list[str]] = {}  # root node -> ClusterQueues below it
-        # ClusterQueue -> bumped whenever a workload leaves it (Kueue's AllocatableResourceGeneration)
+        # ClusterQueue -> Kueue's AllocatableResourceGeneration: bumped whenever the cache replaces or removes one
+        # of its workloads, i.e. on every admission (the admitted Workload's update event replaces the assumed
+        # copy, `clusterQueue.addOrUpdateWorkload`), status change of an admitted workload, and departure.
         self.generation: dict[str, int] = {}
         self.cycle = 0  # scheduling cycles run so far (Kueue's schedulingCycle)
         for name in tree.queues:
@@ -76,6 +78,7 @@ class State:
         w.checks = dict.fromkeys(checks, "Pending")
         w.admitted = not checks
         self.admitted[cq][w.key] = w
+        self.bump(cq)
         self.status.pop(w.key, None)
         self.events.append(Event(now, w.key, "QuotaReserved", cq, assignment.flavors, "QuotaReserved",
                                  msg.quota_reserved(cq)))
@@ -95,8 +98,12 @@ class State:
         w.admitted = False
         w.checks = {}
         self.dirty_roots.add(self.root_of(a.cluster_queue))
-        self.generation[a.cluster_queue] = self.generation.get(a.cluster_queue, 0) + 1
+        self.bump(a.cluster_queue)
         return a.cluster_queue
+
+    def bump(self, cq: str) -> None:
+        """A workload holding quota in ``cq`` came, changed or left: recorded flavor scans may be outdated."""
+        self.generation[cq] = self.generation.get(cq, 0) + 1
 
     def evict(self, w: WorkloadInfo, now: float, *, kind: str, reason: str, message: str,
               requeue_reason: str) -> None:
