@@ -140,9 +140,17 @@ def _layout(scenario: dict[str, Any]) -> _Layout:
         root_of[name] = f"cohort/{node}" if node else f"cq/{name}"
         if spec.get("queueingStrategy", "BestEffortFIFO") == "BestEffortFIFO":
             best_effort.add(name)
-    queue_of = {f"{w['namespace']}/{w['name']}": lqs.get((w["namespace"], w.get("queue", "")), "")
-                for w in scenario.get("workloads", [])}
+    queue_of = {}
+    for w in scenario.get("workloads", []):
+        ns = w.get("namespace", "default")
+        queue_of[f"{ns}/{w['name']}"] = lqs.get((ns, w.get("queue", "")), "")
     return _Layout(queue_of, root_of, frozenset(best_effort))
+
+
+def workload_trees(scenario: dict[str, Any]) -> dict[str, str]:
+    """Workload key -> the root of its ClusterQueue's cohort tree (the unit `preemption_cycle_trees` skips)."""
+    layout = _layout(scenario)
+    return {k: layout.root_of.get(q, "") for k, q in layout.queue_of.items()}
 
 
 def kueue_3710_trees(kueue: dict[str, Any], scenario: dict[str, Any] | None) -> set[str]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from differential import kueue_objects as ko
 from differential import observe as ob
+from differential.compare import workload_trees
 
 FEATURE_GATES = "UnadmittedWorkloadsObservability=true"  # the contract's granular reasons (default in 0.20)
 
@@ -67,7 +68,10 @@ class ScenarioRun:
         self.clock = _Clock()
         self.now = 0.0
         self.last_create_second = 0
-        self.last_release = 0.0
+        self.last_release: dict[str, float] = {}  # cohort tree -> when quota was last released in it
+        self.tree_of = workload_trees(scenario)
+        self.preempted_now: dict[tuple[str, float], int] = {}  # (workload, instant) -> preemptions seen
+        self.cycling: set[str] = set()  # trees in a preemption cycle (compare.preemption_cycle_trees)
         self.process: subprocess.Popen[bytes] | None = None
         self.kueue_started = 0.0
 
@@ -180,7 +184,10 @@ class ScenarioRun:
             return
         self._patch_conditions(obj, [{"type": "Finished", "status": "True", "reason": "Succeeded",
                                       "message": "Finished by the differential driver"}], clear_admission=False)
-        self.last_release = time.monotonic()
+        self._released(k)
+
+    def _released(self, k: str) -> None:
+        self.last_release[self.tree_of.get(k, "")] = time.monotonic()
 
     # -- Kueue ------------------------------------------------------------------------------------------------
 
@@ -249,16 +256,23 @@ class ScenarioRun:
     # -- settling -------------------------------------------------------------------------------------------
 
     def _settle(self) -> None:
+        """Wait until Kueue has settled the instant (module docstring of oracle.py).
+
+        A cohort tree where Kueue preempted one workload twice at this instant is in a preemption cycle, which
+        can go on for minutes before a race ends it; the comparison skips such a tree
+        (compare.preemption_cycle_trees), so settling waits only for the other trees."""
         t = self.o.timing
         started = last_change = time.monotonic()
         while True:
             self._check_alive()
             now = time.monotonic()
-            if self._poll():
+            if any(self.tree_of.get(k, "") not in self.cycling for k in self._poll()):
                 last_change = now
             quiet = now - last_change
-            if quiet >= t.quiet and now - self.last_release >= t.release_quiet:
-                pending = [w for w in self.seen.values() if ob.state(w) == "Pending"]
+            released = max((at for tree, at in self.last_release.items() if tree not in self.cycling), default=0.0)
+            if quiet >= t.quiet and now - released >= t.release_quiet:
+                pending = [w for k, w in self.seen.items()
+                           if ob.state(w) == "Pending" and self.tree_of.get(k, "") not in self.cycling]
                 untried = [w for w in pending if ob.condition(w, "QuotaReserved") is None]
                 settled = all(ob.settled_pending(w) for w in pending if w not in untried)
                 # Untried: behind a StrictFIFO head, Kueue never evaluates them; give it time to show otherwise.
@@ -268,10 +282,11 @@ class ScenarioRun:
                 raise OracleError(f"Kueue did not settle within {t.instant_timeout}s at instant {self.now}")
             time.sleep(t.poll)
 
-    def _poll(self) -> bool:
-        """Read every Workload; record transitions; complete evictions. True if any status said something new
-        (a pending reason or message seen before is not: Kueue's StrictFIFO head may alternate them for ever)."""
-        changed = False
+    def _poll(self) -> set[str]:
+        """Read every Workload; record transitions; complete evictions. Returns the workloads whose status said
+        something new (a pending reason or message seen before is not: Kueue's StrictFIFO head may alternate them
+        for ever)."""
+        changed: set[str] = set()
         listed = self.o.custom.list_cluster_custom_object(ko.GROUP, ko.VERSION, "workloads")
         for w in listed["items"]:
             k = ob.key(w)
@@ -280,11 +295,11 @@ class ScenarioRun:
                 continue
             said = self.messages.setdefault(k, [])
             if before is None or ob.signature(before) != ob.signature(w):
-                changed = True
+                changed.add(k)
                 said.clear()
             text = ob.message(w)
             if text not in said:
-                changed = True  # a reason or message not seen since the last other change
+                changed.add(k)  # a reason or message not seen since the last other change
             if not said or said[-1] != text:
                 said.append(text)
             for e in ob.transitions(before, w, self.now):
@@ -308,6 +323,9 @@ class ScenarioRun:
         if evicted.get("reason") == "Preempted" and preempted is not None and preempted.get("status") == "True":
             self.events.append(ob.Event(self.now, k, "Preempted", ob.cluster_queue(w), reason=preempted["reason"],
                                         message=preempted.get("message", "")))
+            seen = self.preempted_now[(k, self.now)] = self.preempted_now.get((k, self.now), 0) + 1
+            if seen > 1:
+                self.cycling.add(self.tree_of.get(k, ""))
         self.events.append(ob.Event(self.now, k, "Evicted", ob.cluster_queue(w), reason=evicted.get("reason", "")))
         self.clock.admitted_at.pop(k, None)
         self.seen[k] = self._patch_conditions(w, [
@@ -317,7 +335,7 @@ class ScenarioRun:
              "message": "The workload has no reservation"},
         ], clear_admission=True)
         self.events.append(ob.Event(self.now, k, "Requeued", reason=evicted.get("reason", "")))
-        self.last_release = time.monotonic()
+        self._released(k)
 
     def _get(self, k: str) -> dict[str, Any] | None:
         from kubernetes.client.exceptions import ApiException
