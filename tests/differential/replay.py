@@ -64,6 +64,7 @@ class ScenarioRun:
         self.entries = {f"{w.get('namespace', 'default')}/{w['name']}": w for w in plan.workloads}
         self.seen: dict[str, dict[str, Any]] = {}
         self.messages: dict[str, list[str]] = {}  # per workload, "reason: message" runs since its last other change
+        self.alternated: set[str] = set()  # workloads whose reason/message alternated at some point
         self.events: list[ob.Event] = []
         self.clock = _Clock()
         self.now = 0.0
@@ -302,6 +303,8 @@ class ScenarioRun:
                 changed.add(k)  # a reason or message not seen since the last other change
             if not said or said[-1] != text:
                 said.append(text)
+                if ob.alternating(said):
+                    self.alternated.add(k)
             for e in ob.transitions(before, w, self.now):
                 self.events.append(e)
                 if e.type == "Admitted":
@@ -391,4 +394,6 @@ class ScenarioRun:
             queues[name] = ob.final_cluster_queue(cq)
         return {"events": [e.to_json() for e in self.events],
                 "final": {"workloads": dict(sorted(workloads.items())), "clusterQueues": queues},
-                "summary": ob.summary(self.events, queues)}
+                "summary": ob.summary(self.events, queues),
+                # Workloads Kueue kept re-evaluating with alternating flavor scans (compare.other_scan_phase).
+                "alternated": sorted(self.alternated)}

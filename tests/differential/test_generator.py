@@ -9,7 +9,7 @@ import pytest
 
 from differential import kueue_objects
 from differential.capacity import Capacity
-from differential.compare import differences
+from differential.compare import differences, other_scan_phase, simulate, with_scan_progress_reset
 from differential.conftest import DEFAULT_CASES, DEFAULT_HANDWRITTEN, base_seed, handwritten_sample
 from differential.generator import generate
 from gitopsq.simulate.scenario import parse_scenario
@@ -228,3 +228,19 @@ def test_kueue_preemption_cycle_exempts_its_tree(times: list[float], fields: lis
             "events": events}
     diffs = differences(kueue, ours, scenario=_one_queue("BestEffortFIFO"))
     assert [d.field for d in diffs if d.workload == "ns/next"] == fields
+
+
+@pytest.mark.parametrize(("alternated", "accepted"), [
+    pytest.param(["team-b/job-0"], True, id="head-seen-alternating-in-the-other-phase-is-kueues-race"),
+    pytest.param([], False, id="no-alternation-seen-is-a-divergence"),
+    pytest.param(["elsewhere/job-9"], False, id="alternation-in-another-tree-is-a-divergence"),
+])
+def test_other_scan_phase_needs_an_alternating_head_in_the_tree(alternated: list[str], accepted: bool) -> None:
+    """Random 120081: Kueue admits the StrictFIFO head it kept alternating between two flavor scans with the
+    flavors of whichever scan it was in when capacity came; that outcome is Kueue's race only when the oracle saw
+    a workload of that cohort tree alternate."""
+    scenario = generate(120081)
+    other_phase = {**simulate(with_scan_progress_reset(scenario)), "alternated": alternated}
+    diffs = differences(other_phase, simulate(scenario), scenario=scenario)
+    assert [d.field for d in diffs] == ["flavors"]
+    assert other_scan_phase(other_phase, scenario, diffs) is accepted
