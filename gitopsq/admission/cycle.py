@@ -213,6 +213,13 @@ def _ordered(state: State, entries: list[Entry]) -> Iterator[Entry]:
     return iter(sorted(entries, key=Entry.order_key))
 
 
+def scan_retries(spec: QueueSpec) -> int:
+    """Immediate retries per instant of a head whose flavor scans could go on: one per flavor of its widest
+    resource group. Kueue retries such a head every cycle for as long as nothing changes; which scan it is in
+    when something does is timing (docs/differential.md, "What is compared")."""
+    return max((len(g.flavors) for g in spec.groups), default=0)
+
+
 def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: float) -> bool:
     """One scheduling cycle over ``heads``; True when it changed anything."""
     state.cycle += 1
@@ -244,7 +251,7 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
                 # Scans of several groups or pod sets can take turns without ever all reaching their last
                 # flavor; within one instant, one retry per flavor of the widest group is enough.
                 retries = state.untried_retries.get(e.w.key, 0)
-                untried = retries < max((len(g.flavors) for g in e.spec.groups), default=0)
+                untried = retries < scan_retries(e.spec)
                 state.untried_retries[e.w.key] = retries + 1
             if (queue.strict or untried) and not e.always_inadmissible:
                 queue.push(e.w)  # StrictFIFO keeps its head; flavors left untried get the next cycle

@@ -64,7 +64,7 @@ class ScenarioRun:
         self.entries = {f"{w.get('namespace', 'default')}/{w['name']}": w for w in plan.workloads}
         self.seen: dict[str, dict[str, Any]] = {}
         self.messages: dict[str, list[str]] = {}  # per workload, "reason: message" runs since its last other change
-        self.alternated: set[str] = set()  # workloads whose reason/message alternated at some point
+        self.alternated: set[str] = set()  # workloads whose flavor scans Kueue kept alternating at some point
         self.events: list[ob.Event] = []
         self.clock = _Clock()
         self.now = 0.0
@@ -303,7 +303,8 @@ class ScenarioRun:
                 changed.add(k)  # a reason or message not seen since the last other change
             if not said or said[-1] != text:
                 said.append(text)
-                if ob.alternating(said):
+                cycle = ob.alternating(said)
+                if cycle and all(ob.SCAN_FAILURE in value for value in cycle):
                     self.alternated.add(k)
             for e in ob.transitions(before, w, self.now):
                 self.events.append(e)

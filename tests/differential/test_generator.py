@@ -200,6 +200,24 @@ def test_kueue_3710_spinning_head_exempts_only_its_tree(strategy: str, head_seen
     assert [d.field for d in diffs if d.workload == "ns/next"] == fields
 
 
+@pytest.mark.parametrize(("strategy", "alternated", "fields"), [
+    ("BestEffortFIFO", ["ns/head"], []),
+    ("StrictFIFO", ["ns/head"], ["flavors"]),
+    ("BestEffortFIFO", [], ["flavors"]),
+], ids=["best-effort-head-that-spun-earlier-is-kueue-3710", "strict-fifo-head-that-alternated-is-compared",
+        "best-effort-head-that-never-spun-is-compared"])
+def test_kueue_3710_head_that_spun_before_its_admission_exempts_its_tree(strategy: str, alternated: list[str],
+                                                                         fields: list[str]) -> None:
+    """A BestEffortFIFO head Kueue kept requeueing over its flavors at an earlier instant (the oracle's
+    `alternated`) was still in the heap when capacity came: its tree is not compared even though it was admitted
+    in the end (random 140866); a StrictFIFO head, or one that never spun, is compared."""
+    kueue = {**_result(**{"ns/head": {"state": "Admitted", "clusterQueue": "cq", "flavors": {"main": {"cpu": "a"}}}}),
+             "alternated": alternated}
+    ours = _result(**{"ns/head": {"state": "Admitted", "clusterQueue": "cq", "flavors": {"main": {"cpu": "b"}}}})
+    diffs = differences(kueue, ours, scenario=_one_queue(strategy))
+    assert [d.field for d in diffs] == fields
+
+
 def test_handwritten_sample_is_bounded_seeded_and_can_be_all(monkeypatch: pytest.MonkeyPatch) -> None:
     """A CI run replays a seed-chosen subset of the hand-written scenarios; the same seed picks the same ones,
     another seed others, and ``all`` replays every one."""
