@@ -54,16 +54,23 @@ def drs(node: QuotaNode, topology: Topology, extra: Mapping[FlavorResource, int]
     if parent is None:
         return 0.0
     borrowed: dict[str, int] = {}
-    lendable: dict[str, int] = {}
     frs = set(node.subtree) | set(node.usage) | set(extra or ())
     for fr in frs:
         over = node.usage.get(fr, 0) + (extra.get(fr, 0) if extra else 0) - node.subtree.get(fr, 0)
         if over > 0:
             borrowed[fr[1]] = borrowed.get(fr[1], 0) + over
-        lendable[fr[1]] = lendable.get(fr[1], 0) + quota.potential_available(parent, fr)
     if not borrowed:
         return 0.0
-    share = max(b * 1000 / lendable[r] if lendable.get(r) else math.inf for r, b in borrowed.items())
+    # What the parent could lend counts every flavor of the resource in the whole tree, including flavors the
+    # node itself has no quota for (Kueue's calculateLendable walks the root's flavor-resources).
+    lendable: dict[str, int] = {}
+    for fr in node.root().subtree:
+        if fr[1] in borrowed:
+            lendable[fr[1]] = lendable.get(fr[1], 0) + quota.potential_available(parent, fr)
+    # A resource with nothing lendable does not count (Kueue skips it); no share at all means 0, even at weight 0.
+    share = max((b * 1000 / lendable[r] for r, b in borrowed.items() if lendable.get(r)), default=0.0)
+    if share == 0:
+        return 0.0
     weight = weight_of(node, topology)
     return math.inf if weight == 0 else share * 1000 / weight
 
@@ -161,8 +168,76 @@ def _winner(tree: QuotaTree, topology: Topology, group: list[Entry]) -> Entry:
     return _tournament([_contender(tree, topology, e) for e in group], 0).entry
 
 
+class _TargetOrdering:
+    """Kueue's fair-sharing target ordering (``fairsharing/ordering.go``): from the root down, the child with the
+    highest share among those still holding candidates. A queue that does not borrow (other than the
+    preemptor's), or has no candidate left, is pruned for good; so is a cohort that does not borrow and is not
+    above the preemptor. Equal queue shares go to the queue whose next candidate comes first; a cohort wins a
+    tie with a queue, and the last of equally shared cohorts wins (Kueue compares with >=)."""
+
+    def __init__(self, topology: Topology, preemptor: QuotaNode, pool: dict[str, list[WorkloadInfo]]) -> None:
+        self.topology = topology
+        self.preemptor = preemptor
+        self.pool = pool
+        self.above_preemptor = {id(a) for a in preemptor.path_to_root()}
+        self.pruned: set[int] = set()
+
+    def __iter__(self) -> Iterator[str]:
+        me = self.preemptor
+        if me.parent is None:
+            while id(me) not in self.pruned and self.pool.get(me.name):
+                yield me.name
+            return
+        root = me.root()
+        while id(root) not in self.pruned:
+            name = self._next(root)
+            if name is not None:  # None: this pass only pruned
+                yield name
+
+    def drop(self, cq: QuotaNode) -> None:
+        self.pruned.add(id(cq))
+
+    def _next(self, cohort: QuotaNode) -> str | None:
+        best_queue: QuotaNode | None = None
+        queue_share = -1.0
+        for q in sorted(cohort.child_queues, key=lambda c: c.name):
+            if id(q) in self.pruned:
+                continue
+            share = drs(q, self.topology)
+            if (q is not self.preemptor and not borrowing(q)) or not self.pool.get(q.name):
+                self.pruned.add(id(q))
+            elif best_queue is None or share > queue_share:
+                best_queue, queue_share = q, share
+            elif share == queue_share and (candidate_order(self.pool[q.name][0], self.preemptor.name)
+                                           < candidate_order(self.pool[best_queue.name][0], self.preemptor.name)):
+                best_queue = q
+        best_cohort: QuotaNode | None = None
+        cohort_share = -1.0
+        for c in sorted(cohort.child_cohorts, key=lambda c: c.name):
+            if id(c) in self.pruned:
+                continue
+            share = drs(c, self.topology)
+            if not borrowing(c) and id(c) not in self.above_preemptor:
+                self.pruned.add(id(c))
+            elif share >= cohort_share:
+                best_cohort, cohort_share = c, share
+        if best_cohort is None and best_queue is None:
+            self.pruned.add(id(cohort))
+            return None
+        if best_cohort is not None and cohort_share >= queue_share:
+            return self._next(best_cohort)
+        assert best_queue is not None
+        return best_queue.name
+
+
+def borrowing(node: QuotaNode) -> bool:
+    """Whether the node uses more than its subtree quota of any flavor-resource (Kueue's ``DRS.IsBorrowing``)."""
+    return any(node.usage.get(fr, 0) > q for fr, q in node.subtree.items())
+
+
 class FairPreemption(ClassicalPreemption):
-    """Preemption under fair sharing (rule 3); same interface as the classical search."""
+    """Preemption under fair sharing (rule 3; Kueue's ``fairPreemptions``); same interface as the classical
+    search."""
 
     def __init__(self, tree: QuotaTree, admitted: Mapping[str, Mapping[str, WorkloadInfo]],
                  topology: Topology, protected: AbstractSet[str] = frozenset()) -> None:
@@ -180,8 +255,8 @@ class FairPreemption(ClassicalPreemption):
             policy = pre.within_cluster_queue if same else pre.reclaim_within_cohort
             if not same and quota.within_nominal(self.tree.queues[cq], p.contested):
                 continue
-            found = [w for w in self.admitted.get(cq, {}).values()
-                     if w.key not in self.protected and uses(w, p.contested) and policy_allows(policy, p.workload, w)]
+            found = [w for w in self.admitted.get(cq, {}).values() if w.assignment is not None
+                     and w.key not in self.protected and uses(w, p.contested) and policy_allows(policy, p.workload, w)]
             if found:
                 found.sort(key=lambda w: candidate_order(w, p.spec.name))
                 out[cq] = found
@@ -192,35 +267,13 @@ class FairPreemption(ClassicalPreemption):
         if not candidates:
             return []
         node = self.tree.queues[p.spec.name]
+        strategies = self.topology.settings.preemption_strategies
         chosen: list[Target] = []
-        fits = False
-        quota.add_all(node, p.requests)
+        quota.add_all(node, p.requests)  # shares are computed with the incoming workload admitted
         try:
-            for round_no, strategy in enumerate(self.topology.settings.preemption_strategies):
-                # A later strategy retries only the candidates no earlier round took (Kueue's retryCandidates):
-                # a workload must never be a target twice, or its quota would be counted free twice.
-                taken = {id(t.workload) for t in chosen}
-                pool = {cq: left for cq, ws in candidates.items() if (left := [w for w in ws if id(w) not in taken])}
-                while pool and not fits:
-                    cq = self._next_target(node.root(), pool, p.spec.name)
-                    w = pool[cq].pop(0)
-                    if not pool[cq]:
-                        del pool[cq]
-                    if w.assignment is None:
-                        continue
-                    reason = self._judge(p, node, w, strategy)
-                    if reason is None:
-                        pool.pop(cq, None)  # this queue is not over its fair share
-                        continue
-                    self._remove(w)
-                    chosen.append(Target(w, reason))
-                    if round_no > 0:
-                        pool.pop(cq, None)  # LessThanInitialShare: one victim per queue
-                    quota.remove_all(node, p.requests)
-                    fits = workload_fits(p, node, True)
-                    quota.add_all(node, p.requests)
-                if fits:
-                    break
+            fits, retry = self._first_strategy(p, node, candidates, strategies[0], chosen)
+            if not fits and len(strategies) > 1:
+                fits = self._second_strategy(p, node, retry, chosen)
         finally:
             quota.remove_all(node, p.requests)
         if not fits:
@@ -238,51 +291,70 @@ class FairPreemption(ClassicalPreemption):
         order = {id(t): i for i, t in enumerate(chosen)}
         return sorted(kept, key=lambda t: order[id(t)])
 
-    def _next_target(self, top: QuotaNode, pool: Mapping[str, list[WorkloadInfo]], preemptor_cq: str) -> str:
-        """The ClusterQueue to take the next victim from (Kueue's fair-sharing target ordering): from the root
-        down, the child with the highest share among those holding candidates. Between queues of equal share the
-        one whose next candidate comes first in candidate order; a cohort wins a tie with a queue, and the last
-        of equally shared cohorts wins (Kueue compares with >=)."""
-        node = top
-        while node.is_cohort:
-            best_queue: QuotaNode | None = None
-            for q in sorted((c for c in node.child_queues if c.name in pool), key=lambda c: c.name):
-                if best_queue is None:
-                    best_queue = q
-                    continue
-                here, there = drs(q, self.topology), drs(best_queue, self.topology)
-                if here > there or (here == there and candidate_order(pool[q.name][0], preemptor_cq)
-                                    < candidate_order(pool[best_queue.name][0], preemptor_cq)):
-                    best_queue = q
-            best_cohort: QuotaNode | None = None
-            for c in sorted((c for c in node.child_cohorts if self._holds(c, pool)), key=lambda c: c.name):
-                if best_cohort is None or drs(c, self.topology) >= drs(best_cohort, self.topology):
-                    best_cohort = c
-            if best_cohort is not None and (best_queue is None or
-                                            drs(best_cohort, self.topology) >= drs(best_queue, self.topology)):
-                node = best_cohort
-            else:
-                assert best_queue is not None
-                node = best_queue
-        return node.name
-
-    def _holds(self, node: QuotaNode, pool: Mapping[str, list[WorkloadInfo]]) -> bool:
-        if not node.is_cohort:
-            return node.name in pool
-        return any(self._holds(c, pool) for c in (*node.child_cohorts, *node.child_queues))
-
-    def _judge(self, p: Preemptor, node: QuotaNode, w: WorkloadInfo, strategy: str) -> str | None:
-        """The preemption reason if ``w`` may go (incoming usage already added to ``node``), else None."""
-        if w.cluster_queue == p.spec.name:
-            return msg.IN_CLUSTER_QUEUE
-        # Only the contested flavor-resources count: borrowing elsewhere does not forfeit the nominal claim.
-        if all(node.usage.get(fr, 0) <= node.nominal(fr) for fr in p.contested):
-            return msg.IN_COHORT_RECLAMATION
-        mine, theirs = _almost_lcas(node, self.tree.queues[w.cluster_queue or ""])
-        preemptor_new = drs(mine, self.topology)
-        target_old = drs(theirs, self.topology)
+    def _take(self, p: Preemptor, node: QuotaNode, w: WorkloadInfo, reason: str, chosen: list[Target]) -> bool:
+        """Remove ``w`` as a target; whether the incoming workload fits now."""
         self._remove(w)
-        target_new = drs(theirs, self.topology)
-        self._add(w)
-        ok = preemptor_new <= target_new if strategy == "LessThanOrEqualToFinalShare" else preemptor_new < target_old
-        return msg.IN_COHORT_FAIR_SHARING if ok else None
+        chosen.append(Target(w, reason))
+        quota.remove_all(node, p.requests)
+        fits = workload_fits(p, node, True)
+        quota.add_all(node, p.requests)
+        return fits
+
+    def _shares(self, node: QuotaNode, target_cq: str) -> tuple[QuotaNode, float, float]:
+        """The target's almost-LCA, the preemptor's share and the target's share where their paths part."""
+        mine, theirs = _almost_lcas(node, self.tree.queues[target_cq])
+        return theirs, drs(mine, self.topology), drs(theirs, self.topology)
+
+    def _first_strategy(self, p: Preemptor, node: QuotaNode, candidates: dict[str, list[WorkloadInfo]],
+                        strategy: str, chosen: list[Target]) -> tuple[bool, list[WorkloadInfo]]:
+        """Kueue's ``runFirstFsStrategy``: (fits, the candidates the strategy rejected, for the second one).
+
+        Within a target queue the candidates are tried in order until one passes (a rejected one does not
+        end the queue's turn: a smaller victim may leave the target above the preemptor); after a victim the
+        ordering is recomputed. A preemptor within its nominal quota on the contested flavor-resources, as
+        measured once before any removal, reclaims unconditionally (FairSharingPreemptWithinNominal)."""
+        within_nominal = all(node.usage.get(fr, 0) <= node.nominal(fr) for fr in p.contested)
+        ordering = _TargetOrdering(self.topology, node, {cq: list(ws) for cq, ws in candidates.items()})
+        retry: list[WorkloadInfo] = []
+        for cq in ordering:
+            pool = ordering.pool[cq]
+            if cq == p.spec.name or within_nominal:
+                reason = msg.IN_CLUSTER_QUEUE if cq == p.spec.name else msg.IN_COHORT_RECLAMATION
+                if self._take(p, node, pool.pop(0), reason, chosen):
+                    return True, []
+                continue
+            theirs, preemptor_new, target_old = self._shares(node, cq)
+            if math.isinf(preemptor_new) and not math.isinf(target_old):
+                retry.extend(pool)  # no candidate here can pass either strategy
+                pool.clear()
+                continue
+            while pool:
+                w = pool.pop(0)
+                self._remove(w)
+                target_new = drs(theirs, self.topology)
+                self._add(w)
+                ok = (preemptor_new <= target_new if strategy == "LessThanOrEqualToFinalShare"
+                      else preemptor_new < target_old)
+                if not ok:
+                    retry.append(w)
+                    continue
+                if self._take(p, node, w, msg.IN_COHORT_FAIR_SHARING, chosen):
+                    return True, []
+                break  # shares changed: the ordering picks the next queue
+        return False, retry
+
+    def _second_strategy(self, p: Preemptor, node: QuotaNode, retry: list[WorkloadInfo],
+                         chosen: list[Target]) -> bool:
+        """Kueue's ``runSecondFsStrategy`` (LessThanInitialShare): the first rejected candidate of each queue,
+        in target order, goes if the preemptor's share stays below the target's; one try per queue."""
+        pool: dict[str, list[WorkloadInfo]] = {}
+        for w in retry:
+            pool.setdefault(w.cluster_queue or "", []).append(w)
+        ordering = _TargetOrdering(self.topology, node, pool)
+        for cq in ordering:
+            _, preemptor_new, target_old = self._shares(node, cq)
+            w = pool[cq].pop(0)
+            if preemptor_new < target_old and self._take(p, node, w, msg.IN_COHORT_FAIR_SHARING, chosen):
+                return True
+            ordering.drop(self.tree.queues[cq])
+        return False
