@@ -63,6 +63,10 @@ class ScenarioRun:
         self.entries = {f"{w.get('namespace', 'default')}/{w['name']}": w for w in plan.workloads}
         self.seen: dict[str, dict[str, Any]] = {}
         self.messages: dict[str, list[str]] = {}  # per workload, "reason: message" runs since its last other change
+        # Per workload, the pending reasons of the current instant, and the instants at which they alternated (a
+        # head Kueue kept requeueing, issue #3710, even when it was admitted later).
+        self.instant_messages: dict[str, list[str]] = {}
+        self.alternated: dict[str, set[float]] = {}
         self.events: list[ob.Event] = []
         self.clock = _Clock()
         self.now = 0.0
@@ -86,6 +90,7 @@ class ScenarioRun:
                 if self.plan.horizon is not None and nxt > float(self.plan.horizon):
                     break
                 self.now = nxt
+                self.instant_messages.clear()
                 self._fire_instant(nxt)
                 self._settle()
             return self._result()
@@ -279,10 +284,16 @@ class ScenarioRun:
             if before is not None and before["metadata"]["resourceVersion"] == w["metadata"]["resourceVersion"]:
                 continue
             said = self.messages.setdefault(k, [])
+            runs = self.instant_messages.setdefault(k, [])
             if before is None or ob.signature(before) != ob.signature(w):
                 changed = True
                 said.clear()
+                runs.clear()
             text = ob.message(w)
+            if text and (not runs or runs[-1] != text):
+                runs.append(text)
+                if ob.alternating(runs):
+                    self.alternated.setdefault(k, set()).add(self.now)
             if text not in said:
                 changed = True  # a reason or message not seen since the last other change
             if not said or said[-1] != text:
@@ -365,6 +376,9 @@ class ScenarioRun:
         self._poll()
         workloads = {k: ob.final_workload(w, ob.alternating(self.messages.get(k, [])))
                      for k, w in sorted(self.seen.items())}
+        for k, instants in self.alternated.items():
+            if k in workloads:
+                workloads[k]["alternatedAt"] = sorted(instants)
         for k in self.entries:
             workloads.setdefault(k, {"state": "Pending"})  # never created: submitted after the horizon
         queues = {}
