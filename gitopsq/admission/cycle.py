@@ -259,9 +259,9 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
             state.status[e.w.key] = Status(msg.WAITING_FOR_QUOTA, msg.NO_LONGER_FITS)
             queue.push(e.w)
             continue
-        progress = True
         assignment = Assignment(e.spec.name, e.nomination.flavors, e.nomination.usage)
         if e.kind == FIT:
+            progress = True
             e.w.last_tried = None
             state.reserve(e.w, assignment, now, checks=e.spec.checks_for(assignment.flavors_used()))
             if fair and state.topology.settings.fair_sharing_look_ahead:
@@ -274,6 +274,8 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
         held.append((node, dict(e.nomination.usage)))
         for t in e.targets:
             victims[t.workload.key] = (t, e.w)
+            # A target still being evicted is Kueue's "preemption ongoing": nothing new happens.
+            progress = progress or not t.workload.evicting
         e.w.last_tried = None  # Kueue's markPreemptionOutcome: the next attempt scans every flavor again
         state.preemptors.add(e.w.key)
         state.status[e.w.key] = Status(e.reason, e.message)
@@ -284,13 +286,12 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
         quota.remove_all(node, usage)
     for target, preemptor in victims.values():
         victim = target.workload
+        if victim.evicting:
+            continue  # preempted in an earlier cycle; its eviction is still under way
         assert victim.assignment is not None and preemptor.cluster_queue is not None
         message = msg.preempted(target.reason, preemptor.key, path_of(state.tree.queues[preemptor.cluster_queue]),
                                 path_of(state.tree.queues[victim.assignment.cluster_queue]))
-        state.preempted_now.add(victim.key)
-        state.evict(victim, now, kind="Preempted", reason=target.reason, message=message,
-                    requeue_reason="Preempted")
-        state.status[victim.key] = Status(msg.PENDING_EVALUATION, msg.PENDING_EVALUATION_MESSAGE)
+        state.preempt(victim, now, reason=target.reason, message=message)
     return progress
 
 
@@ -314,7 +315,10 @@ def settle(state: State, now: float) -> None:
             progress = state.requeue_released() or progress
         if (heads or parked) and (progress or parked):
             continue
+        if state.complete_evictions(now):
+            continue  # the victims' quota is released once nothing else moves
         if batched and state.requeue_released():
             continue  # the batch fires once nothing else moves
         return
+    state.complete_evictions(now)
     state.unsettled.append(now)  # the guard stopped this instant: a bug to report, never silent
