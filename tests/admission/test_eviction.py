@@ -1,4 +1,4 @@
-"""Preemption victims keep their quota until the instant is otherwise quiet (Kueue's asynchronous eviction)."""
+"""Preemption victims keep their quota through the cycle after their preemption (Kueue's asynchronous eviction)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def _cycle(sim: Sim, now: float = 5.0) -> tuple[bool, list[tuple[str, str]]]:
     return progress, [(e.type, e.workload) for e in sim.engine.take_events()]
 
 
-def test_victim_holds_its_quota_in_the_cycles_after_its_preemption() -> None:
+def test_victim_holds_its_quota_in_the_cycle_after_its_preemption() -> None:
     """The cycle that preempts only marks the victim; the next one sees its quota in use and issues nothing new."""
     sim = _one_queue()
     sim.running("ns/victim", "q", one("4"), cq="cq", at=1.0)
@@ -35,8 +35,8 @@ def test_victim_holds_its_quota_in_the_cycles_after_its_preemption() -> None:
     assert sim.why("ns/urgent")[0] == "WaitingForPreemptedWorkloads"
 
 
-def test_settling_releases_the_victim_once_nothing_else_moves() -> None:
-    """After the quiet cycle the victim releases its quota and is requeued; the preemptor is then admitted."""
+def test_settling_releases_the_victim_after_one_more_cycle() -> None:
+    """After the next cycle the victim releases its quota and is requeued; the preemptor is then admitted."""
     sim = _one_queue()
     sim.running("ns/victim", "q", one("4"), cq="cq", at=1.0)
     sim.submit("ns/urgent", "q", one("4"), priority=10)
@@ -45,6 +45,21 @@ def test_settling_releases_the_victim_once_nothing_else_moves() -> None:
                           ("QuotaReserved", "ns/urgent", "QuotaReserved")]
     assert sim.state("ns/urgent") == "Admitted" and sim.state("ns/victim") == "Pending"
     assert sim.engine.state.evicting == []
+
+
+def test_release_does_not_wait_for_other_queues_to_settle() -> None:
+    """Another queue admitting one workload per cycle does not keep the victim's quota held beyond one cycle."""
+    sim = Sim(flavor("default"),
+              cq("cq", quotas={"default": {"cpu": "4"}}, preemption={"withinClusterQueue": "LowerPriority"}),
+              cq("busy", quotas={"default": {"cpu": "10"}}), lq("ns", "q", "cq"), lq("ns", "busy", "busy"))
+    sim.running("ns/victim", "q", one("4"), cq="cq", at=1.0)
+    sim.submit("ns/urgent", "q", one("4"), priority=10)
+    for i in range(4):
+        sim.submit(f"ns/small-{i}", "busy", one("1"))
+    order = [(t, w) for t, w, _ in sim.schedule(5.0) if t in ("Preempted", "Requeued", "QuotaReserved")]
+    assert order == [("QuotaReserved", "ns/small-0"), ("Preempted", "ns/victim"), ("QuotaReserved", "ns/small-1"),
+                     ("Requeued", "ns/victim"), ("QuotaReserved", "ns/urgent"), ("QuotaReserved", "ns/small-2"),
+                     ("QuotaReserved", "ns/small-3")]
 
 
 @pytest.mark.parametrize(("evicting", "expected"), [
