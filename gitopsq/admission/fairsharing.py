@@ -26,12 +26,12 @@ from gitopsq.admission.preemption import (
     workload_fits,
 )
 from gitopsq.admission.quota import QuotaNode, QuotaTree
-from gitopsq.admission.shares import almost_lcas, borrowing, drs, tournament, weight_of
+from gitopsq.admission.shares import NEGATIVE_RANK, DominantShare, almost_lcas, borrowing, drs, tournament, weight_of
 from gitopsq.admission.topology import Topology
 from gitopsq.admission.workload import WorkloadInfo
 
 # Callers (the cycle, tests) reach the share functions through this module too.
-__all__ = ["FairPreemption", "borrowing", "drs", "tournament", "weight_of"]
+__all__ = ["DominantShare", "FairPreemption", "borrowing", "drs", "tournament", "weight_of"]
 
 
 class _TargetOrdering:
@@ -39,7 +39,8 @@ class _TargetOrdering:
     highest share among those still holding candidates. A queue that does not borrow (other than the
     preemptor's), or has no candidate left, is pruned for good; so is a cohort that does not borrow and is not
     above the preemptor. Equal queue shares go to the queue whose next candidate comes first; a cohort wins a
-    tie with a queue, and the last of equally shared cohorts wins (Kueue compares with >=)."""
+    tie with a queue, and the last of equally shared cohorts wins (Kueue compares with >=). Shares compare by
+    ``DominantShare.rank`` (Kueue's CompareDRS), so borrowing queues of weight 0 go by their unweighted ratios."""
 
     def __init__(self, topology: Topology, preemptor: QuotaNode, pool: dict[str, list[WorkloadInfo]]) -> None:
         self.topology = topology
@@ -65,11 +66,11 @@ class _TargetOrdering:
 
     def _next(self, cohort: QuotaNode) -> str | None:
         best_queue: QuotaNode | None = None
-        queue_share = -1.0
+        queue_share = NEGATIVE_RANK
         for q in sorted(cohort.child_queues, key=lambda c: c.name):
             if id(q) in self.pruned:
                 continue
-            share = drs(q, self.topology)
+            share = drs(q, self.topology).rank
             if (q is not self.preemptor and not borrowing(q)) or not self.pool.get(q.name):
                 self.pruned.add(id(q))
             elif best_queue is None or share > queue_share:
@@ -78,11 +79,11 @@ class _TargetOrdering:
                                            < candidate_order(self.pool[best_queue.name][0], self.preemptor.name)):
                 best_queue = q
         best_cohort: QuotaNode | None = None
-        cohort_share = -1.0
+        cohort_share = NEGATIVE_RANK
         for c in sorted(cohort.child_cohorts, key=lambda c: c.name):
             if id(c) in self.pruned:
                 continue
-            share = drs(c, self.topology)
+            share = drs(c, self.topology).rank
             if not borrowing(c) and id(c) not in self.above_preemptor:
                 self.pruned.add(id(c))
             elif share >= cohort_share:
@@ -161,7 +162,7 @@ class FairPreemption(ClassicalPreemption):
         quota.add_all(node, p.requests)
         return fits
 
-    def _shares(self, node: QuotaNode, target_cq: str) -> tuple[QuotaNode, float, float]:
+    def _shares(self, node: QuotaNode, target_cq: str) -> tuple[QuotaNode, DominantShare, DominantShare]:
         """The target's almost-LCA, the preemptor's share and the target's share where their paths part."""
         mine, theirs = almost_lcas(node, self.tree.queues[target_cq])
         return theirs, drs(mine, self.topology), drs(theirs, self.topology)
@@ -185,7 +186,9 @@ class FairPreemption(ClassicalPreemption):
                     return True, []
                 continue
             theirs, preemptor_new, target_old = self._shares(node, cq)
-            if math.isinf(preemptor_new) and not math.isinf(target_old):
+            # Kueue's fsStrategyUnsatisfiable: a weight-0 borrowing preemptor ranks above any target that is not
+            # one too, before and after any removal. Two weight-0 borrowers go on to compare unweighted ratios.
+            if math.isinf(preemptor_new.weighted) and not math.isinf(target_old.weighted):
                 retry.extend(pool)  # no candidate here can pass either strategy
                 pool.clear()
                 continue
@@ -194,8 +197,8 @@ class FairPreemption(ClassicalPreemption):
                 self._remove(w)
                 target_new = drs(theirs, self.topology)
                 self._add(w)
-                ok = (preemptor_new <= target_new if strategy == "LessThanOrEqualToFinalShare"
-                      else preemptor_new < target_old)
+                ok = (preemptor_new.rank <= target_new.rank if strategy == "LessThanOrEqualToFinalShare"
+                      else preemptor_new.rank < target_old.rank)
                 if not ok:
                     retry.append(w)
                     continue
@@ -215,7 +218,7 @@ class FairPreemption(ClassicalPreemption):
         for cq in ordering:
             _, preemptor_new, target_old = self._shares(node, cq)
             w = pool[cq].pop(0)
-            if preemptor_new < target_old and self._take(p, node, w, msg.IN_COHORT_FAIR_SHARING, chosen):
+            if preemptor_new.rank < target_old.rank and self._take(p, node, w, msg.IN_COHORT_FAIR_SHARING, chosen):
                 return True
             ordering.drop(self.tree.queues[cq])
         return False

@@ -3,6 +3,8 @@
 1. The *dominant resource share* (DRS) of a node with a parent: per resource, what it borrows beyond its
    subtree quota (summed over flavors) per 1000 of what its parent could lend (``potential_available``);
    the largest ratio, divided by the node's weight. Not borrowing = 0; weight 0 while borrowing = infinite.
+   Shares are compared as Kueue's ``CompareDRS`` does (``DominantShare.rank``): a node of weight 0 that
+   borrows ranks above every other node, and two such nodes compare by their unweighted ratios.
 2. Admission order within a cohort tree is a tournament: at each cohort, the candidates of its children are
    compared on (would not borrow first, lower DRS of the child including the candidate, higher priority,
    older); one winner is processed at a time and shares are recomputed.
@@ -32,11 +34,44 @@ def weight_of(node: QuotaNode, topology: Topology) -> int:
     return spec.weight if spec else 1000
 
 
-def drs(node: QuotaNode, topology: Topology, extra: Mapping[FlavorResource, int] | None = None) -> float:
-    """Weighted dominant resource share of ``node`` with ``extra`` usage added (rule 1)."""
+# Kueue's NegativeDRS rank: below every real share, the starting point of "highest share" searches.
+NEGATIVE_RANK: tuple[int, float] = (0, -1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class DominantShare:
+    """A node's dominant resource share as Kueue's ``DRS`` holds it: the unweighted ratio and the weight apart,
+    so that nodes of weight 0 can still be told apart."""
+
+    ratio: float  # borrowed × 1000 / lendable, of the dominant resource; 0 when not borrowing (or nothing lendable)
+    weight: int  # milli-units
+
+    @property
+    def weighted(self) -> float:
+        """Kueue's ``PreciseWeightedShare``: 0 when not borrowing, infinite for weight 0, else ratio / weight."""
+        if self.ratio == 0:
+            return 0.0
+        if self.weight == 0:
+            return math.inf
+        # Kueue divides by the weight as a float (1000 milli = 1.0), not the ratio × 1000 by the milli-units:
+        # the rounding differs, and equal shares must stay equal.
+        return self.ratio / (self.weight / 1000)
+
+    @property
+    def rank(self) -> tuple[int, float]:
+        """Sort key equivalent to Kueue's ``CompareDRS``: weight 0 while borrowing ranks above everything and
+        compares by the unweighted ratio; other shares compare by the weighted share."""
+        if self.weight == 0 and self.ratio != 0:
+            return (1, self.ratio)
+        return (0, self.weighted)
+
+
+def drs(node: QuotaNode, topology: Topology, extra: Mapping[FlavorResource, int] | None = None) -> DominantShare:
+    """Dominant resource share of ``node`` with ``extra`` usage added (rule 1)."""
+    weight = weight_of(node, topology)
     parent = node.parent
     if parent is None:
-        return 0.0
+        return DominantShare(0.0, weight)
     borrowed: dict[str, int] = {}
     frs = set(node.subtree) | set(node.usage) | set(extra or ())
     for fr in frs:
@@ -44,7 +79,7 @@ def drs(node: QuotaNode, topology: Topology, extra: Mapping[FlavorResource, int]
         if over > 0:
             borrowed[fr[1]] = borrowed.get(fr[1], 0) + over
     if not borrowed:
-        return 0.0
+        return DominantShare(0.0, weight)
     # What the parent could lend counts every flavor of the resource in the whole tree, including flavors the
     # node itself has no quota for (Kueue's calculateLendable walks the root's flavor-resources).
     lendable: dict[str, int] = {}
@@ -52,11 +87,8 @@ def drs(node: QuotaNode, topology: Topology, extra: Mapping[FlavorResource, int]
         if fr[1] in borrowed:
             lendable[fr[1]] = lendable.get(fr[1], 0) + quota.potential_available(parent, fr)
     # A resource with nothing lendable does not count (Kueue skips it); no share at all means 0, even at weight 0.
-    share = max((b * 1000 / lendable[r] for r, b in borrowed.items() if lendable.get(r)), default=0.0)
-    if share == 0:
-        return 0.0
-    weight = weight_of(node, topology)
-    return math.inf if weight == 0 else share * 1000 / weight
+    ratio = max((b * 1000 / lendable[r] for r, b in borrowed.items() if lendable.get(r)), default=0.0)
+    return DominantShare(ratio, weight)
 
 
 def borrowing(node: QuotaNode) -> bool:
@@ -105,13 +137,13 @@ class _Contender:
 
     entry: Entry
     path: list[QuotaNode]
-    standing: list[tuple[int, float]]  # (would borrow, DRS including the entry's usage) per path node
+    standing: list[tuple[int, tuple[int, float]]]  # (would borrow, DRS rank with the entry's usage) per path node
 
 
 def _contender(tree: QuotaTree, topology: Topology, e: Entry) -> _Contender:
     usage = e.nomination.usage if e.nomination else {}
     path = list(reversed(_chain(tree.queues[e.spec.name])[:-1]))
-    standing = [(1 if any(n.borrowing_with(fr, v) for fr, v in usage.items()) else 0, drs(n, topology, usage))
+    standing = [(1 if any(n.borrowing_with(fr, v) for fr, v in usage.items()) else 0, drs(n, topology, usage).rank)
                 for n in path]
     return _Contender(e, path, standing)
 
