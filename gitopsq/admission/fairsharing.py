@@ -70,10 +70,11 @@ class _TargetOrdering:
         for q in sorted(cohort.child_queues, key=lambda c: c.name):
             if id(q) in self.pruned:
                 continue
-            share = drs(q, self.topology).rank
             if (q is not self.preemptor and not borrowing(q)) or not self.pool.get(q.name):
                 self.pruned.add(id(q))
-            elif best_queue is None or share > queue_share:
+                continue
+            share = drs(q, self.topology).rank
+            if best_queue is None or share > queue_share:
                 best_queue, queue_share = q, share
             elif share == queue_share and (candidate_order(self.pool[q.name][0], self.preemptor.name)
                                            < candidate_order(self.pool[best_queue.name][0], self.preemptor.name)):
@@ -83,10 +84,11 @@ class _TargetOrdering:
         for c in sorted(cohort.child_cohorts, key=lambda c: c.name):
             if id(c) in self.pruned:
                 continue
-            share = drs(c, self.topology).rank
             if not borrowing(c) and id(c) not in self.above_preemptor:
                 self.pruned.add(id(c))
-            elif share >= cohort_share:
+                continue
+            share = drs(c, self.topology).rank
+            if share >= cohort_share:
                 best_cohort, cohort_share = c, share
         if best_cohort is None and best_queue is None:
             self.pruned.add(id(cohort))
