@@ -3,9 +3,9 @@
 One cycle is Kueue's: (1) pop the head of every active ClusterQueue; (2) nominate each head against the
 current usage (flavor assignment, preemption targets); (3) order the entries (classical order or the fair
 sharing tournament); (4) process them one by one, each seeing the usage of those before it: admit what still
-fits, reserve quota for preemptors, requeue the rest with their reason; (5) complete the preemptions at once
-(victims release their quota and go back to their queues); (6) requeue inadmissible workloads of every cohort
-tree whose capacity was released.
+fits, reserve quota for preemptors, requeue the rest with their reason; (5) mark the new victims preempted: they
+keep their quota (Kueue's eviction is asynchronous) through the next cycle, then release it and go back to their
+queues; (6) requeue inadmissible workloads of every cohort tree whose capacity was released.
 
 Kueue admits at most one workload per ClusterQueue per cycle and sleeps between cycles; here cycles follow each
 other within the same simulated instant until a cycle changes nothing, so an instant ends in the state Kueue
@@ -272,9 +272,9 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
             state.status[e.w.key] = Status(msg.WAITING_FOR_QUOTA, msg.NO_LONGER_FITS)
             queue.push(e.w)
             continue
-        progress = True
         assignment = Assignment(e.spec.name, e.nomination.flavors, e.nomination.usage)
         if e.kind == FIT:
+            progress = True
             e.w.last_tried = None
             state.reserve(e.w, assignment, now, checks=e.spec.checks_for(assignment.flavors_used()))
             if fair and state.topology.settings.fair_sharing_look_ahead:
@@ -287,6 +287,8 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
         held.append((node, dict(e.nomination.usage)))
         for t in e.targets:
             victims[t.workload.key] = (t, e.w)
+            # A target still being evicted is Kueue's "preemption ongoing": nothing new happens.
+            progress = progress or not t.workload.evicting
         e.w.last_tried = None  # Kueue's markPreemptionOutcome: the next attempt scans every flavor again
         state.preemptors.add(e.w.key)
         state.status[e.w.key] = Status(e.reason, e.message)
@@ -297,23 +299,25 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
         quota.remove_all(node, usage)
     for target, preemptor in victims.values():
         victim = target.workload
+        if victim.evicting:
+            continue  # preempted in an earlier cycle; its eviction is still under way
         assert victim.assignment is not None and preemptor.cluster_queue is not None
         message = msg.preempted(target.reason, preemptor.key, path_of(state.tree.queues[preemptor.cluster_queue]),
                                 path_of(state.tree.queues[victim.assignment.cluster_queue]))
-        state.preempted_now.add(victim.key)
-        state.evict(victim, now, kind="Preempted", reason=target.reason, message=message,
-                    requeue_reason="Preempted")
-        state.status[victim.key] = Status(msg.PENDING_EVALUATION, msg.PENDING_EVALUATION_MESSAGE)
+        state.preempt(victim, now, reason=target.reason, message=message)
     return progress
 
 
 def settle(state: State, now: float) -> None:
     """Run cycles at ``now`` until nothing changes (module docstring).
 
-    With batched requeues (Kueue's default) the inadmissible workloads of a cohort tree whose capacity was
-    released come back only when the instant is otherwise quiet: Kueue requeues them 1 s after the release,
-    and its cycles, milliseconds apart, try everything already in the heaps first (new arrivals, StrictFIFO
-    heads, preemptors). Immediate requeues bring them back after every cycle.
+    Preempted workloads hold their quota during the cycle after their preemption and are released at its end:
+    Kueue's scheduler only sets their Evicted condition, and its cache keeps counting them until the job
+    controller has cleared the reservation, while its next cycle (milliseconds later) runs. With batched
+    requeues (Kueue's default) the inadmissible workloads of a cohort tree whose capacity was released come back
+    only when the instant is otherwise quiet: Kueue requeues them 1 s after the release, and its cycles,
+    milliseconds apart, try everything already in the heaps first (new arrivals, StrictFIFO heads,
+    preemptors). Immediate requeues bring them back after every cycle.
     """
     state.preempted_now = set()
     state.untried_retries = {}
@@ -323,11 +327,16 @@ def settle(state: State, now: float) -> None:
     for _ in range(MAX_CYCLES_PER_INSTANT):
         heads, parked = _heads(state)
         progress = run_cycle(state, heads, now) if heads else False
+        # Victims of an earlier cycle have been seen holding their quota by one more cycle: released now.
+        progress = state.complete_evictions(now, before=state.cycle) or progress
         if not batched:
             progress = state.requeue_released() or progress
         if (heads or parked) and (progress or parked):
             continue
+        if state.complete_evictions(now):
+            continue  # a preemption in the last cycle and nothing after it
         if batched and state.requeue_released():
             continue  # the batch fires once nothing else moves
         return
+    state.complete_evictions(now)
     state.unsettled.append(now)  # the guard stopped this instant: a bug to report, never silent

@@ -6,7 +6,8 @@
    Each other-queue candidate gets a variant: hierarchical reclaim (the preemptor's requests fit in its own
    queue's or a visited ancestor's quota), reclaim without borrowing, or reclaim while borrowing
    (``borrowWithinCohort`` and ``maxPriorityThreshold``).
-2. Each list is ordered by `candidate_order`; the final order is hierarchy, priority, then same-queue.
+2. Each list is ordered by `candidate_order`; the final order is hierarchy, priority, then same-queue, the
+   workloads of all three still being evicted (preempted in an earlier cycle of the instant) before the rest.
 3. One or two attempts, with and without letting the preemptor borrow, in Kueue's order (`_attempts`).
 4. Per attempt remove candidates in order until the preemptor fits, then put back, newest removal first
    (except the last), whatever is not needed: the minimal victim set.
@@ -54,9 +55,11 @@ class _Candidate:
     variant: int
 
 
-def candidate_order(w: WorkloadInfo, preemptor_cq: str) -> tuple[int, int, float, int]:
-    """Kueue's ``CandidatesOrdering``: other queues first, lower priority, most recently reserved, then id."""
-    return (1 if w.cluster_queue == preemptor_cq else 0, w.priority, -(w.reserved_at or 0.0), w.seq)
+def candidate_order(w: WorkloadInfo, preemptor_cq: str) -> tuple[int, int, int, float, int]:
+    """Kueue's ``CandidatesOrdering``: workloads already being evicted first, then other queues, lower priority,
+    most recently reserved, then id."""
+    return (0 if w.evicting else 1, 1 if w.cluster_queue == preemptor_cq else 0, w.priority,
+            -(w.reserved_at or 0.0), w.seq)
 
 
 def policy_allows(policy: str, preemptor: WorkloadInfo, candidate: WorkloadInfo) -> bool:
@@ -91,7 +94,9 @@ class ClassicalPreemption:
                  protected: AbstractSet[str] = frozenset()) -> None:
         self.tree = tree
         self.admitted = admitted
-        self.protected = protected  # preempted once already in this instant: not a candidate again
+        # Preempted (and evicted) once already in this instant: not a candidate again. A victim still being
+        # evicted is not in it: it stays a candidate, and comes first (`candidate_order`).
+        self.protected = protected
 
     def _variant(self, p: Preemptor, w: WorkloadInfo, advantage: bool) -> int:
         same = w.cluster_queue == p.spec.name
@@ -228,7 +233,9 @@ class ClassicalPreemption:
         hierarchy, priority, same = self.candidates(p)
         if not (hierarchy or priority or same):
             return []
-        ordered = [*hierarchy, *priority, *same]
+        # Kueue's candidate iterator takes the workloads already being evicted of every list first.
+        ordered = [c for group in (hierarchy, priority, same) for c in group if c.workload.evicting]
+        ordered += [c for group in (hierarchy, priority, same) for c in group if not c.workload.evicting]
         for allow_borrowing in self._attempts(p, hierarchy, priority):
             found = self._minimal(p, ordered, allow_borrowing)
             if found:

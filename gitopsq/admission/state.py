@@ -53,6 +53,8 @@ class State:
         self.events: list[Event] = []
         self.preemptors: set[str] = set()  # workloads whose victims were evicted in the last cycle
         self.preempted_now: set[str] = set()  # evicted by preemption in the instant being settled
+        # (cycle of the preemption, victim): preempted, still holding its quota until `complete_evictions`
+        self.evicting: list[tuple[int, WorkloadInfo]] = []
         self.untried_retries: dict[str, int] = {}  # immediate retries for untried flavors in this instant
         self.unsettled: list[float] = []  # instants the cycle guard had to stop (expected to stay empty)
         self.dirty_roots: set[str] = set()  # root nodes whose capacity was released since the last requeue
@@ -114,6 +116,33 @@ class State:
         self.events.append(Event(now, w.key, "Requeued", cq or "", (), requeue_reason, ""))
         if cq is not None:
             self.queues[cq].push(w)
+
+    def preempt(self, w: WorkloadInfo, now: float, *, reason: str, message: str) -> None:
+        """Mark an admitted workload preempted. Its quota stays in use until `complete_evictions`, as in Kueue,
+        where the scheduler only sets the Evicted condition and its cache keeps counting the workload until the
+        job controller has stopped it and cleared the reservation."""
+        assert w.assignment is not None
+        w.evicting = True
+        self.evicting.append((self.cycle, w))
+        self.events.append(Event(now, w.key, "Preempted", w.assignment.cluster_queue, w.assignment.flavors,
+                                 reason, message))
+
+    def complete_evictions(self, now: float, *, before: int | None = None) -> bool:
+        """Workloads preempted before cycle ``before`` (all without it) release their quota and go back to their
+        queues. True if there were any."""
+        done = [w for c, w in self.evicting if before is None or c < before]
+        if not done:
+            return False
+        self.evicting = [(c, w) for c, w in self.evicting if before is not None and c >= before]
+        for w in done:
+            w.evicting = False
+            cq = self.release(w)
+            self.events.append(Event(now, w.key, "Requeued", cq or "", (), "Preempted", ""))
+            if cq is not None:
+                self.queues[cq].push(w)
+            self.preempted_now.add(w.key)
+            self.status[w.key] = Status(msg.PENDING_EVALUATION, msg.PENDING_EVALUATION_MESSAGE)
+        return True
 
     def requeue_released(self) -> bool:
         """Inadmissible workloads of every tree whose capacity was released go back to their heaps."""

@@ -115,6 +115,7 @@ class WorkloadInfo:
         "checks",
         "cluster_queue",
         "created",
+        "evicting",
         "key",
         "last_cycle",
         "last_generation",
@@ -140,6 +141,9 @@ class WorkloadInfo:
         self.reserved_at: float | None = None  # when quota was reserved (orders preemption victims)
         self.checks: dict[str, str] = {}  # admission check -> Pending | Ready | Retry | Rejected
         self.admitted = False
+        # Preempted, but still holding its quota until the eviction completes (Kueue's Evicted condition on a
+        # workload the cache still counts; see cycle.settle).
+        self.evicting = False
         self.cluster_queue: str | None = None  # resolved through the LocalQueue
         # Kueue's LastAssignment: where each flavor scan stopped, the ClusterQueue's generation and the cycle it
         # was computed in (it stays valid in the next cycle, or while that generation holds).

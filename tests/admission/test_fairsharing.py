@@ -33,7 +33,7 @@ def test_dominant_resource_share(borrowed: int, weight: str, expected: float) ->
     sim = _pool(weight_a=weight)
     tree = sim.engine.state.tree
     quota.add_usage(tree.queues["a"], ("default", "cpu"), borrowed)
-    assert fairsharing.drs(tree.queues["a"], sim.engine.topology) == expected
+    assert fairsharing.drs(tree.queues["a"], sim.engine.topology).weighted == expected
 
 
 @pytest.mark.parametrize(("weight_a", "look_ahead", "admitted_a"), [
@@ -123,3 +123,31 @@ def test_fair_preemption_compares_the_shares_just_below_the_common_ancestor() ->
     events = sim.schedule(20.0)
     assert [e for e in events if e[0] == "Preempted"] == []
     assert sim.state("ns-a/w") != "Admitted"
+
+
+def test_lendable_capacity_counts_flavors_the_queue_lacks() -> None:
+    """The share divides by what the cohort could lend of the resource in every flavor of the tree, including
+    flavors the queue has no quota for (Kueue's calculateLendable): 3 borrowed of 12 lendable is 250."""
+    sim = Sim(flavor("x"), flavor("y"),
+              cq("lender", cohort="pool", quotas={"x": {"cpu": "6"}, "y": {"cpu": "6"}}),
+              cq("a", cohort="pool", quotas={"x": {"cpu": "0"}}),
+              lq("ns-a", "q", "a"), fair=True)
+    tree = sim.engine.state.tree
+    quota.add_usage(tree.queues["a"], ("x", "cpu"), 3000)
+    assert fairsharing.drs(tree.queues["a"], sim.engine.topology).weighted == 250.0
+
+
+@pytest.mark.parametrize("strategies", [
+    pytest.param(("LessThanOrEqualToFinalShare",), id="first-strategy-only"),
+    pytest.param(("LessThanOrEqualToFinalShare", "LessThanInitialShare"), id="with-second-strategy"),
+])
+def test_rejected_candidate_does_not_end_the_target_queues_turn(strategies: tuple[str, ...]) -> None:
+    """A candidate whose removal would leave the target below the preemptor is skipped and the target queue's next
+    candidate is tried (Kueue's runFirstFsStrategy), so the small workload goes rather than the big one."""
+    sim = _pool(preemption={"reclaimWithinCohort": "Any"}, strategies=strategies)
+    sim.running("ns-b/big", "q", one("4"), cq="b", priority=0, at=0.0)
+    sim.running("ns-b/small", "q", one("1"), cq="b", priority=5, at=1.0)
+    sim.submit("ns-a/w", "q", one("2"), priority=10)
+    events = sim.schedule(10.0)
+    assert [e[:3] for e in events if e[0] == "Preempted"] == [("Preempted", "ns-b/small", "InCohortFairSharing")]
+    assert sim.state("ns-b/big") == "Admitted" and sim.state("ns-a/w") == "Admitted"

@@ -21,8 +21,9 @@ compares that way; the on-demand run and the fixed scenarios compare counts too.
 A second one is a Kueue bug gitopsq does not copy (Kueue issue #3710): a BestEffortFIFO head whose flavor scans
 keep stopping before their last flavor is requeued at once for ever, alternating between flavors, and blocks the
 workloads behind it. gitopsq parks such a head after one pass over its flavors, so the queue moves on. When Kueue
-shows such a head (a BestEffortFIFO workload whose reason kept alternating), nothing in that ClusterQueue's cohort
-tree is compared: what follows there depends on the bug (`kueue_3710_trees`).
+shows such a head (a BestEffortFIFO workload whose reason kept alternating, at the end or within an instant
+before it was admitted: the oracle's `alternatedAt`), nothing in that ClusterQueue's cohort tree is compared:
+what follows there depends on the bug (`kueue_3710_trees`).
 
 A third is a deliberate gitopsq difference: a workload is preempted at most once per instant, where Kueue can
 cycle (A preempts B, B preempts A ...) until some race ends it. A tree where Kueue preempted one workload twice
@@ -55,6 +56,7 @@ class Outcome:
     preempted: frozenset[str]
     message_unsettled: bool = False  # Kueue kept alternating reasons/messages: neither is compared
     queue: str = ""  # the ClusterQueue it is placed in or waits in ("" when it has none)
+    alternated: bool = False  # its pending reason alternated within some instant, even if it settled later
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +82,7 @@ def outcomes(result: dict[str, Any]) -> dict[str, Outcome]:
         out[k] = Outcome(w["state"], w.get("clusterQueue", "") if placed else "", flavors if placed else (),
                          w.get("reason", ""), "; ".join(sorted(w.get("message", "").split("; "))),
                          frozenset(preempted.get(k, ())), len(w.get("messagesSeen", ())) > 1,
-                         w.get("clusterQueue", ""))
+                         w.get("clusterQueue", ""), bool(w.get("alternatedAt")))
     return out
 
 
@@ -160,12 +162,12 @@ def kueue_3710_trees(kueue: dict[str, Any], scenario: dict[str, Any] | None) -> 
     layout, want = _layout(scenario), outcomes(kueue)
     # A BestEffortFIFO workload whose reason kept alternating is being retried cycle after cycle: it is its
     # queue's head every cycle, so nothing behind it is evaluated again, whatever reason it last showed. One that
-    # alternated at an earlier instant (`alternated`) was still in the heap when capacity came, and took it before
-    # the workloads Kueue had parked came back with the requeue batch (random 140866); gitopsq had parked it.
-    spinning = {k for k, o in want.items() if o.state == "Pending" and o.message_unsettled}
-    spinning |= set(kueue.get("alternated") or [])
-    queues = {layout.queue_of.get(k, "") for k in spinning}
-    return {layout.root_of[q] for q in queues & layout.best_effort if q in layout.root_of}
+    # alternated at some instant and was admitted later spun until then (`alternatedAt`): its scans never started
+    # over, so the flavors it got depend on where the spin stood when quota came free, and it took the quota before
+    # the workloads Kueue had parked came back with the requeue batch (random 110056, 140866).
+    spinning = {layout.queue_of.get(k, "") for k, o in want.items()
+                if (o.state == "Pending" and o.message_unsettled) or o.alternated}
+    return {layout.root_of[q] for q in spinning & layout.best_effort if q in layout.root_of}
 
 
 def preemption_cycle_trees(kueue: dict[str, Any], scenario: dict[str, Any] | None) -> set[str]:
@@ -238,10 +240,10 @@ def other_scan_phase(kueue: dict[str, Any], scenario: dict[str, Any], diffs: lis
     flavor again, and so on, one cycle every few milliseconds. When capacity is released later, the scan it
     happens to be in decides its flavors: a race (seen on random 120081: two runs one way, one the other).
     gitopsq's instant ends in one phase. So a Kueue outcome is accepted, counted apart, when the oracle saw a
-    workload alternate (`alternated`), every difference lies in that workload's cohort tree, and gitopsq
+    workload alternate (`alternatedAt`), every difference lies in that workload's cohort tree, and gitopsq
     reproduces it exactly in the other phase: with the scan restarted from the first flavor
     (`with_scan_progress_reset`), or with the alternation stopped one attempt later (`_one_scan_later`)."""
-    alternated = kueue.get("alternated") or []
+    alternated = [k for k, o in outcomes(kueue).items() if o.alternated]
     if not diffs or not alternated:
         return False
     tree_of = workload_trees(scenario)

@@ -87,9 +87,6 @@ def message(obj: dict[str, Any]) -> str:
     return f"{c.get('reason', '')}: {normal_message(str(c.get('message', '')))}"
 
 
-SCAN_FAILURE = "couldn't assign flavors to pod set"  # in every message of a failed flavor assignment
-
-
 def alternating(runs: list[str]) -> set[str]:
     """The values Kueue keeps cycling through, given the sequence of distinct consecutive values it showed
     (empty when it settled on one: a value that came back after another is the sign of a cycle)."""

@@ -64,7 +64,10 @@ class ScenarioRun:
         self.entries = {f"{w.get('namespace', 'default')}/{w['name']}": w for w in plan.workloads}
         self.seen: dict[str, dict[str, Any]] = {}
         self.messages: dict[str, list[str]] = {}  # per workload, "reason: message" runs since its last other change
-        self.alternated: set[str] = set()  # workloads whose flavor scans Kueue kept alternating at some point
+        # Per workload, the pending reasons of the current instant, and the instants at which they alternated (a
+        # head Kueue kept requeueing, issue #3710, even when it was admitted later).
+        self.instant_messages: dict[str, list[str]] = {}
+        self.alternated: dict[str, set[float]] = {}
         self.events: list[ob.Event] = []
         self.clock = _Clock()
         self.now = 0.0
@@ -91,6 +94,7 @@ class ScenarioRun:
                 if self.plan.horizon is not None and nxt > float(self.plan.horizon):
                     break
                 self.now = nxt
+                self.instant_messages.clear()
                 self._fire_instant(nxt)
                 self._settle()
             return self._result()
@@ -295,17 +299,20 @@ class ScenarioRun:
             if before is not None and before["metadata"]["resourceVersion"] == w["metadata"]["resourceVersion"]:
                 continue
             said = self.messages.setdefault(k, [])
+            runs = self.instant_messages.setdefault(k, [])
             if before is None or ob.signature(before) != ob.signature(w):
                 changed.add(k)
                 said.clear()
+                runs.clear()
             text = ob.message(w)
+            if text and (not runs or runs[-1] != text):
+                runs.append(text)
+                if ob.alternating(runs):
+                    self.alternated.setdefault(k, set()).add(self.now)
             if text not in said:
                 changed.add(k)  # a reason or message not seen since the last other change
             if not said or said[-1] != text:
                 said.append(text)
-                cycle = ob.alternating(said)
-                if cycle and all(ob.SCAN_FAILURE in value for value in cycle):
-                    self.alternated.add(k)
             for e in ob.transitions(before, w, self.now):
                 self.events.append(e)
                 if e.type == "Admitted":
@@ -387,6 +394,9 @@ class ScenarioRun:
         self._poll()
         workloads = {k: ob.final_workload(w, ob.alternating(self.messages.get(k, [])))
                      for k, w in sorted(self.seen.items())}
+        for k, instants in self.alternated.items():
+            if k in workloads:
+                workloads[k]["alternatedAt"] = sorted(instants)
         for k in self.entries:
             workloads.setdefault(k, {"state": "Pending"})  # never created: submitted after the horizon
         queues = {}
@@ -395,6 +405,4 @@ class ScenarioRun:
             queues[name] = ob.final_cluster_queue(cq)
         return {"events": [e.to_json() for e in self.events],
                 "final": {"workloads": dict(sorted(workloads.items())), "clusterQueues": queues},
-                "summary": ob.summary(self.events, queues),
-                # Workloads Kueue kept re-evaluating with alternating flavor scans (compare.other_scan_phase).
-                "alternated": sorted(self.alternated)}
+                "summary": ob.summary(self.events, queues)}

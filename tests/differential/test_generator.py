@@ -200,20 +200,22 @@ def test_kueue_3710_spinning_head_exempts_only_its_tree(strategy: str, head_seen
     assert [d.field for d in diffs if d.workload == "ns/next"] == fields
 
 
-@pytest.mark.parametrize(("strategy", "alternated", "fields"), [
-    ("BestEffortFIFO", ["ns/head"], []),
-    ("StrictFIFO", ["ns/head"], ["flavors"]),
+@pytest.mark.parametrize(("strategy", "alternated_at", "fields"), [
+    ("BestEffortFIFO", [41.0], []),
+    ("StrictFIFO", [41.0], ["flavors"]),
     ("BestEffortFIFO", [], ["flavors"]),
-], ids=["best-effort-head-that-spun-earlier-is-kueue-3710", "strict-fifo-head-that-alternated-is-compared",
-        "best-effort-head-that-never-spun-is-compared"])
-def test_kueue_3710_head_that_spun_before_its_admission_exempts_its_tree(strategy: str, alternated: list[str],
-                                                                         fields: list[str]) -> None:
-    """A BestEffortFIFO head Kueue kept requeueing over its flavors at an earlier instant (the oracle's
-    `alternated`) was still in the heap when capacity came: its tree is not compared even though it was admitted
-    in the end (random 140866); a StrictFIFO head, or one that never spun, is compared."""
-    kueue = {**_result(**{"ns/head": {"state": "Admitted", "clusterQueue": "cq", "flavors": {"main": {"cpu": "a"}}}}),
-             "alternated": alternated}
-    ours = _result(**{"ns/head": {"state": "Admitted", "clusterQueue": "cq", "flavors": {"main": {"cpu": "b"}}}})
+], ids=["best-effort-head-spun-then-admitted-is-kueue-3710", "strict-fifo-head-spun-is-compared",
+        "best-effort-head-never-spun-is-compared"])
+def test_head_that_spun_before_its_admission_exempts_its_tree(strategy: str, alternated_at: list[float],
+                                                               fields: list[str]) -> None:
+    """A BestEffortFIFO head whose reason alternated within an instant (Kueue #3710) and that was admitted later
+    exempts its tree, itself included: where its scans stood when quota came free was a race (random 110056)."""
+    head: dict[str, object] = {"state": "Admitted", "clusterQueue": "cq", "flavors": {"main": {"cpu": "b"}}}
+    if alternated_at:
+        head["alternatedAt"] = alternated_at
+    kueue = _result(**{"ns/head": head, "ns/next": {"state": "Pending"}})
+    ours = _result(**{"ns/head": {"state": "Admitted", "clusterQueue": "cq", "flavors": {"main": {"cpu": "a"}}},
+                      "ns/next": {"state": "Pending"}})
     diffs = differences(kueue, ours, scenario=_one_queue(strategy))
     assert [d.field for d in diffs] == fields
 
@@ -256,9 +258,11 @@ def test_kueue_preemption_cycle_exempts_its_tree(times: list[float], fields: lis
 def test_other_scan_phase_needs_an_alternating_head_in_the_tree(alternated: list[str], accepted: bool) -> None:
     """Random 120081: Kueue admits the StrictFIFO head it kept alternating between two flavor scans with the
     flavors of whichever scan it was in when capacity came; that outcome is Kueue's race only when the oracle saw
-    a workload of that cohort tree alternate."""
+    a workload of that cohort tree alternate (`alternatedAt`)."""
     scenario = generate(120081)
-    other_phase = {**simulate(with_scan_progress_reset(scenario)), "alternated": alternated}
+    other_phase = simulate(with_scan_progress_reset(scenario))
     diffs = differences(other_phase, simulate(scenario), scenario=scenario)
     assert [d.field for d in diffs] == ["flavors"]
+    for k in alternated:  # what the oracle records of a workload whose reason alternated at instant 0
+        other_phase["final"]["workloads"].setdefault(k, {"state": "Pending"})["alternatedAt"] = [0.0]
     assert other_scan_phase(other_phase, scenario, diffs) is accepted
