@@ -156,11 +156,11 @@ def _nominate_shape(state: State, w: WorkloadInfo, spec: QueueSpec, shape: Shape
 
 
 def _pop_head(state: State, spec: QueueSpec) -> tuple[WorkloadInfo | None, bool]:
-    """The next head of one queue; BestEffortFIFO heads of a shape already found blocked are parked."""
+    """The next head of one queue; BestEffortFIFO heads equivalent to one already found blocked are parked."""
     queue = state.queues[spec.name]
     parked = False
     while (w := queue.pop()) is not None:
-        blocked = None if queue.strict else queue.blocked_shapes.get(w.shape)
+        blocked = None if queue.strict else queue.blocked_shapes.get(w.equivalence())
         if blocked is None:
             return w, parked
         queue.park(w)
@@ -259,7 +259,7 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
             else:
                 queue.park(e.w)
                 if not e.always_inadmissible and not queue.strict:
-                    queue.blocked_shapes[e.w.shape] = (e.reason, e.message)
+                    queue.blocked_shapes[e.w.equivalence()] = (e.reason, e.message)
                 progress = True
             continue
         assert e.nomination is not None

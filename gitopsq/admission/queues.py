@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 from gitopsq.admission.workload import Shape, WorkloadInfo
 
-Blocked = tuple[str, str]  # (reason, message) the shape's last attempt got
+Blocked = tuple[str, str]  # (reason, message) the equivalence class's last attempt got
 
 
 class ClusterQueueQueue:
@@ -27,9 +27,9 @@ class ClusterQueueQueue:
         self._version: dict[str, int] = {}  # key -> version of its live heap entry
         self._counter = 0
         self.inadmissible: dict[str, WorkloadInfo] = {}
-        # Shapes that found no fit since capacity last changed: equal shapes skip nomination (Kueue's
-        # SchedulingEquivalenceHashing, BestEffortFIFO only).
-        self.blocked_shapes: dict[Shape, Blocked] = {}
+        # Equivalence classes (shape and priority) that found no fit since capacity last changed: their other
+        # members skip nomination (Kueue's SchedulingEquivalenceHashing, BestEffortFIFO only).
+        self.blocked_shapes: dict[tuple[Shape, int], Blocked] = {}
         # A BestEffortFIFO preemptor stays the head until it is admitted (Kueue's sticky preemptor), so the
         # capacity its victims free is not taken by whoever would otherwise come first.
         self.sticky: WorkloadInfo | None = None

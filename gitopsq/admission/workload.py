@@ -2,8 +2,8 @@
 
 A `Shape` is everything flavor assignment reads (pod sets, per-pod requests, selectors, tolerations); equal
 shapes are interned, so ten thousand copies of one job template cost one `Shape` (and scheduling-equivalence,
-Kueue's ``SchedulingEquivalenceHashing``, is a pointer comparison). A `WorkloadInfo` carries identity, priority,
-queue order and, once admitted, the assignment and its usage.
+Kueue's ``SchedulingEquivalenceHashing`` over shape and priority, is a pointer and an integer comparison). A
+`WorkloadInfo` carries identity, priority, queue order and, once admitted, the assignment and its usage.
 """
 
 from __future__ import annotations
@@ -153,6 +153,10 @@ class WorkloadInfo:
 
     def __repr__(self) -> str:
         return f"WorkloadInfo({self.key})"
+
+    def equivalence(self) -> tuple[Shape, int]:
+        """Kueue's scheduling equivalence class (``computeSchedulingHash``): the shape and the priority."""
+        return (self.shape, self.priority)
 
     def queue_order(self) -> tuple[int, float, int]:
         """Kueue's pending order: priority descending, queue-order timestamp ascending, then the unique id."""

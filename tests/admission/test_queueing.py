@@ -170,3 +170,29 @@ def test_strict_fifo_head_is_retried_before_the_batch() -> None:
     sim.engine.finish("nb/running", 2.0)
     sim.schedule(2.0)
     assert sim.state("ns/head") == "Admitted" and sim.state("nb/parked") == "Pending"
+
+
+@pytest.mark.parametrize(("priority", "reason", "flavors_named"), [
+    pytest.param(27, "ExceedsMaxQuota", ("flavor-b",), id="same-shape-same-priority-bypassed-with-its-equivalent"),
+    pytest.param(22, "WaitingForQuota", ("flavor-a", "flavor-b"), id="same-shape-lower-priority-evaluated-itself"),
+])
+def test_scheduling_equivalence_includes_priority(priority: int, reason: str, flavors_named: tuple[str, ...]) -> None:
+    """A BestEffortFIFO workload skips evaluation behind a failed one only when pod sets and priority both match
+    (Kueue's computeSchedulingHash); otherwise it scans its flavors itself, from the first (random 130022)."""
+    sim = Sim(flavor("flavor-a"), flavor("flavor-b"),
+              cq("cq-a", cohort="pool", quotas={"flavor-a": {"cpu": ("3", None, "2")}, "flavor-b": {"cpu": "0"}},
+                 fungibility={"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "MayStopSearch"}),
+              cq("cq-b", cohort="pool", quotas={"flavor-a": {"cpu": "4"}, "flavor-b": {"cpu": ("1", "4", None)}},
+                 fungibility={"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"}),
+              lq("team-a", "lq-a", "cq-a"), lq("team-b", "lq-b", "cq-b"))
+    sim.submit("team-b/job-4", "lq-b", one("2"), priority=32)
+    sim.submit("team-b/job-3", "lq-b", one("3"), priority=27)
+    sim.submit("team-b/other", "lq-b", one("3"), priority=priority)
+    sim.submit("team-a/job-1", "lq-a", one("2"), priority=1)
+    sim.submit("team-a/job-5", "lq-a", one("1"), priority=4)
+    sim.schedule(0.0)
+    # job-3 borrowed flavor-a's cpu, lost it to job-1 in the same cycle, then resumed its scan at flavor-b.
+    assert sim.why("team-b/job-3")[0] == "ExceedsMaxQuota"
+    got_reason, message = sim.why("team-b/other")
+    assert got_reason == reason
+    assert tuple(f for f in ("flavor-a", "flavor-b") if f"flavor {f}" in message) == flavors_named
