@@ -7,7 +7,7 @@ controller (here the driver, `replay.py`) has cleared the reservation, and the s
 List order (namespace/name), one status write each, while Kueue's cycles take from a fraction of a millisecond
 to about 100 ms (the preemptor's own status write). So how many cycles a victim is seen holding its quota, and
 in which order two victims release theirs, is timing, and with two victims it decides flavors and further
-preemptions: random 150013 settled three ways in four Kueue runs, and gitopsq's engine reproduces each run
+preemptions: random 150013 settled four ways in four Kueue runs, and gitopsq's engine reproduces each run
 exactly once its victims are released when the driver released them in that run.
 
 gitopsq releases a victim after the cycle following its preemption (docs/admission.md). A Kueue outcome is
@@ -29,6 +29,12 @@ Release = Callable[[Any, float, int | None, Callable[..., bool]], bool]
 def _in_their_cycle(state: Any, now: float, before: int | None, release: Callable[..., bool]) -> bool:
     """The driver cleared the reservation before Kueue's next cycle took its snapshot (random 150013, run 1)."""
     return release(state, now, before=None if before is None else before + 1)
+
+
+def _together_when_quiet(state: Any, now: float, before: int | None, release: Callable[..., bool]) -> bool:
+    """Victims hold their quota until nothing else moves, then all release it before the next cycle (the
+    driver's writes fell between two cycles: random 150013, run 4; gitopsq's model before 37a94d1)."""
+    return False if before is not None else release(state, now)
 
 
 def _when_quiet_in_list_order(gap: int) -> Release:
@@ -59,6 +65,7 @@ def _when_quiet_in_list_order(gap: int) -> Release:
 
 TIMINGS: tuple[tuple[str, Callable[[], Release]], ...] = (
     ("victims released in the cycle of their preemption", lambda: _in_their_cycle),
+    ("victims released together when quiet", lambda: _together_when_quiet),
     ("victims released when quiet, in List order, one cycle apart", lambda: _when_quiet_in_list_order(1)),
     ("victims released when quiet, in List order, two cycles apart", lambda: _when_quiet_in_list_order(2)),
 )

@@ -1,5 +1,5 @@
 """Kueue outcomes decided by when the rig completed a preemption's eviction (differential.eviction_timing), pinned
-on the three outcomes Kueue v0.19.2 gave for random 150013 in four runs (kueue_runs/random-150013.json)."""
+on the four outcomes Kueue v0.19.2 gave for random 150013 in five runs (kueue_runs/random-150013.json)."""
 
 from __future__ import annotations
 
@@ -25,8 +25,9 @@ def _kueue(run: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("run", "timing"), [
     pytest.param("run 1", TIMINGS[0][0], id="running-2-released-before-the-next-cycle-job-1-takes-flavor-a"),
-    pytest.param("batch", TIMINGS[1][0], id="both-victims-held-running-0-released-first-job-5-takes-flavor-a"),
-    pytest.param("run 2", TIMINGS[2][0], id="running-0-released-two-cycles-before-running-2-which-comes-back"),
+    pytest.param("run 4", TIMINGS[1][0], id="both-victims-released-at-once-job-0-first-job-5-takes-flavor-b"),
+    pytest.param("batch", TIMINGS[2][0], id="both-victims-held-running-0-released-first-job-5-takes-flavor-a"),
+    pytest.param("run 2", TIMINGS[3][0], id="running-0-released-two-cycles-before-running-2-which-comes-back"),
 ])
 def test_each_kueue_outcome_is_gitopsq_with_the_rigs_release_timing(run: str, timing: str) -> None:
     """Each of Kueue's outcomes differs from gitopsq's and is gitopsq's exactly, messages and amounts included,
@@ -56,7 +57,7 @@ def test_an_outcome_no_timing_reaches_is_a_divergence() -> None:
 
 def test_the_engine_gets_its_own_timing_back() -> None:
     """The engine's release timing is restored after each alternative, so later simulations are unaffected."""
-    _, make = TIMINGS[1]
+    _, make = TIMINGS[2]
     with released_as(make()):
         assert simulate(SCENARIO) != NEXT_CYCLE_OUTCOME
     assert simulate(SCENARIO) == NEXT_CYCLE_OUTCOME
