@@ -31,6 +31,7 @@ from differential.compare import (  # noqa: E402
     simulate,
 )
 from differential.divergence import divergence_scenario, write  # noqa: E402
+from differential.eviction_timing import other_eviction_timing  # noqa: E402
 from differential.generator import generate  # noqa: E402
 from differential.oracle import KueueOracle, OracleError  # noqa: E402
 
@@ -61,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     ambiguous: list[int] = []
     amounts: list[int] = []
     scan_reset: list[int] = []
+    eviction_timing: list[int] = []
     exempted: list[int] = []
     fields: Counter[str] = Counter()
     try:
@@ -88,6 +90,10 @@ def main(argv: list[str] | None = None) -> int:
                 scan_reset.append(seed)  # Kueue's race on an alternating flavor scan, counted apart
                 print(f"seed {seed}: as Kueue with the other phase of an alternating flavor scan (a Kueue race)",
                       flush=True)
+                continue
+            if timing := other_eviction_timing(kueue, scenario, diff(kueue), messages=not args.no_messages):
+                eviction_timing.append(seed)  # when the rig completed Kueue's evictions decided it, counted apart
+                print(f"seed {seed}: as Kueue with {timing} (eviction timing)", flush=True)
                 continue
 
             if not diff(kueue):
@@ -127,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.monotonic() - ready
     print(f"compared {done} random scenarios (seeds {args.seed}..{args.seed + done - 1}): "
           f"{len(divergent)} divergent, {len(amounts)} differing in amounts only, {len(scan_reset)} as Kueue with the "
-          f"other phase of an alternating flavor scan, {len(ambiguous)} settled more than one way by Kueue, "
+          f"other phase of an alternating flavor scan, {len(eviction_timing)} as Kueue with another eviction timing, "
+          f"{len(ambiguous)} settled more than one way by Kueue, "
           f"{len(exempted)} with a tree not "
           f"compared (Kueue #3710 or a preemption cycle), {failures} oracle failures; "
           f"fields {dict(fields)}; "
@@ -154,6 +161,9 @@ def recheck(directory: Path, *, messages: bool) -> int:
         if other_scan_phase(data["kueue"], data["scenario"], diffs, messages=messages):
             print(f"{path.name}: as Kueue with the other phase of an alternating flavor scan (a Kueue race)",
                   flush=True)
+            continue
+        if timing := other_eviction_timing(data["kueue"], data["scenario"], diffs, messages=messages):
+            print(f"{path.name}: as Kueue with {timing} (eviction timing)", flush=True)
             continue
         if differences(data["kueue"], ours, messages=messages, scenario=data["scenario"], counts=False):
             still += 1

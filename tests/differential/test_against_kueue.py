@@ -19,6 +19,7 @@ from differential import kueue_objects
 from differential.compare import differences, mask_counts, other_scan_phase, preemption_cycle_trees, simulate
 from differential.conftest import base_seed, case_count, handwritten_sample
 from differential.divergence import divergence_scenario, kueue_expectations, write
+from differential.eviction_timing import other_eviction_timing
 from differential.generator import generate
 
 pytestmark = [pytest.mark.differential, pytest.mark.envtest]
@@ -50,11 +51,13 @@ def test_random_scenario_settles_as_on_kueue(seed: int, kueue_oracle: Any, tmp_p
     runs: list[dict[str, Any]] = []
     for _ in range(KUEUE_RUNS):
         # Kueue decides some cases by timing (which of two cycles saw a release first, which phase of an
-        # alternating flavor scan a head was in when capacity came: compare.other_scan_phase): a case gitopsq
-        # settles as one of Kueue's runs does is settled as Kueue can; an outcome no run shows diverges.
+        # alternating flavor scan a head was in when capacity came: compare.other_scan_phase; how many cycles a
+        # victim held its quota: eviction_timing): a case gitopsq settles as one of Kueue's runs does is settled
+        # as Kueue can; an outcome no run shows diverges.
         runs.append(kueue_oracle.run(scenario))
         diffs = differences(runs[-1], ours, scenario=scenario, counts=False)
-        if not diffs or other_scan_phase(runs[-1], scenario, diffs, counts=False):
+        if (not diffs or other_scan_phase(runs[-1], scenario, diffs, counts=False)
+                or other_eviction_timing(runs[-1], scenario, diffs, counts=False)):
             return
     diffs = differences(runs[0], ours, scenario=scenario, counts=False)
     saved = write(tmp_path / f"random-{seed}.yaml", divergence_scenario(scenario, runs[0], diffs))
