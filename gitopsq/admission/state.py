@@ -53,8 +53,7 @@ class State:
         self.events: list[Event] = []
         self.preemptors: set[str] = set()  # workloads whose victims were evicted in the last cycle
         self.preempted_now: set[str] = set()  # evicted by preemption in the instant being settled
-        # (cycle of the preemption, victim): preempted, still holding its quota until `complete_evictions`
-        self.evicting: list[tuple[int, WorkloadInfo]] = []
+        self.evicting: list[WorkloadInfo] = []  # preempted, still holding quota until `complete_evictions`
         self.untried_retries: dict[str, int] = {}  # immediate retries for untried flavors in this instant
         self.unsettled: list[float] = []  # instants the cycle guard had to stop (expected to stay empty)
         self.dirty_roots: set[str] = set()  # root nodes whose capacity was released since the last requeue
@@ -123,17 +122,15 @@ class State:
         job controller has stopped it and cleared the reservation."""
         assert w.assignment is not None
         w.evicting = True
-        self.evicting.append((self.cycle, w))
+        self.evicting.append(w)
         self.events.append(Event(now, w.key, "Preempted", w.assignment.cluster_queue, w.assignment.flavors,
                                  reason, message))
 
-    def complete_evictions(self, now: float, *, before: int | None = None) -> bool:
-        """Workloads preempted before cycle ``before`` (all without it) release their quota and go back to their
-        queues. True if there were any."""
-        done = [w for c, w in self.evicting if before is None or c < before]
+    def complete_evictions(self, now: float) -> bool:
+        """Every preempted workload releases its quota and goes back to its queue. True if there were any."""
+        done, self.evicting = self.evicting, []
         if not done:
             return False
-        self.evicting = [(c, w) for c, w in self.evicting if before is not None and c >= before]
         for w in done:
             w.evicting = False
             cq = self.release(w)
