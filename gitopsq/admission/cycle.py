@@ -4,8 +4,9 @@ One cycle is Kueue's: (1) pop the head of every active ClusterQueue; (2) nominat
 current usage (flavor assignment, preemption targets); (3) order the entries (classical order or the fair
 sharing tournament); (4) process them one by one, each seeing the usage of those before it: admit what still
 fits, reserve quota for preemptors, requeue the rest with their reason; (5) mark the new victims preempted: they
-keep their quota (Kueue's eviction is asynchronous) until a cycle changes nothing, then release it and go back to
-their queues; (6) requeue inadmissible workloads of every cohort tree whose capacity was released.
+keep their quota (Kueue's eviction is asynchronous) until a cycle changes nothing in their cohort tree, then
+release it and go back to their queues; (6) requeue inadmissible workloads of every cohort tree whose capacity was
+released.
 
 Kueue admits at most one workload per ClusterQueue per cycle and sleeps between cycles; here cycles follow each
 other within the same simulated instant until a cycle changes nothing, so an instant ends in the state Kueue
@@ -173,15 +174,17 @@ def _pop_head(state: State, spec: QueueSpec) -> tuple[WorkloadInfo | None, bool]
     return None, parked
 
 
-def _heads(state: State) -> tuple[list[tuple[QueueSpec, WorkloadInfo]], bool]:
-    """One head per active ClusterQueue, in name order (the processing order is decided later)."""
+def _heads(state: State) -> tuple[list[tuple[QueueSpec, WorkloadInfo]], set[str]]:
+    """One head per active ClusterQueue, in name order (the processing order is decided later), and the roots of
+    the cohort trees where heads equivalent to a blocked one were parked."""
     heads = []
-    parked = False
+    parked: set[str] = set()
     for name, spec in state.topology.queues.items():
         if not spec.active or not state.queues[name].has_active():
             continue
         w, p = _pop_head(state, spec)
-        parked = parked or p
+        if p:
+            parked.add(state.root_by_queue[name])
         if w is not None:
             heads.append((spec, w))
     return heads, parked
@@ -220,8 +223,8 @@ def scan_retries(spec: QueueSpec) -> int:
     return max((len(g.flavors) for g in spec.groups), default=0)
 
 
-def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: float) -> bool:
-    """One scheduling cycle over ``heads``; True when it changed anything."""
+def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: float) -> set[str]:
+    """One scheduling cycle over ``heads``; returns the roots of the cohort trees it changed anything in."""
     state.cycle += 1
     entries = [nominate(state, w, spec) for spec, w in heads]
     for e in entries:
@@ -230,7 +233,7 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
     fair = state.topology.settings.fair_sharing
     victims: dict[str, tuple[Target, WorkloadInfo]] = {}
     held: list[tuple[QuotaNode, dict[FlavorResource, int]]] = []
-    progress = False
+    changed: set[str] = set()
     for e in _ordered(state, entries):
         queue = state.queues[e.spec.name]
         # Remember where the flavor scans stopped, for the next attempt (cleared again on admission).
@@ -255,12 +258,13 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
                 state.untried_retries[e.w.key] = retries + 1
             if (queue.strict or untried) and not e.always_inadmissible:
                 queue.push(e.w)  # StrictFIFO keeps its head; flavors left untried get the next cycle
-                progress = progress or untried
+                if untried:
+                    changed.add(state.root_by_queue[e.spec.name])
             else:
                 queue.park(e.w)
                 if not e.always_inadmissible and not queue.strict:
                     queue.blocked_shapes[e.w.equivalence()] = (e.reason, e.message)
-                progress = True
+                changed.add(state.root_by_queue[e.spec.name])
             continue
         assert e.nomination is not None
         if any(t.workload.key in victims for t in e.targets):
@@ -274,7 +278,7 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
             continue
         assignment = Assignment(e.spec.name, e.nomination.flavors, e.nomination.usage)
         if e.kind == FIT:
-            progress = True
+            changed.add(state.root_by_queue[e.spec.name])
             e.w.last_tried = None
             state.reserve(e.w, assignment, now, checks=e.spec.checks_for(assignment.flavors_used()))
             if fair and state.topology.settings.fair_sharing_look_ahead:
@@ -288,7 +292,8 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
         for t in e.targets:
             victims[t.workload.key] = (t, e.w)
             # A target still being evicted is Kueue's "preemption ongoing": nothing new happens.
-            progress = progress or not t.workload.evicting
+            if not t.workload.evicting:
+                changed.add(state.root_by_queue[e.spec.name])
         e.w.last_tried = None  # Kueue's markPreemptionOutcome: the next attempt scans every flavor again
         state.preemptors.add(e.w.key)
         state.status[e.w.key] = Status(e.reason, e.message)
@@ -305,20 +310,22 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
         message = msg.preempted(target.reason, preemptor.key, path_of(state.tree.queues[preemptor.cluster_queue]),
                                 path_of(state.tree.queues[victim.assignment.cluster_queue]))
         state.preempt(victim, now, reason=target.reason, message=message)
-    return progress
+    return changed
 
 
 def settle(state: State, now: float) -> None:
     """Run cycles at ``now`` until nothing changes (module docstring).
 
-    Preempted workloads hold their quota until a cycle changes nothing: Kueue's scheduler only sets their
-    Evicted condition, and its cache keeps counting them until the job controller has cleared the reservation,
-    while further cycles, each well under a millisecond without API writes, run meanwhile (random 150006: the
-    victim still held in the ninth cycle after its preemption; another queue admitted a head in each of the two
-    cycles after it). With batched requeues (Kueue's default) the inadmissible workloads of a cohort tree whose
-    capacity was released come back only when the instant is otherwise quiet: Kueue requeues them 1 s after the
-    release, and its cycles, milliseconds apart, try everything already in the heaps first (new arrivals,
-    StrictFIFO heads, preemptors). Immediate requeues bring them back after every cycle.
+    Preempted workloads hold their quota until a cycle changes nothing in their cohort tree (`State.due_evictions`):
+    Kueue's scheduler only sets their Evicted condition, and its cache keeps counting them until the job controller
+    has cleared the reservation, while further cycles, each well under a millisecond without API writes, run
+    meanwhile (random 150006: the victim still held in the ninth cycle after its preemption; another queue of its
+    tree admitted a head in each of the two cycles after it). Other trees still busy do not hold it: their heads
+    cannot use its quota, and a preemptor waiting for it would otherwise be nominated again, with a full
+    preemption search, in every one of their cycles. With batched requeues (Kueue's default) the inadmissible
+    workloads of a cohort tree whose capacity was released come back only when the instant is otherwise quiet:
+    Kueue requeues them 1 s after the release, and its cycles, milliseconds apart, try everything already in the
+    heaps first (new arrivals, StrictFIFO heads, preemptors). Immediate requeues bring them back after every cycle.
     """
     state.preempted_now = set()
     state.untried_retries = {}
@@ -327,13 +334,15 @@ def settle(state: State, now: float) -> None:
         state.requeue_released()
     for _ in range(MAX_CYCLES_PER_INSTANT):
         heads, parked = _heads(state)
-        progress = run_cycle(state, heads, now) if heads else False
+        changed = run_cycle(state, heads, now) if heads else set()
+        changed |= parked
         if not batched:
-            progress = state.requeue_released() or progress
-        if (heads or parked) and (progress or parked):
+            changed |= state.requeue_released()
+        moving = bool(heads or parked) and bool(changed)
+        # Victims of the trees this pass left alone release their quota (every victim once nothing moves).
+        released = state.complete_evictions(now, changed if moving else frozenset())
+        if moving or released:
             continue
-        if state.complete_evictions(now):
-            continue  # the victims' quota is released once nothing else moves
         if batched and state.requeue_released():
             continue  # the batch fires once nothing else moves
         return

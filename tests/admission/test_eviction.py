@@ -1,4 +1,4 @@
-"""Preemption victims keep their quota until the instant is otherwise quiet (Kueue's asynchronous eviction)."""
+"""Preemption victims keep their quota until their cohort tree is quiet (Kueue's asynchronous eviction)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ def _one_queue() -> Sim:
 
 
 def _cycle(sim: Sim, now: float = 5.0) -> tuple[bool, list[tuple[str, str]]]:
-    """One scheduling cycle over the current heads: (progress, events as (type, workload))."""
+    """One scheduling cycle over the current heads: (whether it changed anything, events as (type, workload))."""
     heads, _ = cycle._heads(sim.engine.state)
-    progress = cycle.run_cycle(sim.engine.state, heads, now)
-    return progress, [(e.type, e.workload) for e in sim.engine.take_events()]
+    changed = cycle.run_cycle(sim.engine.state, heads, now)
+    return bool(changed), [(e.type, e.workload) for e in sim.engine.take_events()]
 
 
 def test_victim_holds_its_quota_in_the_cycles_after_its_preemption() -> None:
@@ -49,19 +49,31 @@ def test_settling_releases_the_victim_once_nothing_else_moves() -> None:
     assert sim.engine.state.evicting == []
 
 
-def test_release_waits_for_other_queues_to_settle() -> None:
-    """Another queue admitting one workload per cycle keeps the victim's quota held until it has admitted all."""
+@pytest.mark.parametrize(("cohort", "expected"), [
+    pytest.param("pool", [("QuotaReserved", "ns/small-0"), ("Preempted", "ns/victim"),
+                          ("QuotaReserved", "ns/small-1"), ("QuotaReserved", "ns/small-2"),
+                          ("QuotaReserved", "ns/small-3"), ("Requeued", "ns/victim"), ("QuotaReserved", "ns/urgent")],
+                 id="a-busy-queue-of-the-same-cohort-holds-the-victim-until-it-has-admitted-all"),
+    pytest.param(None, [("QuotaReserved", "ns/small-0"), ("Preempted", "ns/victim"),
+                        ("QuotaReserved", "ns/small-1"), ("Requeued", "ns/victim"), ("QuotaReserved", "ns/urgent"),
+                        ("QuotaReserved", "ns/small-2"), ("QuotaReserved", "ns/small-3")],
+                 id="a-busy-queue-of-another-tree-does-not-hold-it"),
+])
+def test_release_waits_for_the_victims_cohort_tree_to_settle(cohort: str | None,
+                                                               expected: list[tuple[str, str]]) -> None:
+    """Another queue admitting one workload per cycle keeps the victim's quota held while it is in the victim's
+    cohort tree; in another tree it does not, and the victim is released after the first cycle its tree is quiet."""
+    big = {"default": {"cpu": ("10", "0", None)}}
     sim = Sim(flavor("default"),
-              cq("cq", quotas={"default": {"cpu": "4"}}, preemption={"withinClusterQueue": "LowerPriority"}),
-              cq("busy", quotas={"default": {"cpu": "10"}}), lq("ns", "q", "cq"), lq("ns", "busy", "busy"))
+              cq("cq", cohort=cohort, quotas={"default": {"cpu": ("4", "0", None)}},
+                 preemption={"withinClusterQueue": "LowerPriority"}),
+              cq("busy", cohort=cohort, quotas=big), lq("ns", "q", "cq"), lq("ns", "busy", "busy"))
     sim.running("ns/victim", "q", one("4"), cq="cq", at=1.0)
     sim.submit("ns/urgent", "q", one("4"), priority=10)
     for i in range(4):
         sim.submit(f"ns/small-{i}", "busy", one("1"))
     order = [(t, w) for t, w, _ in sim.schedule(5.0) if t in ("Preempted", "Requeued", "QuotaReserved")]
-    assert order == [("QuotaReserved", "ns/small-0"), ("Preempted", "ns/victim"), ("QuotaReserved", "ns/small-1"),
-                     ("QuotaReserved", "ns/small-2"), ("QuotaReserved", "ns/small-3"), ("Requeued", "ns/victim"),
-                     ("QuotaReserved", "ns/urgent")]
+    assert order == expected
 
 
 def test_cohort_heads_of_later_cycles_see_the_victims_borrowed_quota_in_use() -> None:
