@@ -9,7 +9,7 @@ from gitopsq.simulate.scenario import parse_scenario
 
 # cq-x and cq-y lend nothing and borrow from cq-z, whose 4 cpu are held by running-a and running-b until 10 s.
 # small (2 cpu, priority 1) fits in one release; big (4 cpu, priority 5) needs both and comes first when both
-# are free. Checked on Kueue v0.19.2 (scripts/differential, two runs each strategy).
+# are free. Checked on Kueue v0.19.2 (scripts/differential: StrictFIFO two runs, BestEffortFIFO one).
 SCENARIO = """\
 objects:
   - {apiVersion: kueue.x-k8s.io/v1beta2, kind: ResourceFlavor, metadata: {name: default}}
