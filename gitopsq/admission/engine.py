@@ -179,6 +179,20 @@ class Engine:
             self._drain_stopped(now)
         cycle.settle(self.state, now)
 
+    def step(self, now: float) -> None:
+        """One scheduling cycle over the heads already active, before the rest of the instant ``now`` arrives.
+
+        Kueue sees two workloads that finish at the same time as two watch events, and a head it pops every
+        cycle (StrictFIFO, a preemptor, a scan with flavors left) gets a cycle between them: that cycle sees the
+        first release alone. Nothing parked comes back (the requeue batch) and no victim releases its quota.
+        """
+        if not self._drained:
+            self._drained = True
+            self._drain_stopped(now)
+        heads, _ = cycle._heads(self.state)
+        if heads:
+            cycle.run_cycle(self.state, heads, now)
+
     # --- outputs ----------------------------------------------------------------------------------------------
 
     def take_events(self) -> list[Event]:

@@ -122,7 +122,10 @@ class Simulation:
             self._account(now)
             while self.timers and self.timers[0][0] == now:
                 _, kind, _, key, generation, check = heapq.heappop(self.timers)
-                self._fire(kind, key, generation, check, now)
+                if self._fire(kind, key, generation, check, now) and self.timers and self.timers[0][0] == now:
+                    # Kueue sees each finish as its own event and runs a cycle before the instant's next one.
+                    engine.step(now)
+                    self._observe(engine.take_events())
             engine.schedule(now)
             self._observe(engine.take_events())
             self._snapshot(now)
@@ -132,22 +135,26 @@ class Simulation:
         self._account(end)
         return self._result(end, start)
 
-    def _fire(self, kind: int, key: str, generation: int, check: str, now: float) -> None:
+    def _fire(self, kind: int, key: str, generation: int, check: str, now: float) -> bool:
+        """Apply one timer; True when a workload finished."""
         engine, run = self.engine, self.runs[key]
+        finished = False
         if kind == SUBMIT:
             t = run.trace
             engine.submit(key=key, namespace=t.namespace, queue=t.queue, created=t.submit_at,
                           priority=engine.priority_of(t.priority, t.priority_class), pod_sets=t.pod_sets)
         elif generation != run.generation:
-            return  # the workload was evicted since this timer was set
+            return False  # the workload was evicted since this timer was set
         elif kind == FINISH:
             engine.finish(key, now)
+            finished = True
         else:
             plan = self._plan(run, check)
             if plan.state == "Retry":
                 run.retried = True
             engine.set_check(key, check, plan.state, now)
         self._observe(engine.take_events())
+        return finished
 
     def _result(self, end: float, start: float) -> Result:
         engine = self.engine
