@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from gitopsq.admission import fairsharing, quota
 from gitopsq.admission import messages as msg
 from gitopsq.admission.flavors import Mode, Nomination, assign_flavors
-from gitopsq.admission.preemption import ClassicalPreemption, Preemptor, Target
+from gitopsq.admission.preemption import ClassicalPreemption, Preemptor, Target, policy_allows
 from gitopsq.admission.quota import FlavorResource, QuotaNode
 from gitopsq.admission.state import State, Status
 from gitopsq.admission.topology import BATCHED, QueueSpec
@@ -62,6 +62,22 @@ def _oracle_mode(targets: list[Target], cq: str) -> Mode:
     if not targets:
         return Mode.NO_CANDIDATES
     return Mode.PREEMPT if any(t.workload.cluster_queue == cq for t in targets) else Mode.RECLAIM
+
+
+def _protection_matters(state: State, w: WorkloadInfo, spec: QueueSpec) -> bool:
+    """Whether a workload preempted at this instant is admitted again in ``spec``'s cohort tree where ``w``'s
+    policies allow preempting it: only then do the scan's check and the victim search differ."""
+    root = state.tree.queues[spec.name].root()
+    for key in state.preempted_now:
+        v = state.workloads[key]
+        a = v.assignment
+        if a is None:
+            continue
+        policy = spec.preemption.within_cluster_queue if a.cluster_queue == spec.name \
+            else spec.preemption.reclaim_within_cohort
+        if policy_allows(policy, w, v) and state.tree.queues[a.cluster_queue].root() is root:
+            return True
+    return False
 
 
 def _to_reserve(node: QuotaNode, spec: QueueSpec, n: Nomination) -> dict[FlavorResource, int]:
@@ -112,7 +128,7 @@ def _nominate_shape(state: State, w: WorkloadInfo, spec: QueueSpec, shape: Shape
     # The flavor scan asks Kueue's question (could preemption make room?) with every workload a candidate, even
     # one already preempted at this instant, which gitopsq will not preempt again (docs/admission.md): otherwise
     # a scan that Kueue stops at that flavor (whenCanPreempt: MayStopSearch) goes on to the next (random 170098).
-    scan_engine = preemption_engine(state, protect=False) if state.preempted_now else engine
+    scan_engine = preemption_engine(state, protect=False) if _protection_matters(state, w, spec) else engine
 
     searched: dict[tuple[frozenset[tuple[FlavorResource, int]], frozenset[FlavorResource], bool], list[Target]] = {}
 
