@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from gitopsq.admission import fairsharing, quota
 from gitopsq.admission import messages as msg
 from gitopsq.admission.flavors import Mode, Nomination, assign_flavors
-from gitopsq.admission.preemption import ClassicalPreemption, Preemptor, Target
+from gitopsq.admission.preemption import ClassicalPreemption, Preemptor, Target, policy_allows
 from gitopsq.admission.quota import FlavorResource, QuotaNode
 from gitopsq.admission.state import State, Status
 from gitopsq.admission.topology import BATCHED, QueueSpec
@@ -51,16 +51,34 @@ class Entry:
         return (0 if self.preemptor else 1, borrow, -self.w.priority, self.w.created, self.w.seq)
 
 
-def preemption_engine(state: State) -> ClassicalPreemption:
+def preemption_engine(state: State, *, protect: bool = True) -> ClassicalPreemption:
+    """The victim search; ``protect`` leaves out the workloads already preempted at this instant."""
+    protected = state.preempted_now if protect else frozenset()
     if state.topology.settings.fair_sharing:
-        return fairsharing.FairPreemption(state.tree, state.admitted, state.topology, state.preempted_now)
-    return ClassicalPreemption(state.tree, state.admitted, state.preempted_now)
+        return fairsharing.FairPreemption(state.tree, state.admitted, state.topology, protected)
+    return ClassicalPreemption(state.tree, state.admitted, protected)
 
 
 def _oracle_mode(targets: list[Target], cq: str) -> Mode:
     if not targets:
         return Mode.NO_CANDIDATES
     return Mode.PREEMPT if any(t.workload.cluster_queue == cq for t in targets) else Mode.RECLAIM
+
+
+def _protection_matters(state: State, w: WorkloadInfo, spec: QueueSpec) -> bool:
+    """Whether a workload preempted at this instant is admitted again in ``spec``'s cohort tree where ``w``'s
+    policies allow preempting it: only then do the scan's check and the victim search differ."""
+    root = state.tree.queues[spec.name].root()
+    for key in state.preempted_now:
+        v = state.workloads[key]
+        a = v.assignment
+        if a is None:
+            continue
+        policy = spec.preemption.within_cluster_queue if a.cluster_queue == spec.name \
+            else spec.preemption.reclaim_within_cohort
+        if policy_allows(policy, w, v) and state.tree.queues[a.cluster_queue].root() is root:
+            return True
+    return False
 
 
 def _to_reserve(node: QuotaNode, spec: QueueSpec, n: Nomination) -> dict[FlavorResource, int]:
@@ -108,18 +126,24 @@ def _nominate_shape(state: State, w: WorkloadInfo, spec: QueueSpec, shape: Shape
                      always_inadmissible=True)
     node = state.tree.queues[spec.name]
     engine = preemption_engine(state)
+    # The flavor scan asks Kueue's question (could preemption make room?) with every workload a candidate, even
+    # one already preempted at this instant, which gitopsq will not preempt again (docs/admission.md): otherwise
+    # a scan that Kueue stops at that flavor (whenCanPreempt: MayStopSearch) goes on to the next (random 170098).
+    scan_engine = preemption_engine(state, protect=False) if _protection_matters(state, w, spec) else engine
 
-    searched: dict[tuple[frozenset[tuple[FlavorResource, int]], frozenset[FlavorResource]], list[Target]] = {}
+    searched: dict[tuple[frozenset[tuple[FlavorResource, int]], frozenset[FlavorResource], bool], list[Target]] = {}
 
-    def targets(requests: dict[FlavorResource, int], contested: frozenset[FlavorResource]) -> list[Target]:
+    def targets(requests: dict[FlavorResource, int], contested: frozenset[FlavorResource], *,
+                scan: bool = False) -> list[Target]:
         # The oracle's single-resource search is often the final search too: run each search once.
-        key = (frozenset(requests.items()), contested)
+        scan = scan and scan_engine is not engine
+        key = (frozenset(requests.items()), contested, scan)
         if key not in searched:
-            searched[key] = engine.targets(Preemptor(w, spec, requests, contested))
+            searched[key] = (scan_engine if scan else engine).targets(Preemptor(w, spec, requests, contested))
         return searched[key]
 
     def oracle(fr: FlavorResource, val: int) -> tuple[Mode, int]:
-        found = targets({fr: val}, frozenset({fr}))
+        found = targets({fr: val}, frozenset({fr}), scan=True)
         gone = [t.workload for t in found if t.workload.assignment is not None]
         for v in gone:
             assert v.assignment is not None
