@@ -211,14 +211,16 @@ class Engine:
         return View(PENDING, w.cluster_queue or "", (), status.reason, status.message)
 
     def _explain(self, w: WorkloadInfo) -> Status:
-        """Status of a workload no cycle has looked at yet (behind a StrictFIFO head): a dry nomination."""
+        """Status of a workload no cycle has looked at yet: a dry nomination. It waits behind a head retried in
+        every cycle: a StrictFIFO head, or a BestEffortFIFO head skipped after its nomination (requeued at once)."""
         spec = self.topology.queues.get(w.cluster_queue or "")
         if spec is None:
             return Status(msg.MISCONFIGURED, msg.lq_missing(w.queue))
         entry = cycle.nominate(self.state, w, spec)
         if entry.kind == cycle.NO_FIT:
             return Status(entry.reason, entry.message)
-        return Status(msg.WAITING_FOR_QUOTA, f"Waiting behind the head of StrictFIFO ClusterQueue {spec.name}")
+        strategy = "StrictFIFO" if spec.strict_fifo else "BestEffortFIFO"
+        return Status(msg.WAITING_FOR_QUOTA, f"Waiting behind the head of {strategy} ClusterQueue {spec.name}")
 
     def usage(self, cluster_queue: str) -> dict[FlavorResource, int]:
         """Quota held by the workloads admitted in a ClusterQueue (its own usage, not its cohort's)."""

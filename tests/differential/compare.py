@@ -8,10 +8,12 @@ pod sets in map order, which varies between cycles; and a message Kueue kept alt
 stood still (`messagesSeen`, a StrictFIFO head under flavor scan progress) is not compared, nor its reason.
 
 One deliberate difference is recognised (docs/admission.md, "Deliberate differences"): a workload waiting behind
-the head of a StrictFIFO ClusterQueue has no `QuotaReserved` condition on Kueue (Kueue never evaluates it), while
-gitopsq gives it a reason. Its reason and message are not compared when Kueue shows none, the ClusterQueue is
-StrictFIFO, and Kueue shows a reason for another pending workload of that ClusterQueue (the head it evaluated).
-Everything else about the workload (state, queue, preemptions) is still compared.
+a head Kueue pops again in every cycle has no `QuotaReserved` condition on Kueue (Kueue never evaluates it), while
+gitopsq gives it a reason. Its reason and message are not compared when Kueue shows none and Kueue shows such a
+head in the same ClusterQueue: on StrictFIFO, any other pending workload with a reason (the head it evaluated);
+on BestEffortFIFO, another pending workload skipped after its nomination (`RETRIED_HEAD_MESSAGES`: Kueue requeues
+it at once, so it is the head again next cycle; random 190069). Everything else about the workload (state,
+queue, preemptions) is still compared.
 
 With ``counts=False`` the amounts in "N more needed" are not compared: they are what was free when Kueue last
 evaluated the workload, and when that was depends on timing (the same scenario on the same Kueue gives "1 more
@@ -94,27 +96,43 @@ def mask_counts(message: str) -> str:
     return _MORE_NEEDED.sub("N more needed", message)
 
 
-def strict_fifo_queues(scenario: dict[str, Any] | None) -> frozenset[str]:
-    """The ClusterQueues of a scenario that queue StrictFIFO (any supported API version)."""
+def queues_by_strategy(scenario: dict[str, Any] | None, strategy: str) -> frozenset[str]:
+    """The ClusterQueues of a scenario with queueing ``strategy`` (any supported API version; Kueue's default is
+    BestEffortFIFO)."""
     if not scenario:
         return frozenset()
     return frozenset(o["metadata"]["name"] for o in scenario.get("objects", [])
                      if o.get("kind") == "ClusterQueue"
-                     and (o.get("spec") or {}).get("queueingStrategy") == "StrictFIFO")
+                     and (o.get("spec") or {}).get("queueingStrategy", "BestEffortFIFO") == strategy)
 
 
-def _unevaluated_followers(want: dict[str, Outcome], got: dict[str, Outcome],
-                           strict: frozenset[str]) -> set[str]:
-    """Workloads Kueue left without a condition behind an evaluated StrictFIFO head, pending in gitopsq too.
+def strict_fifo_queues(scenario: dict[str, Any] | None) -> frozenset[str]:
+    """The ClusterQueues of a scenario that queue StrictFIFO (any supported API version)."""
+    return queues_by_strategy(scenario, "StrictFIFO")
+
+
+# The messages of a head Kueue skipped after nominating it (scheduler.go `processEntry` → `markSkipped`): requeued
+# with RequeueReasonFailedAfterNomination, which cluster_queue.go `RequeueIfNotPresent` puts straight back into a
+# BestEffortFIFO heap, so the same head is popped again in every cycle and nothing behind it is (random 190069:
+# job-0 skipped in each of 549 logged cycles, job-2 behind it never popped).
+RETRIED_HEAD_MESSAGES = frozenset({"Workload no longer fits after processing another workload",
+                                   "Workload has overlapping preemption targets with another workload"})
+
+
+def _unevaluated_followers(want: dict[str, Outcome], got: dict[str, Outcome], strict: frozenset[str],
+                           best_effort: frozenset[str]) -> set[str]:
+    """Workloads Kueue left without a condition behind a head it pops every cycle, pending in gitopsq too: an
+    evaluated StrictFIFO head, or a BestEffortFIFO head skipped after nomination (`RETRIED_HEAD_MESSAGES`).
     Kueue's JSON names no queue for a pending workload, so the queue is the one gitopsq has it waiting in (the
     LocalQueue fixes it)."""
     def queue(k: str) -> str:
         return got[k].queue if k in got and got[k].state == "Pending" else ""
 
-    heads = {queue(k) for k, o in want.items() if o.state == "Pending" and o.reason}
+    heads = {queue(k) for k, o in want.items() if o.state == "Pending" and o.reason and queue(k) in strict}
+    heads |= {queue(k) for k, o in want.items()
+              if o.state == "Pending" and o.message in RETRIED_HEAD_MESSAGES and queue(k) in best_effort}
     return {k for k, a in want.items()
-            if a.state == "Pending" and not a.reason and not a.message
-            and queue(k) in strict and queue(k) in heads}
+            if a.state == "Pending" and not a.reason and not a.message and queue(k) in heads}
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +209,8 @@ def differences(kueue: dict[str, Any], gitopsq: dict[str, Any], *, messages: boo
     """Every field in which the simulator's settled outcome differs from Kueue's (with ``scenario``, modulo the
     deliberate differences described above)."""
     want, got = outcomes(kueue), outcomes(gitopsq)
-    followers = _unevaluated_followers(want, got, strict_fifo_queues(scenario))
+    followers = _unevaluated_followers(want, got, strict_fifo_queues(scenario),
+                                       queues_by_strategy(scenario, "BestEffortFIFO"))
     skipped_trees = kueue_3710_trees(kueue, scenario) | preemption_cycle_trees(kueue, scenario)
     layout = _layout(scenario) if skipped_trees and scenario else None
     diffs = []

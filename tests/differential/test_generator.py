@@ -134,30 +134,47 @@ def test_differences_compare_preemption_reasons() -> None:
     assert [(d.field, d.kueue, d.gitopsq) for d in diffs] == [("preempted", ["InClusterQueue"], [])]
 
 
-def _queues(strategy: str) -> dict[str, object]:
-    return {"objects": [{"kind": "ClusterQueue", "metadata": {"name": "cq"},
-                         "spec": {"queueingStrategy": strategy}}]}
+def _queues(strategy: str | None) -> dict[str, object]:
+    spec = {"queueingStrategy": strategy} if strategy else {}  # no strategy: Kueue's default, BestEffortFIFO
+    return {"objects": [{"kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": spec},
+                        {"kind": "ClusterQueue", "metadata": {"name": "other"},
+                         "spec": {"queueingStrategy": "BestEffortFIFO"}}]}
 
 
-_HEAD = {"state": "Pending", "clusterQueue": "cq", "reason": "WaitingForQuota", "message": "m"}
-_FOLLOWER = {"state": "Pending", "clusterQueue": "cq", "reason": "WaitingForQuota",
-             "message": "Waiting behind the head of StrictFIFO ClusterQueue cq"}
+_NO_LONGER_FITS = "Workload no longer fits after processing another workload"
+_OVERLAPPING = "Workload has overlapping preemption targets with another workload"
+_WAITING = {"state": "Pending", "clusterQueue": "cq", "reason": "WaitingForQuota",
+            "message": "Waiting behind the head of BestEffortFIFO ClusterQueue cq"}
+_ADMITTED = {"state": "Admitted", "clusterQueue": "cq", "flavors": {"main": {"cpu": "f"}}}
 
 
-@pytest.mark.parametrize(("strategy", "kueue_head", "fields"), [
-    ("StrictFIFO", _HEAD, []),
-    ("BestEffortFIFO", _HEAD, ["reason", "message"]),
-    ("StrictFIFO", {"state": "Pending"}, ["reason", "message", "reason", "message"]),
-], ids=["strict-fifo-follower-is-the-deliberate-difference", "best-effort-fifo-follower-is-compared",
+@pytest.mark.parametrize(("strategy", "head_message", "head_queue", "follower", "fields"), [
+    ("StrictFIFO", "m", "cq", _WAITING, []),
+    ("StrictFIFO", _NO_LONGER_FITS, "cq", _WAITING, []),
+    ("BestEffortFIFO", _NO_LONGER_FITS, "cq", _WAITING, []),
+    ("BestEffortFIFO", _OVERLAPPING, "cq", _WAITING, []),
+    (None, _NO_LONGER_FITS, "cq", _WAITING, []),
+    ("BestEffortFIFO", "m", "cq", _WAITING, ["reason", "message"]),
+    ("BestEffortFIFO", _NO_LONGER_FITS, "other", _WAITING, ["reason", "message"]),
+    ("BestEffortFIFO", _NO_LONGER_FITS, "cq", _ADMITTED, ["state", "cluster_queue", "flavors"]),
+    ("StrictFIFO", "", "cq", _WAITING, ["reason", "message", "reason", "message"]),
+], ids=["strict-fifo-follower-is-the-deliberate-difference", "strict-fifo-any-head-reason",
+        "best-effort-follower-behind-a-head-that-no-longer-fits", "best-effort-follower-behind-overlapping-targets",
+        "default-strategy-is-best-effort", "best-effort-head-parked-so-follower-compared",
+        "retried-head-in-another-queue-so-compared", "follower-admitted-by-gitopsq-is-compared",
         "no-evaluated-head-so-compared"])
-def test_unevaluated_strict_fifo_followers_are_the_only_exemption(strategy: str, kueue_head: dict[str, object],
-                                                                  fields: list[str]) -> None:
-    """A follower Kueue left without a condition behind an evaluated StrictFIFO head is not compared on its
-    reason; on BestEffortFIFO, or when Kueue evaluated no head of that queue, the missing reason is a
-    difference."""
-    kueue = _result(**{"ns/head": {"state": "Pending", "reason": "WaitingForQuota", "message": "m"}
-                       if kueue_head is _HEAD else kueue_head, "ns/next": {"state": "Pending"}})
-    ours = _result(**{"ns/head": _HEAD, "ns/next": _FOLLOWER})
+def test_unevaluated_followers_are_the_only_exemption(strategy: str | None, head_message: str, head_queue: str,
+                                                      follower: dict[str, object], fields: list[str]) -> None:
+    """A follower Kueue left without a condition, and gitopsq left pending, is not compared on its reason only
+    behind a head Kueue pops every cycle in the same ClusterQueue: any evaluated StrictFIFO head, or a BestEffortFIFO
+    head skipped after nomination ("no longer fits", "overlapping preemption targets"); behind any other head, in
+    another queue, with no evaluated head, or when gitopsq placed it, the difference is reported."""
+    kueue_head = ({"state": "Pending", "reason": "WaitingForQuota", "message": head_message} if head_message
+                  else {"state": "Pending"})
+    our_head = {"state": "Pending", "clusterQueue": head_queue, "reason": "WaitingForQuota",
+                "message": head_message or "m"}
+    kueue = _result(**{"ns/head": kueue_head, "ns/next": {"state": "Pending"}})
+    ours = _result(**{"ns/head": our_head, "ns/next": follower})
     diffs = differences(kueue, ours, scenario=_queues(strategy))
     assert [d.field for d in diffs] == fields
 
