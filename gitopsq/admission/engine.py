@@ -68,6 +68,8 @@ class Engine:
                          seq=self._seq, shape=shape_of(pod_sets))
         self.state.workloads[key] = w
         self._enqueue(w)
+        if w.cluster_queue is not None:
+            self.state.status_changed(w.cluster_queue)  # one more pending workload in its status
         return w
 
     def _enqueue(self, w: WorkloadInfo) -> None:

@@ -74,12 +74,31 @@ class State:
         self.generation: dict[str, int] = {}
         self.cycle = 0  # scheduling cycles run so far (Kueue's schedulingCycle)
         self.root_by_queue = {name: self.root_of(name) for name in tree.queues}
+        self.status_requeues = {name for name in topology.queues if self._under_cohort_object(name)}
         for name, root in self.root_by_queue.items():
             self.members.setdefault(root, []).append(name)
 
     def root_of(self, cq: str) -> str:
         root = self.tree.queues[cq].root()
         return f"{'cohort' if root.is_cohort else 'cq'}/{root.name}"
+
+    def _under_cohort_object(self, cq: str) -> bool:
+        cohort, seen = self.topology.queues[cq].cohort, set()
+        while cohort is not None and cohort not in seen:
+            if cohort in self.topology.cohort_objects:
+                return True
+            seen.add(cohort)
+            cohort = self.topology.cohort_parents.get(cohort)
+        return False
+
+    def status_changed(self, cq: str) -> None:
+        """``cq``'s status changed (a workload reserved quota in it or was queued to it). Below a Cohort object this
+        requeues the tree's inadmissible workloads with the next batch: Kueue writes the ClusterQueue's status after
+        its 1 s batch, the update event makes the Cohort reconciler add every ancestor Cohort again
+        (`AddOrUpdateCohort` asks for the root's requeue, 1 s later); a cohort only named has no object to
+        reconcile (random 190041: a workload parked at 0 s is evaluated again after an admission at 100 s)."""
+        if cq in self.status_requeues:
+            self.dirty_roots.add(self.root_by_queue[cq])
 
     def reserve(self, w: WorkloadInfo, assignment: Assignment, now: float, *, checks: tuple[str, ...]) -> None:
         """Reserve quota for ``w``; it is Admitted at once unless admission checks apply."""
@@ -91,6 +110,7 @@ class State:
         w.admitted = not checks
         self.admitted[cq][w.key] = w
         self.bump(cq)
+        self.status_changed(cq)
         self.status.pop(w.key, None)
         self.events.append(Event(now, w.key, "QuotaReserved", cq, assignment.flavors, "QuotaReserved",
                                  msg.quota_reserved(cq)))

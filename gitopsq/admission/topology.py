@@ -100,6 +100,7 @@ class Topology:
     cohort_weights: Mapping[str, int]
     cohort_parents: Mapping[str, str | None]
     tree: QuotaTree = field(compare=False)
+    cohort_objects: frozenset[str] = frozenset()  # cohorts defined by a Cohort object (not only named)
 
 
 def _limits(groups: tuple[m.ResourceGroup, ...]) -> dict[FlavorResource, Limits]:
@@ -195,7 +196,7 @@ def build_topology(objects: Iterable[m.QueueObject], settings: Settings | None =
         priority_classes={n: p.value for n, p in pcs.items()},
         default_priority=defaults[0] if defaults else 0,
         cohort_weights={n: _weight(cohort_objs[n].fair_sharing if n in cohort_objs else None) for n in parents},
-        cohort_parents=parents, tree=tree)
+        cohort_parents=parents, tree=tree, cohort_objects=frozenset(cohort_objs))
 
 
 def fresh_tree(topology: Topology) -> QuotaTree:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .builders import Sim, check, cq, flavor, lq, namespace, one, workload_priority_class
+from .builders import Sim, check, cohort, cq, flavor, lq, namespace, one, workload_priority_class
 
 QUOTA = {"default": {"cpu": "4"}}
 
@@ -196,3 +196,25 @@ def test_scheduling_equivalence_includes_priority(priority: int, reason: str, fl
     got_reason, message = sim.why("team-b/other")
     assert got_reason == reason
     assert tuple(f for f in ("flavor-a", "flavor-b") if f"flavor {f}" in message) == flavors_named
+
+
+@pytest.mark.parametrize(("cohort_object", "more_needed"), [
+    pytest.param(True, "3 more needed", id="below-a-cohort-object-parked-workload-evaluated-again"),
+    pytest.param(False, "2 more needed", id="cohort-only-named-parked-workload-keeps-its-message"),
+])
+def test_admission_below_cohort_object_requeues_parked_workloads(cohort_object: bool, more_needed: str) -> None:
+    """An admission below a Cohort object brings the tree's parked workloads back with the next requeue batch (the
+    ClusterQueue's status update makes Kueue's Cohort reconciler ask for it, random 190041); a cohort only named
+    by the queues has no object, so its parked workloads wait for a release."""
+    objects = [flavor("default"), cq("cq-a", cohort="pool", quotas=QUOTA),
+               cq("cq-b", cohort="pool", quotas={"default": {"cpu": "0"}}),
+               lq("ns", "a", "cq-a"), lq("ns", "b", "cq-b")]
+    sim = Sim(*objects, *([cohort("pool")] if cohort_object else []))
+    sim.running("ns/running", "a", one("2"), cq="cq-a")
+    sim.submit("ns/parked", "b", one("4"))
+    sim.schedule(1.0)
+    assert sim.why("ns/parked")[1].endswith("2 more needed")
+    sim.submit("ns/small", "a", one("1"))
+    sim.schedule(2.0)
+    assert sim.state("ns/small") == "Admitted"
+    assert sim.why("ns/parked")[1].endswith(more_needed)

@@ -15,7 +15,9 @@ Kueue's CRDs replace gitopsq's there) and installs Kueue's CRDs from the Go modu
 "Settled": no Workload changed for `quiet` seconds, no quota was released for `release_quiet` seconds (Kueue
 requeues inadmissible workloads in 1 s batches after a release), and every pending workload carries a reason
 Kueue keeps (`observe.settled_pending`; one Kueue never evaluated, behind a StrictFIFO head, after
-`untried_quiet`), or `transient_quiet` seconds passed without change.
+`untried_quiet`), or `transient_quiet` seconds passed without change. Scenarios with ClusterQueues below a
+Cohort object also wait for Kueue's requeue after those queues' status updates (`cq_batch_quiet`,
+`cohort_requeue_quiet`: the Cohort reconciler asks for the tree's requeue batch on each).
 """
 
 from __future__ import annotations

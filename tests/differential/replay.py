@@ -39,6 +39,12 @@ class Timing:
     # admission then shows as "2 more needed", or a parked workload preempts at an unrelated instant). The
     # gate therefore stays closed until that long after Kueue's start.
     startup_requeue_quiet: float = 2.3
+    # Below a Cohort object, a ClusterQueue status change requeues its tree's inadmissible workloads: Kueue
+    # reconciles a ClusterQueue 1 s after a workload event (`UpdatesBatchPeriod`), and the status update it writes
+    # makes the Cohort reconciler ask for the root's requeue batch, 1 s later (random 190041). Settling waits for
+    # both in scenarios with such queues.
+    cq_batch_quiet: float = 1.3
+    cohort_requeue_quiet: float = 1.4
 
 
 @dataclass(slots=True)
@@ -74,6 +80,9 @@ class ScenarioRun:
         self.last_create_second = 0
         self.last_release: dict[str, float] = {}  # cohort tree -> when quota was last released in it
         self.tree_of = workload_trees(scenario)
+        self.status_requeue_queues = queues_below_cohort_objects(scenario)  # ClusterQueue -> its tree
+        self.queue_versions: dict[str, str] = {}
+        self.last_queue_status: dict[str, float] = {}  # cohort tree -> when one of those queues' status changed
         self.preempted_now: dict[tuple[str, float], int] = {}  # (workload, instant) -> preemptions seen
         self.cycling: set[str] = set()  # trees in a preemption cycle (compare.preemption_cycle_trees)
         self.process: subprocess.Popen[bytes] | None = None
@@ -273,9 +282,14 @@ class ScenarioRun:
             now = time.monotonic()
             if any(self.tree_of.get(k, "") not in self.cycling for k in self._poll()):
                 last_change = now
+            self._poll_queue_status(now)
             quiet = now - last_change
             released = max((at for tree, at in self.last_release.items() if tree not in self.cycling), default=0.0)
-            if quiet >= t.quiet and now - released >= t.release_quiet:
+            watched = set(self.status_requeue_queues.values()) - self.cycling
+            need_quiet = max(t.quiet, t.cq_batch_quiet) if watched else t.quiet
+            status_at = max((at for tree, at in self.last_queue_status.items() if tree in watched), default=0.0)
+            if quiet >= need_quiet and now - released >= t.release_quiet \
+                    and now - status_at >= t.cohort_requeue_quiet:
                 pending = [w for k, w in self.seen.items()
                            if ob.state(w) == "Pending" and self.tree_of.get(k, "") not in self.cycling]
                 untried = [w for w in pending if ob.condition(w, "QuotaReserved") is None]
@@ -286,6 +300,18 @@ class ScenarioRun:
             if now - started > t.instant_timeout:
                 raise OracleError(f"Kueue did not settle within {t.instant_timeout}s at instant {self.now}")
             time.sleep(t.poll)
+
+    def _poll_queue_status(self, now: float) -> None:
+        """Note when a ClusterQueue below a Cohort object got a new status (Timing.cohort_requeue_quiet)."""
+        if not self.status_requeue_queues:
+            return
+        listed = self.o.custom.list_cluster_custom_object(ko.GROUP, ko.VERSION, "clusterqueues")
+        for cq in listed["items"]:
+            name, version = cq["metadata"]["name"], cq["metadata"]["resourceVersion"]
+            tree = self.status_requeue_queues.get(name)
+            if tree is not None and self.queue_versions.get(name) != version:
+                self.queue_versions[name] = version
+                self.last_queue_status[tree] = now
 
     def _poll(self) -> set[str]:
         """Read every Workload; record transitions; complete evictions. Returns the workloads whose status said
@@ -406,3 +432,26 @@ class ScenarioRun:
         return {"events": [e.to_json() for e in self.events],
                 "final": {"workloads": dict(sorted(workloads.items())), "clusterQueues": queues},
                 "summary": ob.summary(self.events, queues)}
+
+
+def queues_below_cohort_objects(scenario: dict[str, Any]) -> dict[str, str]:
+    """ClusterQueue -> the root of its cohort tree, for the queues with a Cohort object among their ancestors
+    (a cohort only named by `cohortName`/`parentName` has no object for Kueue's Cohort reconciler)."""
+    objects = scenario.get("objects") or []
+    parent = {o["metadata"]["name"]: (o.get("spec") or {}).get("parentName") or (o.get("spec") or {}).get("parent")
+              for o in objects if o.get("kind") == "Cohort"}
+    out: dict[str, str] = {}
+    for o in objects:
+        if o.get("kind") != "ClusterQueue":
+            continue
+        spec = o.get("spec") or {}
+        node, seen, defined = spec.get("cohortName") or spec.get("cohort"), set(), False
+        while node and node not in seen:
+            seen.add(node)
+            defined = defined or node in parent
+            if not parent.get(node):
+                break
+            node = parent[node]
+        if defined and node:
+            out[o["metadata"]["name"]] = f"cohort/{node}"
+    return out
