@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from gitopsq.admission import messages as msg
 from gitopsq.admission import quota
+from gitopsq.admission.holders import Holders
 from gitopsq.admission.queues import ClusterQueueQueue
 from gitopsq.admission.quota import QuotaTree
 from gitopsq.admission.topology import Topology
@@ -57,7 +58,7 @@ class State:
         self.tree = tree
         self.queues = {name: ClusterQueueQueue(name, strict=spec.strict_fifo)
                        for name, spec in topology.queues.items()}
-        self.admitted: dict[str, dict[str, WorkloadInfo]] = {name: {} for name in topology.queues}
+        self.admitted: dict[str, Holders] = {name: Holders() for name in topology.queues}
         self.workloads: dict[str, WorkloadInfo] = {}
         self.status: dict[str, Status] = {}
         self.events: list[Event] = []
@@ -133,6 +134,7 @@ class State:
         job controller has stopped it and cleared the reservation."""
         assert w.assignment is not None
         w.evicting = True
+        self.admitted[w.assignment.cluster_queue].reordered()
         self.evicting.append(Held(w, self.cycle, self.root_by_queue[w.assignment.cluster_queue]))
         self.events.append(Event(now, w.key, "Preempted", w.assignment.cluster_queue, w.assignment.flavors,
                                  reason, message))
