@@ -15,14 +15,15 @@ would reach after enough cycles with no clock advancing (see docs/admission.md f
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 
 from gitopsq.admission import fairsharing, quota
 from gitopsq.admission import messages as msg
 from gitopsq.admission.flavors import Mode, Nomination, assign_flavors
 from gitopsq.admission.preemption import ClassicalPreemption, Preemptor, Target
 from gitopsq.admission.quota import FlavorResource, QuotaNode
+from gitopsq.admission.recall import tree_state
 from gitopsq.admission.state import State, Status
 from gitopsq.admission.topology import BATCHED, QueueSpec
 from gitopsq.admission.workload import Assignment, Shape, WorkloadInfo, reduced, reducible
@@ -49,6 +50,10 @@ class Entry:
     def order_key(self) -> tuple[int, int, int, float, int]:
         borrow = self.nomination.borrow if self.nomination else 0
         return (0 if self.preemptor else 1, borrow, -self.w.priority, self.w.created, self.w.seq)
+
+    def copy(self) -> Entry:
+        """An entry the cycle may change without changing this one."""
+        return replace(self, targets=list(self.targets), reserve=dict(self.reserve))
 
 
 def preemption_engine(state: State) -> ClassicalPreemption:
@@ -80,11 +85,31 @@ def _to_reserve(node: QuotaNode, spec: QueueSpec, n: Nomination) -> dict[FlavorR
 
 
 def nominate(state: State, w: WorkloadInfo, spec: QueueSpec) -> Entry:
-    """Flavor assignment and, when needed, preemption targets for one head (Kueue ``nominate``).
+    """Flavor assignment and, when needed, preemption targets for one head (Kueue ``nominate``); the outcome of
+    the workload's last nomination when nothing it read has changed since (`recall`)."""
+    generation, resume = _resume(state, w, spec)
+    inputs = (spec.name, w.shape, generation, None if resume is None else tuple(resume.items()),
+              tree_state(state.scopes[state.root_by_queue[spec.name]]))
+    remembered = state.nominations.get(w.key, inputs)
+    if remembered is not None:
+        return remembered.copy()
+    entry = _nominate(state, w, spec)
+    state.nominations.put(w.key, inputs, entry.copy())
+    return entry
 
-    Partial admission: when the full size neither fits nor finds victims and some pod set has a ``minCount``,
-    binary-search the smallest reduction that does (Kueue's PodSetReducer).
-    """
+
+def _resume(state: State, w: WorkloadInfo, spec: QueueSpec) -> tuple[int, Mapping[tuple[int, str], int] | None]:
+    """The ClusterQueue's generation, and where the workload's flavor scans resume (None: from the first)."""
+    # Kueue's lastAssignmentOutdated: the scan resumes where it stopped if that was in this or the previous
+    # cycle, or if no workload has left the ClusterQueue since.
+    generation = state.generation.get(spec.name, 0)
+    fresh = state.cycle - w.last_cycle <= 1 or w.last_generation >= generation
+    return generation, w.last_tried if fresh and state.topology.settings.preserve_flavor_scan_progress else None
+
+
+def _nominate(state: State, w: WorkloadInfo, spec: QueueSpec) -> Entry:
+    """Partial admission: when the full size neither fits nor finds victims and some pod set has a ``minCount``,
+    binary-search the smallest reduction that does (Kueue's PodSetReducer)."""
     entry = _nominate_shape(state, w, spec, w.shape)
     total = reducible(w.shape)
     if entry.kind != NO_FIT or total == 0 or entry.always_inadmissible:
@@ -133,11 +158,7 @@ def _nominate_shape(state: State, w: WorkloadInfo, spec: QueueSpec, shape: Shape
     pre = spec.preemption
     while_borrowing = (pre.borrow_within_cohort is not None and pre.borrow_within_cohort.policy != "Never") or (
         state.topology.settings.fair_sharing and pre.reclaim_within_cohort != "Never")
-    # Kueue's lastAssignmentOutdated: the scan resumes where it stopped if that was in this or the previous
-    # cycle, or if no workload has left the ClusterQueue since.
-    generation = state.generation.get(spec.name, 0)
-    fresh = state.cycle - w.last_cycle <= 1 or w.last_generation >= generation
-    resume = w.last_tried if fresh and state.topology.settings.preserve_flavor_scan_progress else None
+    generation, resume = _resume(state, w, spec)
     n = assign_flavors(spec, node, shape, state.topology.flavors, oracle, preempt_while_borrowing=while_borrowing,
                        resume=resume)
     resumed = resume is not None and any(i != -1 for i in resume.values())
@@ -329,6 +350,7 @@ def settle(state: State, now: float) -> None:
     """
     state.preempted_now = set()
     state.untried_retries = {}
+    state.nominations.clear()  # they were made with the last instant's `preempted_now`
     batched = state.topology.settings.inadmissible_requeue == BATCHED
     if not batched:
         state.requeue_released()

@@ -9,15 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Set
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gitopsq.admission import messages as msg
 from gitopsq.admission import quota
 from gitopsq.admission.holders import Holders
 from gitopsq.admission.queues import ClusterQueueQueue
 from gitopsq.admission.quota import QuotaTree
+from gitopsq.admission.recall import Recall, TreeScope, tree_scope
 from gitopsq.admission.topology import Topology
 from gitopsq.admission.workload import Assignment, WorkloadInfo
 from gitopsq.api.frozenmap import FrozenMap
+
+if TYPE_CHECKING:
+    from gitopsq.admission.cycle import Entry
 
 Flavors = tuple[tuple[str, FrozenMap[str, str]], ...]
 
@@ -77,6 +82,11 @@ class State:
         self.root_by_queue = {name: self.root_of(name) for name in tree.queues}
         for name, root in self.root_by_queue.items():
             self.members.setdefault(root, []).append(name)
+        self.scopes: dict[str, TreeScope] = {}  # root -> what a nomination in that cohort tree reads (`recall`)
+        for name, root in self.root_by_queue.items():
+            if root not in self.scopes:
+                self.scopes[root] = tree_scope(tree.queues[name].root(), self.admitted)
+        self.nominations: Recall[Entry] = Recall()  # the last nomination of each workload in this instant
 
     def root_of(self, cq: str) -> str:
         root = self.tree.queues[cq].root()
