@@ -16,7 +16,7 @@ would reach after enough cycles with no clock advancing (see docs/admission.md f
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from gitopsq.admission import fairsharing, quota
 from gitopsq.admission import messages as msg
@@ -53,7 +53,10 @@ class Entry:
 
     def copy(self) -> Entry:
         """An entry the cycle may change without changing this one."""
-        return replace(self, targets=list(self.targets), reserve=dict(self.reserve))
+        return Entry(self.w, self.spec, self.kind, nomination=self.nomination, targets=list(self.targets),
+                     reason=self.reason, message=self.message, always_inadmissible=self.always_inadmissible,
+                     reserve=dict(self.reserve), preemptor=self.preemptor, generation=self.generation,
+                     resumed=self.resumed)
 
 
 def preemption_engine(state: State) -> ClassicalPreemption:

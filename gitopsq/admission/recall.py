@@ -49,10 +49,12 @@ def tree_state(scope: TreeScope) -> tuple[int, ...]:
     (removal leaves a zero), so at one node an equal count means the same keys in the same order. Integers only:
     the garbage collector stops tracking such a tuple, which matters as one is kept per remembered nomination."""
     out: list[int] = []
+    append, extend = out.append, out.extend
     for n in scope.nodes:
-        out.append(len(n.usage))
-        out.extend(n.usage.values())
-    out.extend([h.version for h in scope.holders])
+        usage = n.usage
+        append(len(usage))
+        extend(usage.values())
+    extend([h.version for h in scope.holders])
     return tuple(out)
 
 
