@@ -87,12 +87,20 @@ def _to_reserve(node: QuotaNode, spec: QueueSpec, n: Nomination) -> dict[FlavorR
     return out
 
 
-def nominate(state: State, w: WorkloadInfo, spec: QueueSpec) -> Entry:
+def nominate(state: State, w: WorkloadInfo, spec: QueueSpec, tree_states: dict[str, tuple[int, ...]] | None = None
+             ) -> Entry:
     """Flavor assignment and, when needed, preemption targets for one head (Kueue ``nominate``); the outcome of
-    the workload's last nomination when nothing it read has changed since (`recall`)."""
+    the workload's last nomination when nothing it read has changed since (`recall`).
+
+    ``tree_states``: `tree_state` by root, shared by nominations that all see one state (a cycle's heads)."""
     generation, resume = _resume(state, w, spec)
-    inputs = (spec.name, w.shape, generation, None if resume is None else tuple(resume.items()),
-              tree_state(state.scopes[state.root_by_queue[spec.name]]))
+    root = state.root_by_queue[spec.name]
+    current = tree_states.get(root) if tree_states is not None else None
+    if current is None:
+        current = tree_state(state.scopes[root])
+        if tree_states is not None:
+            tree_states[root] = current
+    inputs = (spec.name, w.shape, generation, None if resume is None else tuple(resume.items()), current)
     remembered = state.nominations.get(w.key, inputs)
     if remembered is not None:
         return remembered.copy()
@@ -250,7 +258,8 @@ def scan_retries(spec: QueueSpec) -> int:
 def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: float) -> set[str]:
     """One scheduling cycle over ``heads``; returns the roots of the cohort trees it changed anything in."""
     state.cycle += 1
-    entries = [nominate(state, w, spec) for spec, w in heads]
+    tree_states: dict[str, tuple[int, ...]] = {}  # every head is nominated against the cycle-start state
+    entries = [nominate(state, w, spec, tree_states) for spec, w in heads]
     for e in entries:
         e.preemptor = state.topology.settings.prioritize_preemptors and e.w.key in state.preemptors
     state.preemptors = set()
