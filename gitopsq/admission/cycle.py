@@ -265,6 +265,7 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
     state.preemptors = set()
     fair = state.topology.settings.fair_sharing
     victims: dict[str, tuple[Target, WorkloadInfo]] = {}
+    victims_by_root: dict[str, list[WorkloadInfo]] = {}  # the same workloads, by the cohort tree they are in
     held: list[tuple[QuotaNode, dict[FlavorResource, int]]] = []
     changed: set[str] = set()
     for e in _ordered(state, entries):
@@ -304,7 +305,8 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
             state.status[e.w.key] = Status(msg.WAITING_FOR_QUOTA, msg.OVERLAPPING_TARGETS)
             queue.push(e.w)
             continue
-        gone = [t.workload for t, _ in victims.values()] + [t.workload for t in e.targets]
+        # Victims of other cohort trees cannot change whether this entry fits: their quota is left alone.
+        gone = victims_by_root.get(state.root_by_queue[e.spec.name], []) + [t.workload for t in e.targets]
         if not _fits(state, e, gone):
             state.status[e.w.key] = Status(msg.WAITING_FOR_QUOTA, msg.NO_LONGER_FITS)
             queue.push(e.w)
@@ -324,6 +326,7 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
         held.append((node, dict(e.nomination.usage)))
         for t in e.targets:
             victims[t.workload.key] = (t, e.w)
+            victims_by_root.setdefault(state.root_by_queue[e.spec.name], []).append(t.workload)
             # A target still being evicted is Kueue's "preemption ongoing": nothing new happens.
             if not t.workload.evicting:
                 changed.add(state.root_by_queue[e.spec.name])

@@ -205,11 +205,11 @@ class ClassicalPreemption:
         cq_node = self.tree.queues[c.workload.cluster_queue or ""]
         if quota.within_nominal(cq_node, p.contested):
             return False
-        for ancestor in cq_node.path_to_root():
-            if ancestor is c.lca:
-                break
+        ancestor = cq_node.parent
+        while ancestor is not None and ancestor is not c.lca:  # up to, not including, the lowest common one
             if quota.within_nominal(ancestor, p.contested):
                 return False
+            ancestor = ancestor.parent
         return True
 
     def _attempts(self, p: Preemptor, hierarchy: list[_Candidate], priority: list[_Candidate]) -> tuple[bool, ...]:
