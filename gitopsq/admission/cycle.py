@@ -15,7 +15,7 @@ would reach after enough cycles with no clock advancing (see docs/admission.md f
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from gitopsq.admission import fairsharing, quota
@@ -23,6 +23,7 @@ from gitopsq.admission import messages as msg
 from gitopsq.admission.flavors import Mode, Nomination, assign_flavors
 from gitopsq.admission.preemption import ClassicalPreemption, Preemptor, Target, policy_allows
 from gitopsq.admission.quota import FlavorResource, QuotaNode
+from gitopsq.admission.recall import tree_state
 from gitopsq.admission.state import State, Status
 from gitopsq.admission.topology import BATCHED, QueueSpec
 from gitopsq.admission.workload import Assignment, Shape, WorkloadInfo, reduced, reducible
@@ -49,6 +50,13 @@ class Entry:
     def order_key(self) -> tuple[int, int, int, float, int]:
         borrow = self.nomination.borrow if self.nomination else 0
         return (0 if self.preemptor else 1, borrow, -self.w.priority, self.w.created, self.w.seq)
+
+    def copy(self) -> Entry:
+        """An entry the cycle may change without changing this one."""
+        return Entry(self.w, self.spec, self.kind, nomination=self.nomination, targets=list(self.targets),
+                     reason=self.reason, message=self.message, always_inadmissible=self.always_inadmissible,
+                     reserve=dict(self.reserve), preemptor=self.preemptor, generation=self.generation,
+                     resumed=self.resumed)
 
 
 def preemption_engine(state: State, *, protect: bool = True) -> ClassicalPreemption:
@@ -97,12 +105,40 @@ def _to_reserve(node: QuotaNode, spec: QueueSpec, n: Nomination) -> dict[FlavorR
     return out
 
 
-def nominate(state: State, w: WorkloadInfo, spec: QueueSpec) -> Entry:
-    """Flavor assignment and, when needed, preemption targets for one head (Kueue ``nominate``).
+def nominate(state: State, w: WorkloadInfo, spec: QueueSpec, tree_states: dict[str, tuple[int, ...]] | None = None
+             ) -> Entry:
+    """Flavor assignment and, when needed, preemption targets for one head (Kueue ``nominate``); the outcome of
+    the workload's last nomination when nothing it read has changed since (`recall`).
 
-    Partial admission: when the full size neither fits nor finds victims and some pod set has a ``minCount``,
-    binary-search the smallest reduction that does (Kueue's PodSetReducer).
-    """
+    ``tree_states``: `tree_state` by root, shared by nominations that all see one state (a cycle's heads)."""
+    generation, resume = _resume(state, w, spec)
+    root = state.root_by_queue[spec.name]
+    current = tree_states.get(root) if tree_states is not None else None
+    if current is None:
+        current = tree_state(state.scopes[root])
+        if tree_states is not None:
+            tree_states[root] = current
+    inputs = (spec.name, w.shape, generation, None if resume is None else tuple(resume.items()), current)
+    remembered = state.nominations.get(w.key, inputs)
+    if remembered is not None:
+        return remembered.copy()
+    entry = _nominate(state, w, spec)
+    state.nominations.put(w.key, inputs, entry.copy())
+    return entry
+
+
+def _resume(state: State, w: WorkloadInfo, spec: QueueSpec) -> tuple[int, Mapping[tuple[int, str], int] | None]:
+    """The ClusterQueue's generation, and where the workload's flavor scans resume (None: from the first)."""
+    # Kueue's lastAssignmentOutdated: the scan resumes where it stopped if that was in this or the previous
+    # cycle, or if no workload has left the ClusterQueue since.
+    generation = state.generation.get(spec.name, 0)
+    fresh = state.cycle - w.last_cycle <= 1 or w.last_generation >= generation
+    return generation, w.last_tried if fresh and state.topology.settings.preserve_flavor_scan_progress else None
+
+
+def _nominate(state: State, w: WorkloadInfo, spec: QueueSpec) -> Entry:
+    """Partial admission: when the full size neither fits nor finds victims and some pod set has a ``minCount``,
+    binary-search the smallest reduction that does (Kueue's PodSetReducer)."""
     entry = _nominate_shape(state, w, spec, w.shape)
     total = reducible(w.shape)
     if entry.kind != NO_FIT or total == 0 or entry.always_inadmissible:
@@ -157,11 +193,7 @@ def _nominate_shape(state: State, w: WorkloadInfo, spec: QueueSpec, shape: Shape
     pre = spec.preemption
     while_borrowing = (pre.borrow_within_cohort is not None and pre.borrow_within_cohort.policy != "Never") or (
         state.topology.settings.fair_sharing and pre.reclaim_within_cohort != "Never")
-    # Kueue's lastAssignmentOutdated: the scan resumes where it stopped if that was in this or the previous
-    # cycle, or if no workload has left the ClusterQueue since.
-    generation = state.generation.get(spec.name, 0)
-    fresh = state.cycle - w.last_cycle <= 1 or w.last_generation >= generation
-    resume = w.last_tried if fresh and state.topology.settings.preserve_flavor_scan_progress else None
+    generation, resume = _resume(state, w, spec)
     n = assign_flavors(spec, node, shape, state.topology.flavors, oracle, preempt_while_borrowing=while_borrowing,
                        resume=resume)
     resumed = resume is not None and any(i != -1 for i in resume.values())
@@ -250,12 +282,14 @@ def scan_retries(spec: QueueSpec) -> int:
 def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: float) -> set[str]:
     """One scheduling cycle over ``heads``; returns the roots of the cohort trees it changed anything in."""
     state.cycle += 1
-    entries = [nominate(state, w, spec) for spec, w in heads]
+    tree_states: dict[str, tuple[int, ...]] = {}  # every head is nominated against the cycle-start state
+    entries = [nominate(state, w, spec, tree_states) for spec, w in heads]
     for e in entries:
         e.preemptor = state.topology.settings.prioritize_preemptors and e.w.key in state.preemptors
     state.preemptors = set()
     fair = state.topology.settings.fair_sharing
     victims: dict[str, tuple[Target, WorkloadInfo]] = {}
+    victims_by_root: dict[str, list[WorkloadInfo]] = {}  # the same workloads, by the cohort tree they are in
     held: list[tuple[QuotaNode, dict[FlavorResource, int]]] = []
     changed: set[str] = set()
     for e in _ordered(state, entries):
@@ -295,7 +329,8 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
             state.status[e.w.key] = Status(msg.WAITING_FOR_QUOTA, msg.OVERLAPPING_TARGETS)
             queue.push(e.w)
             continue
-        gone = [t.workload for t, _ in victims.values()] + [t.workload for t in e.targets]
+        # Victims of other cohort trees cannot change whether this entry fits: their quota is left alone.
+        gone = victims_by_root.get(state.root_by_queue[e.spec.name], []) + [t.workload for t in e.targets]
         if not _fits(state, e, gone):
             state.status[e.w.key] = Status(msg.WAITING_FOR_QUOTA, msg.NO_LONGER_FITS)
             queue.push(e.w)
@@ -315,6 +350,7 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
         held.append((node, dict(e.nomination.usage)))
         for t in e.targets:
             victims[t.workload.key] = (t, e.w)
+            victims_by_root.setdefault(state.root_by_queue[e.spec.name], []).append(t.workload)
             # A target still being evicted is Kueue's "preemption ongoing": nothing new happens.
             if not t.workload.evicting:
                 changed.add(state.root_by_queue[e.spec.name])
@@ -353,6 +389,7 @@ def settle(state: State, now: float) -> None:
     """
     state.preempted_now = set()
     state.untried_retries = {}
+    state.nominations.clear()  # they were made with the last instant's `preempted_now`
     batched = state.topology.settings.inadmissible_requeue == BATCHED
     if not batched:
         state.requeue_released()

@@ -18,9 +18,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from typing import cast
 
 from gitopsq.admission import messages as msg
 from gitopsq.admission import quota
+from gitopsq.admission.holders import Holders
 from gitopsq.admission.quota import FlavorResource, QuotaNode, QuotaTree
 from gitopsq.admission.topology import QueueSpec
 from gitopsq.admission.workload import WorkloadInfo
@@ -53,6 +55,11 @@ class _Candidate:
     workload: WorkloadInfo
     lca: QuotaNode | None
     variant: int
+    order: tuple[int, int, int, float, int]  # `candidate_order` for the preemptor's ClusterQueue
+
+
+def _order_of(c: _Candidate) -> tuple[int, int, int, float, int]:
+    return c.order
 
 
 def candidate_order(w: WorkloadInfo, preemptor_cq: str) -> tuple[int, int, int, float, int]:
@@ -118,22 +125,47 @@ class ClassicalPreemption:
 
     def _from_queue(self, p: Preemptor, cq: str, lca: QuotaNode | None, advantage: bool) -> list[_Candidate]:
         pre = p.spec.preemption
-        policy = pre.within_cluster_queue if cq == p.spec.name else pre.reclaim_within_cohort
+        same = cq == p.spec.name
+        policy = pre.within_cluster_queue if same else pre.reclaim_within_cohort
         if policy == "Never":
             return []
+        holders = self.admitted.get(cq, {})
+        # Everything `_candidates_in` reads besides the holders themselves (`Holders.derived` is emptied when
+        # they change); `protected` is applied afterwards.
+        bwc = pre.borrow_within_cohort
+        key = (same, policy, p.workload.priority,
+               p.workload.created if policy == "LowerOrNewerEqualPriority" else None, p.contested, lca,
+               None if same else (advantage, bwc))
+        derived = holders.derived if isinstance(holders, Holders) else None
+        remembered = derived.get(key) if derived is not None else None
+        if remembered is None:
+            found = self._candidates_in(p, holders, policy, lca, advantage)
+            if derived is not None:
+                derived[key] = found
+        else:
+            found = cast(tuple[_Candidate, ...], remembered)  # only `_candidates_in` fills this memo
+        protected = self.protected
+        if not protected:
+            return list(found)
+        return [c for c in found if c.workload.key not in protected]
+
+    def _candidates_in(self, p: Preemptor, holders: Mapping[str, WorkloadInfo], policy: str, lca: QuotaNode | None,
+                       advantage: bool) -> tuple[_Candidate, ...]:
+        """The holders of one queue that may be preempted for ``p`` (before `protected`), in `candidate_order`."""
         out = []
-        priority, contested, protected = p.workload.priority, p.contested, self.protected
-        for w in self.admitted.get(cq, {}).values():
+        priority, contested = p.workload.priority, p.contested
+        for w in holders.values():
             # Cheap filters first; `_variant` decides the rest.
-            if (policy == "LowerPriority" and w.priority >= priority) or w.key in protected:
+            if policy == "LowerPriority" and w.priority >= priority:
                 continue
             a = w.assignment
             if a is None or not any(fr in a.usage for fr in contested):
                 continue
             variant = self._variant(p, w, advantage)
             if variant != NEVER:
-                out.append(_Candidate(w, lca, variant))
-        return out
+                out.append(_Candidate(w, lca, variant, candidate_order(w, p.spec.name)))
+        out.sort(key=_order_of)
+        return tuple(out)
 
     def _in_subtree(self, p: Preemptor, cohort: QuotaNode, root: QuotaNode, skip: QuotaNode | None, *,
                     advantage: bool, out: list[_Candidate]) -> None:
@@ -162,7 +194,7 @@ class ClassicalPreemption:
                 advantage = advantage or fits
                 previous = ancestor
         for group in (hierarchy, priority, same):
-            group.sort(key=lambda c: candidate_order(c.workload, p.spec.name))
+            group.sort(key=_order_of)
         return hierarchy, priority, same
 
     def _valid(self, p: Preemptor, c: _Candidate, allow_borrowing: bool) -> bool:
@@ -173,11 +205,11 @@ class ClassicalPreemption:
         cq_node = self.tree.queues[c.workload.cluster_queue or ""]
         if quota.within_nominal(cq_node, p.contested):
             return False
-        for ancestor in cq_node.path_to_root():
-            if ancestor is c.lca:
-                break
+        ancestor = cq_node.parent
+        while ancestor is not None and ancestor is not c.lca:  # up to, not including, the lowest common one
             if quota.within_nominal(ancestor, p.contested):
                 return False
+            ancestor = ancestor.parent
         return True
 
     def _attempts(self, p: Preemptor, hierarchy: list[_Candidate], priority: list[_Candidate]) -> tuple[bool, ...]:

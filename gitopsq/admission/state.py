@@ -9,14 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Set
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gitopsq.admission import messages as msg
 from gitopsq.admission import quota
+from gitopsq.admission.holders import Holders
 from gitopsq.admission.queues import ClusterQueueQueue
 from gitopsq.admission.quota import QuotaTree
+from gitopsq.admission.recall import Recall, TreeScope, tree_scope
 from gitopsq.admission.topology import Topology
 from gitopsq.admission.workload import Assignment, WorkloadInfo
 from gitopsq.api.frozenmap import FrozenMap
+
+if TYPE_CHECKING:
+    from gitopsq.admission.cycle import Entry
 
 Flavors = tuple[tuple[str, FrozenMap[str, str]], ...]
 
@@ -57,7 +63,7 @@ class State:
         self.tree = tree
         self.queues = {name: ClusterQueueQueue(name, strict=spec.strict_fifo)
                        for name, spec in topology.queues.items()}
-        self.admitted: dict[str, dict[str, WorkloadInfo]] = {name: {} for name in topology.queues}
+        self.admitted: dict[str, Holders] = {name: Holders() for name in topology.queues}
         self.workloads: dict[str, WorkloadInfo] = {}
         self.status: dict[str, Status] = {}
         self.events: list[Event] = []
@@ -77,6 +83,11 @@ class State:
         self.status_requeues = {name for name in topology.queues if self._under_cohort_object(name)}
         for name, root in self.root_by_queue.items():
             self.members.setdefault(root, []).append(name)
+        self.scopes: dict[str, TreeScope] = {}  # root -> what a nomination in that cohort tree reads (`recall`)
+        for name, root in self.root_by_queue.items():
+            if root not in self.scopes:
+                self.scopes[root] = tree_scope(tree.queues[name].root(), self.admitted)
+        self.nominations: Recall[Entry] = Recall()  # the last nomination of each workload in this instant
 
     def root_of(self, cq: str) -> str:
         root = self.tree.queues[cq].root()
@@ -153,6 +164,7 @@ class State:
         job controller has stopped it and cleared the reservation."""
         assert w.assignment is not None
         w.evicting = True
+        self.admitted[w.assignment.cluster_queue].reordered()
         self.evicting.append(Held(w, self.cycle, self.root_by_queue[w.assignment.cluster_queue]))
         self.events.append(Event(now, w.key, "Preempted", w.assignment.cluster_queue, w.assignment.flavors,
                                  reason, message))

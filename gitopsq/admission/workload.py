@@ -9,7 +9,7 @@ Kueue's ``SchedulingEquivalenceHashing`` over shape and priority, is a pointer a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gitopsq.admission.quota import FlavorResource
 from gitopsq.api import model as m
@@ -28,11 +28,28 @@ class PodSetShape:
     node_selector: FrozenMap[str, str]
     tolerations: tuple[m.Toleration, ...]
     required_affinity: tuple[tuple[m.LabelSelectorRequirement, ...], ...]
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Hashed on every flavor check (the structural-mismatch memo): computed once.
+        object.__setattr__(self, "_hash", hash((self.name, self.count, self.totals, self.per_pod, self.min_count,
+                                                self.node_selector, self.tolerations, self.required_affinity)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 @dataclass(frozen=True, slots=True)
 class Shape:
     pod_sets: tuple[PodSetShape, ...]
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Hashed on every pop of a BestEffortFIFO head (the scheduling-equivalence lookup): computed once.
+        object.__setattr__(self, "_hash", hash(self.pod_sets))
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 _SHAPES: dict[Shape, Shape] = {}
