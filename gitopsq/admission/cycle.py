@@ -334,6 +334,14 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
         if not _fits(state, e, gone):
             state.status[e.w.key] = Status(msg.WAITING_FOR_QUOTA, msg.NO_LONGER_FITS)
             queue.push(e.w)
+            if any(i != -1 for i in e.nomination.tried.values()):
+                # Its next attempt resumes at a later flavor (Kueue pops it again in the next cycle, a millisecond
+                # on): its tree is not quiet yet, so victims there keep their quota (random 220046). Bounded
+                # like the no-fit retries above, so a skip repeated every cycle cannot hold victims for ever.
+                retries = state.untried_retries.get(e.w.key, 0)
+                if retries < scan_retries(e.spec):
+                    state.untried_retries[e.w.key] = retries + 1
+                    changed.add(state.root_by_queue[e.spec.name])
             continue
         assignment = Assignment(e.spec.name, e.nomination.flavors, e.nomination.usage)
         if e.kind == FIT:
