@@ -76,15 +76,16 @@ def _oracle_mode(targets: list[Target], cq: str) -> Mode:
 def _protection_matters(state: State, w: WorkloadInfo, spec: QueueSpec) -> bool:
     """Whether a workload preempted at this instant is admitted again in ``spec``'s cohort tree where ``w``'s
     policies allow preempting it: only then do the scan's check and the victim search differ."""
-    root = state.tree.queues[spec.name].root()
-    for key in state.preempted_now:
+    readmitted = state.readmitted.get(state.root_by_queue[spec.name])
+    if not readmitted:
+        return False
+    for key in readmitted:
         v = state.workloads[key]
         a = v.assignment
-        if a is None:
-            continue
+        assert a is not None
         policy = spec.preemption.within_cluster_queue if a.cluster_queue == spec.name \
             else spec.preemption.reclaim_within_cohort
-        if policy_allows(policy, w, v) and state.tree.queues[a.cluster_queue].root() is root:
+        if policy_allows(policy, w, v):
             return True
     return False
 
@@ -388,6 +389,7 @@ def settle(state: State, now: float) -> None:
     heaps first (new arrivals, StrictFIFO heads, preemptors). Immediate requeues bring them back after every cycle.
     """
     state.preempted_now = set()
+    state.readmitted = {}
     state.untried_retries = {}
     state.nominations.clear()  # they were made with the last instant's `preempted_now`
     batched = state.topology.settings.inadmissible_requeue == BATCHED

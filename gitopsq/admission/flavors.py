@@ -46,6 +46,22 @@ def in_kueue_order(resources: Iterable[str]) -> list[str]:
     return sorted(resources, key=resource_rank)
 
 
+_ORDERED: dict[tuple[tuple[str, ...], tuple[str, ...] | None], tuple[str, ...]] = {}
+_ORDERED_LIMIT = 4096
+
+
+def _ordered(names: tuple[str, ...], within: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    """`in_kueue_order` of ``names`` (only those in ``within`` when given), memoised: every nomination asks it for
+    the same few resource lists."""
+    key = (names, within)
+    hit = _ORDERED.get(key)
+    if hit is None:
+        if len(_ORDERED) >= _ORDERED_LIMIT:
+            _ORDERED.clear()
+        hit = _ORDERED[key] = tuple(in_kueue_order(names if within is None else (r for r in within if r in names)))
+    return hit
+
+
 class Mode(IntEnum):
     NO_FIT = 0
     NO_CANDIDATES = 1  # would need preemption, but nothing can be preempted
@@ -193,8 +209,10 @@ class _PodSetScan:
             return mode, (after if mode > Mode.NO_CANDIDATES else borrow), msg.SEVERITY[msg.WAITING_FOR_QUOTA]
         return Mode.NO_FIT, borrow, msg.SEVERITY[msg.WAITING_FOR_QUOTA]
 
-    def group(self, ps: PodSetShape, group: Group, requests: Mapping[str, int], start: int = 0) -> _Choice:
-        """Scan the group's flavors from ``start`` (Kueue resumes where the previous attempt stopped)."""
+    def group(self, ps: PodSetShape, group: Group, requests: Mapping[str, int], requested: Iterable[str],
+              start: int = 0) -> _Choice:
+        """Scan the group's flavors from ``start`` (Kueue resumes where the previous attempt stopped); ``requested``:
+        the group's resources the pod set requests, in Kueue's order."""
         best: _Choice | None = None
         least_severe = 99
         ff = self.spec.fungibility
@@ -208,7 +226,7 @@ class _PodSetScan:
                 continue
             choice = _Choice(flavor, Mode.FIT, 0, [])
             severity = 0
-            for res in in_kueue_order(r for r in group.resources if r in requests):
+            for res in requested:
                 mode, borrow, sev = self._resource(flavor, res, requests[res])
                 severity = max(severity, sev)
                 if Mode.NO_FIT < mode < Mode.FIT:
@@ -268,7 +286,8 @@ def assign_flavors(spec: QueueSpec, node: QuotaNode, shape: Shape, flavors: Mapp
         done: set[str] = set()
         # Kueue walks the pod set's resources in its order; the first resource of a group assigns the whole
         # group, and the first resource or group that cannot be assigned ends the pod set with its reasons alone.
-        for res in in_kueue_order(requests):
+        names = tuple(requests)
+        for res in _ordered(names):
             gi = spec.group_of.get(res)
             if gi is None:
                 if requests[res] == 0:
@@ -280,11 +299,11 @@ def assign_flavors(spec: QueueSpec, node: QuotaNode, shape: Shape, flavors: Mapp
             if res in done:
                 continue
             group = spec.groups[gi]
-            requested = in_kueue_order(r for r in group.resources if r in requests)
+            requested = _ordered(names, group.resources)
             done.update(requested)
             start = (resume or {}).get((ps_index, res), -1) + 1
             before = len(scan.reasons)
-            choice = scan.group(ps, group, requests, start if start < len(group.flavors) else 0)
+            choice = scan.group(ps, group, requests, requested, start if start < len(group.flavors) else 0)
             last = -1 if scan.attempted >= len(group.flavors) - 1 else scan.attempted
             for r in requested:
                 ps_tried[(ps_index, r)] = last
