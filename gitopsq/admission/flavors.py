@@ -97,7 +97,9 @@ class _Choice:
     needs_preemption: list[FlavorResource]
 
 
-_STRUCTURAL: dict[tuple[PodSetShape, m.ResourceFlavor | None, str], str] = {}
+# (pod set, flavor name) -> (the ResourceFlavor checked, why not): keyed without the ResourceFlavor, whose
+# dataclass hash is recomputed on every call; a different object under the same name is checked again.
+_STRUCTURAL: dict[tuple[PodSetShape, str], tuple[m.ResourceFlavor | None, str]] = {}
 
 
 def _taint_text(t: m.Taint) -> str:
@@ -123,10 +125,10 @@ def _requirement_matches(req: m.LabelSelectorRequirement, labels: Mapping[str, s
 
 def structural_mismatch(ps: PodSetShape, rf: m.ResourceFlavor | None, flavor: str) -> str:
     """Why a pod set can never run on a flavor (empty string: it can)."""
-    cache_key = (ps, rf, flavor)
+    cache_key = (ps, flavor)
     cached = _STRUCTURAL.get(cache_key)
-    if cached is not None:
-        return cached
+    if cached is not None and cached[0] is rf:
+        return cached[1]
     result = ""
     if rf is None:
         result = f"flavor {flavor} not found"
@@ -144,7 +146,7 @@ def structural_mismatch(ps: PodSetShape, rf: m.ResourceFlavor | None, flavor: st
                 for term in ps.required_affinity)
             if not (selector_ok and terms_ok):
                 result = f"flavor {flavor} doesn't match node affinity"
-    _STRUCTURAL[cache_key] = result
+    _STRUCTURAL[cache_key] = (rf, result)
     return result
 
 
@@ -179,6 +181,9 @@ def _preferred(a: _Choice, b: _Choice | None, ff: m.FlavorFungibility) -> bool:
 
 class _PodSetScan:
     """Assigns one pod set; collects the reasons of every flavor it had to pass over."""
+
+    __slots__ = ("assigned", "attempted", "flavors", "node", "oracle", "preempt_while_borrowing", "reasons",
+                 "severity", "spec")
 
     def __init__(self, spec: QueueSpec, node: QuotaNode, flavors: Mapping[str, m.ResourceFlavor], oracle: Oracle,
                  *, preempt_while_borrowing: bool, assigned: dict[FlavorResource, int]) -> None:

@@ -56,6 +56,7 @@ class _Candidate:
     lca: QuotaNode | None
     variant: int
     order: tuple[int, int, int, float, int]  # `candidate_order` for the preemptor's ClusterQueue
+    node: QuotaNode | None  # the quota node of the workload's ClusterQueue (looked up once, not per check)
 
 
 def _order_of(c: _Candidate) -> tuple[int, int, int, float, int]:
@@ -163,7 +164,8 @@ class ClassicalPreemption:
                 continue
             variant = self._variant(p, w, advantage)
             if variant != NEVER:
-                out.append(_Candidate(w, lca, variant, candidate_order(w, p.spec.name)))
+                out.append(_Candidate(w, lca, variant, candidate_order(w, p.spec.name),
+                                      self.tree.queues.get(w.cluster_queue or "")))
         out.sort(key=_order_of)
         return tuple(out)
 
@@ -202,14 +204,19 @@ class ClassicalPreemption:
             return True
         if allow_borrowing and c.variant == WITHOUT_BORROWING:
             return False
-        cq_node = self.tree.queues[c.workload.cluster_queue or ""]
-        if quota.within_nominal(cq_node, p.contested):
-            return False
-        ancestor = cq_node.parent
-        while ancestor is not None and ancestor is not c.lca:  # up to, not including, the lowest common one
-            if quota.within_nominal(ancestor, p.contested):
+        contested = p.contested
+        # The candidate's queue and its ancestors up to, not including, the lowest common one must each be over
+        # their quota on a contested resource (`quota.within_nominal`, inlined: called per candidate per search).
+        node: QuotaNode | None = c.node if c.node is not None else self.tree.queues[c.workload.cluster_queue or ""]
+        lca = c.lca
+        while node is not None and node is not lca:
+            usage, subtree = node.usage, node.subtree
+            for fr in contested:
+                if usage.get(fr, 0) > subtree.get(fr, 0):
+                    break
+            else:
                 return False
-            ancestor = ancestor.parent
+            node = node.parent
         return True
 
     def _attempts(self, p: Preemptor, hierarchy: list[_Candidate], priority: list[_Candidate]) -> tuple[bool, ...]:
