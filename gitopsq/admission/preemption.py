@@ -134,9 +134,10 @@ class ClassicalPreemption:
         # Everything `_candidates_in` reads besides the holders themselves (`Holders.derived` is emptied when
         # they change); `protected` is applied afterwards.
         bwc = pre.borrow_within_cohort
+        # ``borrowWithinCohort`` by its fields: a dataclass's hash is a Python call, this key is hashed per queue.
         key = (same, policy, p.workload.priority,
                p.workload.created if policy == "LowerOrNewerEqualPriority" else None, p.contested, lca,
-               None if same else (advantage, bwc))
+               None if same else (advantage, None if bwc is None else (bwc.policy, bwc.max_priority_threshold)))
         derived = holders.derived if isinstance(holders, Holders) else None
         remembered = derived.get(key) if derived is not None else None
         if remembered is None:
@@ -171,13 +172,20 @@ class ClassicalPreemption:
 
     def _in_subtree(self, p: Preemptor, cohort: QuotaNode, root: QuotaNode, skip: QuotaNode | None, *,
                     advantage: bool, out: list[_Candidate]) -> None:
+        contested = p.contested
         for child in cohort.child_cohorts:
-            if child is skip or quota.within_nominal(child, p.contested):
+            if child is skip or quota.within_nominal(child, contested):
                 continue
             self._in_subtree(p, child, root, skip, advantage=advantage, out=out)
+        name = p.spec.name
         for child in cohort.child_queues:
-            if child.name != p.spec.name and not quota.within_nominal(child, p.contested):
-                out.extend(self._from_queue(p, child.name, root, advantage))
+            if child.name == name:
+                continue
+            usage, subtree = child.usage, child.subtree
+            for fr in contested:  # `quota.within_nominal`, inlined: every search asks it of every queue
+                if usage.get(fr, 0) > subtree.get(fr, 0):
+                    out.extend(self._from_queue(p, child.name, root, advantage))
+                    break
 
     def candidates(self, p: Preemptor) -> tuple[list[_Candidate], list[_Candidate], list[_Candidate]]:
         """(hierarchy, priority, same-queue) candidates, each in `candidate_order`."""
