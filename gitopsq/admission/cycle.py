@@ -123,7 +123,7 @@ def nominate(state: State, w: WorkloadInfo, spec: QueueSpec, tree_states: dict[s
     remembered = state.nominations.get(w.key, inputs)
     if remembered is not None:
         return remembered.copy()
-    entry = _nominate(state, w, spec)
+    entry = _nominate(state, w, spec, generation, resume)
     state.nominations.put(w.key, inputs, entry.copy())
     return entry
 
@@ -137,10 +137,11 @@ def _resume(state: State, w: WorkloadInfo, spec: QueueSpec) -> tuple[int, Mappin
     return generation, w.last_tried if fresh and state.topology.settings.preserve_flavor_scan_progress else None
 
 
-def _nominate(state: State, w: WorkloadInfo, spec: QueueSpec) -> Entry:
+def _nominate(state: State, w: WorkloadInfo, spec: QueueSpec, generation: int,
+              resume: Mapping[tuple[int, str], int] | None) -> Entry:
     """Partial admission: when the full size neither fits nor finds victims and some pod set has a ``minCount``,
     binary-search the smallest reduction that does (Kueue's PodSetReducer)."""
-    entry = _nominate_shape(state, w, spec, w.shape)
+    entry = _nominate_shape(state, w, spec, w.shape, generation=generation, resume=resume)
     total = reducible(w.shape)
     if entry.kind != NO_FIT or total == 0 or entry.always_inadmissible:
         return entry
@@ -148,7 +149,8 @@ def _nominate(state: State, w: WorkloadInfo, spec: QueueSpec) -> Entry:
     low, high = 1, total
     while low <= high:
         mid = (low + high) // 2
-        trial = _nominate_shape(state, w, spec, reduced(w.shape, mid))
+        trial = _nominate_shape(state, w, spec, reduced(w.shape, mid), generation=generation,
+                                resume=resume)
         if trial.kind == NO_FIT:
             low = mid + 1
         else:
@@ -156,7 +158,9 @@ def _nominate(state: State, w: WorkloadInfo, spec: QueueSpec) -> Entry:
     return best or entry
 
 
-def _nominate_shape(state: State, w: WorkloadInfo, spec: QueueSpec, shape: Shape) -> Entry:
+def _nominate_shape(state: State, w: WorkloadInfo, spec: QueueSpec, shape: Shape, *, generation: int,
+                    resume: Mapping[tuple[int, str], int] | None) -> Entry:
+    """``generation``, ``resume``: `_resume` (the caller's: nothing it reads changes during a nomination)."""
     labels = state.topology.namespace_labels.get(w.namespace, {})
     if spec.namespace_selector is None or not spec.namespace_selector.matches(labels):
         return Entry(w, spec, NO_FIT, reason=msg.MISCONFIGURED, message=msg.NAMESPACE_MISMATCH,
@@ -194,7 +198,6 @@ def _nominate_shape(state: State, w: WorkloadInfo, spec: QueueSpec, shape: Shape
     pre = spec.preemption
     while_borrowing = (pre.borrow_within_cohort is not None and pre.borrow_within_cohort.policy != "Never") or (
         state.topology.settings.fair_sharing and pre.reclaim_within_cohort != "Never")
-    generation, resume = _resume(state, w, spec)
     n = assign_flavors(spec, node, shape, state.topology.flavors, oracle, preempt_while_borrowing=while_borrowing,
                        resume=resume)
     resumed = resume is not None and any(i != -1 for i in resume.values())
