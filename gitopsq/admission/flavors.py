@@ -62,6 +62,24 @@ def _ordered(names: tuple[str, ...], within: tuple[str, ...] | None = None) -> t
     return hit
 
 
+_REQUESTS: dict[tuple[PodSetShape, bool], tuple[dict[str, int], tuple[str, ...]]] = {}
+
+
+def _requests(ps: PodSetShape, covers_pods: bool) -> tuple[dict[str, int], tuple[str, ...]]:
+    """A pod set's total requests (with ``pods`` when the ClusterQueue covers it) and their names, memoised per
+    shape; callers only read them."""
+    key = (ps, covers_pods)
+    hit = _REQUESTS.get(key)
+    if hit is None:
+        requests = dict(ps.totals)
+        if covers_pods:
+            requests["pods"] = ps.count * 1000
+        if len(_REQUESTS) >= _ORDERED_LIMIT:
+            _REQUESTS.clear()
+        hit = _REQUESTS[key] = (requests, tuple(requests))
+    return hit
+
+
 class Mode(IntEnum):
     NO_FIT = 0
     NO_CANDIDATES = 1  # would need preemption, but nothing can be preempted
@@ -280,9 +298,7 @@ def assign_flavors(spec: QueueSpec, node: QuotaNode, shape: Shape, flavors: Mapp
     out_flavors: list[tuple[str, FrozenMap[str, str]]] = []
     failures: list[str] = []
     for ps_index, ps in enumerate(shape.pod_sets):
-        requests = dict(ps.totals)
-        if covers_pods:
-            requests["pods"] = ps.count * 1000
+        requests, names = _requests(ps, covers_pods)
         scan = _PodSetScan(spec, node, flavors, oracle, preempt_while_borrowing=preempt_while_borrowing,
                            assigned=assigned)
         ps_mode = Mode.FIT
@@ -291,7 +307,6 @@ def assign_flavors(spec: QueueSpec, node: QuotaNode, shape: Shape, flavors: Mapp
         done: set[str] = set()
         # Kueue walks the pod set's resources in its order; the first resource of a group assigns the whole
         # group, and the first resource or group that cannot be assigned ends the pod set with its reasons alone.
-        names = tuple(requests)
         for res in _ordered(names):
             gi = spec.group_of.get(res)
             if gi is None:
@@ -306,7 +321,7 @@ def assign_flavors(spec: QueueSpec, node: QuotaNode, shape: Shape, flavors: Mapp
             group = spec.groups[gi]
             requested = _ordered(names, group.resources)
             done.update(requested)
-            start = (resume or {}).get((ps_index, res), -1) + 1
+            start = (resume.get((ps_index, res), -1) if resume else -1) + 1
             before = len(scan.reasons)
             choice = scan.group(ps, group, requests, requested, start if start < len(group.flavors) else 0)
             last = -1 if scan.attempted >= len(group.flavors) - 1 else scan.attempted

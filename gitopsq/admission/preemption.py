@@ -250,8 +250,10 @@ class ClassicalPreemption:
         node = self.tree.queues[p.spec.name]
         chosen: list[_Candidate] = []
         fits = False
+        name = p.spec.name
         for c in ordered:
-            if not self._valid(p, c, allow_borrowing):
+            # `_valid`'s first answer inline: most candidates are the preemptor's own queue's.
+            if c.workload.cluster_queue != name and not self._valid(p, c, allow_borrowing):
                 continue
             self._remove(c.workload)
             chosen.append(c)
