@@ -20,64 +20,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
-from functools import lru_cache
 
 from gitopsq.admission import messages as msg
 from gitopsq.admission import quota
 from gitopsq.admission.quota import FlavorResource, QuotaNode
+from gitopsq.admission.resources import ordered, requests_of
 from gitopsq.admission.topology import Group, QueueSpec
 from gitopsq.admission.workload import PodSetShape, Shape
 from gitopsq.api import model as m
 from gitopsq.api.frozenmap import FrozenMap
-
-
-@lru_cache(maxsize=1024)
-def resource_rank(name: str) -> tuple[int, str]:
-    """Where Kueue v0.19 visits a resource: its requests are a slice sorted by the 64-bit FNV-1a hash of the
-    resource name (then the name), so a pod set's resource groups are tried, and a flavor's reasons listed, in
-    that order — e.g. memory before cpu."""
-    h = 0xCBF29CE484222325
-    for byte in name.encode():
-        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h, name
-
-
-def in_kueue_order(resources: Iterable[str]) -> list[str]:
-    return sorted(resources, key=resource_rank)
-
-
-_ORDERED: dict[tuple[tuple[str, ...], tuple[str, ...] | None], tuple[str, ...]] = {}
-_ORDERED_LIMIT = 4096
-
-
-def _ordered(names: tuple[str, ...], within: tuple[str, ...] | None = None) -> tuple[str, ...]:
-    """`in_kueue_order` of ``names`` (only those in ``within`` when given), memoised: every nomination asks it for
-    the same few resource lists."""
-    key = (names, within)
-    hit = _ORDERED.get(key)
-    if hit is None:
-        if len(_ORDERED) >= _ORDERED_LIMIT:
-            _ORDERED.clear()
-        hit = _ORDERED[key] = tuple(in_kueue_order(names if within is None else (r for r in within if r in names)))
-    return hit
-
-
-_REQUESTS: dict[tuple[PodSetShape, bool], tuple[dict[str, int], tuple[str, ...]]] = {}
-
-
-def _requests(ps: PodSetShape, covers_pods: bool) -> tuple[dict[str, int], tuple[str, ...]]:
-    """A pod set's total requests (with ``pods`` when the ClusterQueue covers it) and their names, memoised per
-    shape; callers only read them."""
-    key = (ps, covers_pods)
-    hit = _REQUESTS.get(key)
-    if hit is None:
-        requests = dict(ps.totals)
-        if covers_pods:
-            requests["pods"] = ps.count * 1000
-        if len(_REQUESTS) >= _ORDERED_LIMIT:
-            _REQUESTS.clear()
-        hit = _REQUESTS[key] = (requests, tuple(requests))
-    return hit
 
 
 class Mode(IntEnum):
@@ -298,7 +249,7 @@ def assign_flavors(spec: QueueSpec, node: QuotaNode, shape: Shape, flavors: Mapp
     out_flavors: list[tuple[str, FrozenMap[str, str]]] = []
     failures: list[str] = []
     for ps_index, ps in enumerate(shape.pod_sets):
-        requests, names = _requests(ps, covers_pods)
+        requests, names = requests_of(ps, covers_pods)
         scan = _PodSetScan(spec, node, flavors, oracle, preempt_while_borrowing=preempt_while_borrowing,
                            assigned=assigned)
         ps_mode = Mode.FIT
@@ -307,7 +258,7 @@ def assign_flavors(spec: QueueSpec, node: QuotaNode, shape: Shape, flavors: Mapp
         done: set[str] = set()
         # Kueue walks the pod set's resources in its order; the first resource of a group assigns the whole
         # group, and the first resource or group that cannot be assigned ends the pod set with its reasons alone.
-        for res in _ordered(names):
+        for res in ordered(names):
             gi = spec.group_of.get(res)
             if gi is None:
                 if requests[res] == 0:
@@ -319,7 +270,7 @@ def assign_flavors(spec: QueueSpec, node: QuotaNode, shape: Shape, flavors: Mapp
             if res in done:
                 continue
             group = spec.groups[gi]
-            requested = _ordered(names, group.resources)
+            requested = ordered(names, group.resources)
             done.update(requested)
             start = (resume.get((ps_index, res), -1) if resume else -1) + 1
             before = len(scan.reasons)
