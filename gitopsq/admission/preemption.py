@@ -95,6 +95,21 @@ def workload_fits(p: Preemptor, node: QuotaNode, allow_borrowing: bool) -> bool:
     return True
 
 
+def _over_quota_below(node: QuotaNode, lca: QuotaNode | None, contested: frozenset[FlavorResource]) -> bool:
+    """Whether ``node`` and its ancestors up to, not including, ``lca`` are each over their quota on a contested
+    resource (`quota.within_nominal` negated, inlined: asked per candidate per search)."""
+    current: QuotaNode | None = node
+    while current is not None and current is not lca:
+        usage, subtree = current.usage, current.subtree
+        for fr in contested:
+            if usage.get(fr, 0) > subtree.get(fr, 0):
+                break
+        else:
+            return False
+        current = current.parent
+    return True
+
+
 class ClassicalPreemption:
     """Finds victims in one snapshot state; the tree is restored before every method returns."""
 
@@ -207,25 +222,19 @@ class ClassicalPreemption:
             group.sort(key=_order_of)
         return hierarchy, priority, same
 
-    def _valid(self, p: Preemptor, c: _Candidate, allow_borrowing: bool) -> bool:
+    def _valid(self, p: Preemptor, c: _Candidate, allow_borrowing: bool,
+               verdicts: dict[tuple[QuotaNode, QuotaNode | None], bool]) -> bool:
+        """Whether ``c`` may still be taken; ``verdicts``: the quota walks done since usage last changed."""
         if c.workload.cluster_queue == p.spec.name:
             return True
         if allow_borrowing and c.variant == WITHOUT_BORROWING:
             return False
-        contested = p.contested
-        # The candidate's queue and its ancestors up to, not including, the lowest common one must each be over
-        # their quota on a contested resource (`quota.within_nominal`, inlined: called per candidate per search).
-        node: QuotaNode | None = c.node if c.node is not None else self.tree.queues[c.workload.cluster_queue or ""]
-        lca = c.lca
-        while node is not None and node is not lca:
-            usage, subtree = node.usage, node.subtree
-            for fr in contested:
-                if usage.get(fr, 0) > subtree.get(fr, 0):
-                    break
-            else:
-                return False
-            node = node.parent
-        return True
+        node = c.node if c.node is not None else self.tree.queues[c.workload.cluster_queue or ""]
+        key = (node, c.lca)
+        verdict = verdicts.get(key)
+        if verdict is None:
+            verdict = verdicts[key] = _over_quota_below(node, c.lca, p.contested)
+        return verdict
 
     def _attempts(self, p: Preemptor, hierarchy: list[_Candidate], priority: list[_Candidate]) -> tuple[bool, ...]:
         bwc = p.spec.preemption.borrow_within_cohort
@@ -250,12 +259,13 @@ class ClassicalPreemption:
         node = self.tree.queues[p.spec.name]
         chosen: list[_Candidate] = []
         fits = False
-        name = p.spec.name
+        # Candidates of one queue share the walk up the tree, whose answer holds until the next removal.
+        verdicts: dict[tuple[QuotaNode, QuotaNode | None], bool] = {}
         for c in ordered:
-            # `_valid`'s first answer inline: most candidates are the preemptor's own queue's.
-            if c.workload.cluster_queue != name and not self._valid(p, c, allow_borrowing):
+            if not self._valid(p, c, allow_borrowing, verdicts):
                 continue
             self._remove(c.workload)
+            verdicts.clear()
             chosen.append(c)
             if workload_fits(p, node, allow_borrowing):
                 fits = True
