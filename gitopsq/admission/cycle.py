@@ -76,15 +76,16 @@ def _oracle_mode(targets: list[Target], cq: str) -> Mode:
 def _protection_matters(state: State, w: WorkloadInfo, spec: QueueSpec) -> bool:
     """Whether a workload preempted at this instant is admitted again in ``spec``'s cohort tree where ``w``'s
     policies allow preempting it: only then do the scan's check and the victim search differ."""
-    root = state.tree.queues[spec.name].root()
-    for key in state.preempted_now:
+    readmitted = state.readmitted.get(state.root_by_queue[spec.name])
+    if not readmitted:
+        return False
+    for key in readmitted:
         v = state.workloads[key]
         a = v.assignment
-        if a is None:
-            continue
+        assert a is not None
         policy = spec.preemption.within_cluster_queue if a.cluster_queue == spec.name \
             else spec.preemption.reclaim_within_cohort
-        if policy_allows(policy, w, v) and state.tree.queues[a.cluster_queue].root() is root:
+        if policy_allows(policy, w, v):
             return True
     return False
 
@@ -122,7 +123,7 @@ def nominate(state: State, w: WorkloadInfo, spec: QueueSpec, tree_states: dict[s
     remembered = state.nominations.get(w.key, inputs)
     if remembered is not None:
         return remembered.copy()
-    entry = _nominate(state, w, spec)
+    entry = _nominate(state, w, spec, generation, resume)
     state.nominations.put(w.key, inputs, entry.copy())
     return entry
 
@@ -136,10 +137,11 @@ def _resume(state: State, w: WorkloadInfo, spec: QueueSpec) -> tuple[int, Mappin
     return generation, w.last_tried if fresh and state.topology.settings.preserve_flavor_scan_progress else None
 
 
-def _nominate(state: State, w: WorkloadInfo, spec: QueueSpec) -> Entry:
+def _nominate(state: State, w: WorkloadInfo, spec: QueueSpec, generation: int,
+              resume: Mapping[tuple[int, str], int] | None) -> Entry:
     """Partial admission: when the full size neither fits nor finds victims and some pod set has a ``minCount``,
     binary-search the smallest reduction that does (Kueue's PodSetReducer)."""
-    entry = _nominate_shape(state, w, spec, w.shape)
+    entry = _nominate_shape(state, w, spec, w.shape, generation=generation, resume=resume)
     total = reducible(w.shape)
     if entry.kind != NO_FIT or total == 0 or entry.always_inadmissible:
         return entry
@@ -147,7 +149,8 @@ def _nominate(state: State, w: WorkloadInfo, spec: QueueSpec) -> Entry:
     low, high = 1, total
     while low <= high:
         mid = (low + high) // 2
-        trial = _nominate_shape(state, w, spec, reduced(w.shape, mid))
+        trial = _nominate_shape(state, w, spec, reduced(w.shape, mid), generation=generation,
+                                resume=resume)
         if trial.kind == NO_FIT:
             low = mid + 1
         else:
@@ -155,7 +158,9 @@ def _nominate(state: State, w: WorkloadInfo, spec: QueueSpec) -> Entry:
     return best or entry
 
 
-def _nominate_shape(state: State, w: WorkloadInfo, spec: QueueSpec, shape: Shape) -> Entry:
+def _nominate_shape(state: State, w: WorkloadInfo, spec: QueueSpec, shape: Shape, *, generation: int,
+                    resume: Mapping[tuple[int, str], int] | None) -> Entry:
+    """``generation``, ``resume``: `_resume` (the caller's: nothing it reads changes during a nomination)."""
     labels = state.topology.namespace_labels.get(w.namespace, {})
     if spec.namespace_selector is None or not spec.namespace_selector.matches(labels):
         return Entry(w, spec, NO_FIT, reason=msg.MISCONFIGURED, message=msg.NAMESPACE_MISMATCH,
@@ -193,7 +198,6 @@ def _nominate_shape(state: State, w: WorkloadInfo, spec: QueueSpec, shape: Shape
     pre = spec.preemption
     while_borrowing = (pre.borrow_within_cohort is not None and pre.borrow_within_cohort.policy != "Never") or (
         state.topology.settings.fair_sharing and pre.reclaim_within_cohort != "Never")
-    generation, resume = _resume(state, w, spec)
     n = assign_flavors(spec, node, shape, state.topology.flavors, oracle, preempt_while_borrowing=while_borrowing,
                        resume=resume)
     resumed = resume is not None and any(i != -1 for i in resume.values())
@@ -396,6 +400,7 @@ def settle(state: State, now: float) -> None:
     heaps first (new arrivals, StrictFIFO heads, preemptors). Immediate requeues bring them back after every cycle.
     """
     state.preempted_now = set()
+    state.readmitted = {}
     state.untried_retries = {}
     state.nominations.clear()  # they were made with the last instant's `preempted_now`
     batched = state.topology.settings.inadmissible_requeue == BATCHED

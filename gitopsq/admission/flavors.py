@@ -20,30 +20,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
-from functools import lru_cache
 
 from gitopsq.admission import messages as msg
 from gitopsq.admission import quota
 from gitopsq.admission.quota import FlavorResource, QuotaNode
+from gitopsq.admission.resources import ordered, requests_of
 from gitopsq.admission.topology import Group, QueueSpec
 from gitopsq.admission.workload import PodSetShape, Shape
 from gitopsq.api import model as m
 from gitopsq.api.frozenmap import FrozenMap
-
-
-@lru_cache(maxsize=1024)
-def resource_rank(name: str) -> tuple[int, str]:
-    """Where Kueue v0.19 visits a resource: its requests are a slice sorted by the 64-bit FNV-1a hash of the
-    resource name (then the name), so a pod set's resource groups are tried, and a flavor's reasons listed, in
-    that order — e.g. memory before cpu."""
-    h = 0xCBF29CE484222325
-    for byte in name.encode():
-        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h, name
-
-
-def in_kueue_order(resources: Iterable[str]) -> list[str]:
-    return sorted(resources, key=resource_rank)
 
 
 class Mode(IntEnum):
@@ -81,7 +66,9 @@ class _Choice:
     needs_preemption: list[FlavorResource]
 
 
-_STRUCTURAL: dict[tuple[PodSetShape, m.ResourceFlavor | None, str], str] = {}
+# (pod set, flavor name) -> (the ResourceFlavor checked, why not): keyed without the ResourceFlavor, whose
+# dataclass hash is recomputed on every call; a different object under the same name is checked again.
+_STRUCTURAL: dict[tuple[PodSetShape, str], tuple[m.ResourceFlavor | None, str]] = {}
 
 
 def _taint_text(t: m.Taint) -> str:
@@ -107,10 +94,10 @@ def _requirement_matches(req: m.LabelSelectorRequirement, labels: Mapping[str, s
 
 def structural_mismatch(ps: PodSetShape, rf: m.ResourceFlavor | None, flavor: str) -> str:
     """Why a pod set can never run on a flavor (empty string: it can)."""
-    cache_key = (ps, rf, flavor)
+    cache_key = (ps, flavor)
     cached = _STRUCTURAL.get(cache_key)
-    if cached is not None:
-        return cached
+    if cached is not None and cached[0] is rf:
+        return cached[1]
     result = ""
     if rf is None:
         result = f"flavor {flavor} not found"
@@ -128,7 +115,7 @@ def structural_mismatch(ps: PodSetShape, rf: m.ResourceFlavor | None, flavor: st
                 for term in ps.required_affinity)
             if not (selector_ok and terms_ok):
                 result = f"flavor {flavor} doesn't match node affinity"
-    _STRUCTURAL[cache_key] = result
+    _STRUCTURAL[cache_key] = (rf, result)
     return result
 
 
@@ -164,6 +151,9 @@ def _preferred(a: _Choice, b: _Choice | None, ff: m.FlavorFungibility) -> bool:
 class _PodSetScan:
     """Assigns one pod set; collects the reasons of every flavor it had to pass over."""
 
+    __slots__ = ("assigned", "attempted", "flavors", "node", "oracle", "preempt_while_borrowing", "reasons",
+                 "severity", "spec")
+
     def __init__(self, spec: QueueSpec, node: QuotaNode, flavors: Mapping[str, m.ResourceFlavor], oracle: Oracle,
                  *, preempt_while_borrowing: bool, assigned: dict[FlavorResource, int]) -> None:
         self.spec, self.node, self.flavors, self.oracle = spec, node, flavors, oracle
@@ -193,8 +183,10 @@ class _PodSetScan:
             return mode, (after if mode > Mode.NO_CANDIDATES else borrow), msg.SEVERITY[msg.WAITING_FOR_QUOTA]
         return Mode.NO_FIT, borrow, msg.SEVERITY[msg.WAITING_FOR_QUOTA]
 
-    def group(self, ps: PodSetShape, group: Group, requests: Mapping[str, int], start: int = 0) -> _Choice:
-        """Scan the group's flavors from ``start`` (Kueue resumes where the previous attempt stopped)."""
+    def group(self, ps: PodSetShape, group: Group, requests: Mapping[str, int], requested: Iterable[str],
+              start: int = 0) -> _Choice:
+        """Scan the group's flavors from ``start`` (Kueue resumes where the previous attempt stopped); ``requested``:
+        the group's resources the pod set requests, in Kueue's order."""
         best: _Choice | None = None
         least_severe = 99
         ff = self.spec.fungibility
@@ -208,7 +200,7 @@ class _PodSetScan:
                 continue
             choice = _Choice(flavor, Mode.FIT, 0, [])
             severity = 0
-            for res in in_kueue_order(r for r in group.resources if r in requests):
+            for res in requested:
                 mode, borrow, sev = self._resource(flavor, res, requests[res])
                 severity = max(severity, sev)
                 if Mode.NO_FIT < mode < Mode.FIT:
@@ -257,9 +249,7 @@ def assign_flavors(spec: QueueSpec, node: QuotaNode, shape: Shape, flavors: Mapp
     out_flavors: list[tuple[str, FrozenMap[str, str]]] = []
     failures: list[str] = []
     for ps_index, ps in enumerate(shape.pod_sets):
-        requests = dict(ps.totals)
-        if covers_pods:
-            requests["pods"] = ps.count * 1000
+        requests, names = requests_of(ps, covers_pods)
         scan = _PodSetScan(spec, node, flavors, oracle, preempt_while_borrowing=preempt_while_borrowing,
                            assigned=assigned)
         ps_mode = Mode.FIT
@@ -268,7 +258,7 @@ def assign_flavors(spec: QueueSpec, node: QuotaNode, shape: Shape, flavors: Mapp
         done: set[str] = set()
         # Kueue walks the pod set's resources in its order; the first resource of a group assigns the whole
         # group, and the first resource or group that cannot be assigned ends the pod set with its reasons alone.
-        for res in in_kueue_order(requests):
+        for res in ordered(names):
             gi = spec.group_of.get(res)
             if gi is None:
                 if requests[res] == 0:
@@ -280,11 +270,11 @@ def assign_flavors(spec: QueueSpec, node: QuotaNode, shape: Shape, flavors: Mapp
             if res in done:
                 continue
             group = spec.groups[gi]
-            requested = in_kueue_order(r for r in group.resources if r in requests)
+            requested = ordered(names, group.resources)
             done.update(requested)
-            start = (resume or {}).get((ps_index, res), -1) + 1
+            start = (resume.get((ps_index, res), -1) if resume else -1) + 1
             before = len(scan.reasons)
-            choice = scan.group(ps, group, requests, start if start < len(group.flavors) else 0)
+            choice = scan.group(ps, group, requests, requested, start if start < len(group.flavors) else 0)
             last = -1 if scan.attempted >= len(group.flavors) - 1 else scan.attempted
             for r in requested:
                 ps_tried[(ps_index, r)] = last

@@ -5,6 +5,7 @@ Users' runbooks and alerts match on these strings, so they follow Kueue's wordin
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Final
 
 from gitopsq.api.quantity import QuantityFormat, format_milli
@@ -45,8 +46,10 @@ LQ_STOPPED_EVICTION: Final = "The LocalQueue is stopped"
 _BINARY_RESOURCES = ("memory", "ephemeral-storage", "hugepages-")
 
 
+@lru_cache(maxsize=4096)
 def amount(resource: str, milli: int) -> str:
-    """A milli-unit amount printed the way Kueue prints it for ``resource`` in messages."""
+    """A milli-unit amount printed the way Kueue prints it for ``resource`` in messages (memoised: every failed
+    quota check of every nomination prints one)."""
     binary = resource.startswith(_BINARY_RESOURCES) or resource.endswith("memory")
     return format_milli(milli, QuantityFormat.BINARY_SI if binary else QuantityFormat.DECIMAL_SI)
 

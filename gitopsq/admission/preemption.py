@@ -56,6 +56,7 @@ class _Candidate:
     lca: QuotaNode | None
     variant: int
     order: tuple[int, int, int, float, int]  # `candidate_order` for the preemptor's ClusterQueue
+    node: QuotaNode | None  # the quota node of the workload's ClusterQueue (looked up once, not per check)
 
 
 def _order_of(c: _Candidate) -> tuple[int, int, int, float, int]:
@@ -91,6 +92,21 @@ def workload_fits(p: Preemptor, node: QuotaNode, allow_borrowing: bool) -> bool:
             return False
         if val > quota.available(node, fr):
             return False
+    return True
+
+
+def _over_quota_below(node: QuotaNode, lca: QuotaNode | None, contested: frozenset[FlavorResource]) -> bool:
+    """Whether ``node`` and its ancestors up to, not including, ``lca`` are each over their quota on a contested
+    resource (`quota.within_nominal` negated, inlined: asked per candidate per search)."""
+    current: QuotaNode | None = node
+    while current is not None and current is not lca:
+        usage, subtree = current.usage, current.subtree
+        for fr in contested:
+            if usage.get(fr, 0) > subtree.get(fr, 0):
+                break
+        else:
+            return False
+        current = current.parent
     return True
 
 
@@ -133,9 +149,10 @@ class ClassicalPreemption:
         # Everything `_candidates_in` reads besides the holders themselves (`Holders.derived` is emptied when
         # they change); `protected` is applied afterwards.
         bwc = pre.borrow_within_cohort
+        # ``borrowWithinCohort`` by its fields: a dataclass's hash is a Python call, this key is hashed per queue.
         key = (same, policy, p.workload.priority,
                p.workload.created if policy == "LowerOrNewerEqualPriority" else None, p.contested, lca,
-               None if same else (advantage, bwc))
+               None if same else (advantage, None if bwc is None else (bwc.policy, bwc.max_priority_threshold)))
         derived = holders.derived if isinstance(holders, Holders) else None
         remembered = derived.get(key) if derived is not None else None
         if remembered is None:
@@ -163,19 +180,27 @@ class ClassicalPreemption:
                 continue
             variant = self._variant(p, w, advantage)
             if variant != NEVER:
-                out.append(_Candidate(w, lca, variant, candidate_order(w, p.spec.name)))
+                out.append(_Candidate(w, lca, variant, candidate_order(w, p.spec.name),
+                                      self.tree.queues.get(w.cluster_queue or "")))
         out.sort(key=_order_of)
         return tuple(out)
 
     def _in_subtree(self, p: Preemptor, cohort: QuotaNode, root: QuotaNode, skip: QuotaNode | None, *,
                     advantage: bool, out: list[_Candidate]) -> None:
+        contested = p.contested
         for child in cohort.child_cohorts:
-            if child is skip or quota.within_nominal(child, p.contested):
+            if child is skip or quota.within_nominal(child, contested):
                 continue
             self._in_subtree(p, child, root, skip, advantage=advantage, out=out)
+        name = p.spec.name
         for child in cohort.child_queues:
-            if child.name != p.spec.name and not quota.within_nominal(child, p.contested):
-                out.extend(self._from_queue(p, child.name, root, advantage))
+            if child.name == name:
+                continue
+            usage, subtree = child.usage, child.subtree
+            for fr in contested:  # `quota.within_nominal`, inlined: every search asks it of every queue
+                if usage.get(fr, 0) > subtree.get(fr, 0):
+                    out.extend(self._from_queue(p, child.name, root, advantage))
+                    break
 
     def candidates(self, p: Preemptor) -> tuple[list[_Candidate], list[_Candidate], list[_Candidate]]:
         """(hierarchy, priority, same-queue) candidates, each in `candidate_order`."""
@@ -197,20 +222,19 @@ class ClassicalPreemption:
             group.sort(key=_order_of)
         return hierarchy, priority, same
 
-    def _valid(self, p: Preemptor, c: _Candidate, allow_borrowing: bool) -> bool:
+    def _valid(self, p: Preemptor, c: _Candidate, allow_borrowing: bool,
+               verdicts: dict[tuple[QuotaNode, QuotaNode | None], bool]) -> bool:
+        """Whether ``c`` may still be taken; ``verdicts``: the quota walks done since usage last changed."""
         if c.workload.cluster_queue == p.spec.name:
             return True
         if allow_borrowing and c.variant == WITHOUT_BORROWING:
             return False
-        cq_node = self.tree.queues[c.workload.cluster_queue or ""]
-        if quota.within_nominal(cq_node, p.contested):
-            return False
-        ancestor = cq_node.parent
-        while ancestor is not None and ancestor is not c.lca:  # up to, not including, the lowest common one
-            if quota.within_nominal(ancestor, p.contested):
-                return False
-            ancestor = ancestor.parent
-        return True
+        node = c.node if c.node is not None else self.tree.queues[c.workload.cluster_queue or ""]
+        key = (node, c.lca)
+        verdict = verdicts.get(key)
+        if verdict is None:
+            verdict = verdicts[key] = _over_quota_below(node, c.lca, p.contested)
+        return verdict
 
     def _attempts(self, p: Preemptor, hierarchy: list[_Candidate], priority: list[_Candidate]) -> tuple[bool, ...]:
         bwc = p.spec.preemption.borrow_within_cohort
@@ -235,10 +259,13 @@ class ClassicalPreemption:
         node = self.tree.queues[p.spec.name]
         chosen: list[_Candidate] = []
         fits = False
+        # Candidates of one queue share the walk up the tree, whose answer holds until the next removal.
+        verdicts: dict[tuple[QuotaNode, QuotaNode | None], bool] = {}
         for c in ordered:
-            if not self._valid(p, c, allow_borrowing):
+            if not self._valid(p, c, allow_borrowing, verdicts):
                 continue
             self._remove(c.workload)
+            verdicts.clear()
             chosen.append(c)
             if workload_fits(p, node, allow_borrowing):
                 fits = True

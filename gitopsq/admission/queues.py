@@ -78,10 +78,16 @@ class ClusterQueueQueue:
         self.blocked_shapes.clear()
         if not self.inadmissible:
             return False
-        parked = list(self.inadmissible.values())
+        # `push` for each, then one heapify instead of a push each: the heap's keys are unique (the counter), so
+        # the order of pops does not depend on how the heap is laid out.
+        heap, version, counter = self._heap, self._version, self._counter
+        for w in self.inadmissible.values():
+            counter += 1
+            version[w.key] = counter
+            heap.append((-w.priority, w.created, w.seq, counter, w))
+        self._counter = counter
         self.inadmissible.clear()
-        for w in parked:
-            self.push(w)
+        heapq.heapify(heap)
         return True
 
     def pending(self) -> Iterator[WorkloadInfo]:

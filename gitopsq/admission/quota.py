@@ -48,6 +48,7 @@ class QuotaNode:
         "local",
         "name",
         "parent",
+        "potential",
         "subtree",
         "usage",
     )
@@ -62,6 +63,7 @@ class QuotaNode:
         self.subtree: dict[FlavorResource, int] = {}
         self.local: dict[FlavorResource, int] = {}
         self.usage: Usage = {}
+        self.potential: dict[FlavorResource, int] = {}  # `potential_available` memo, emptied by `QuotaTree.finish`
         self.height = 0
 
     def __repr__(self) -> str:
@@ -109,14 +111,20 @@ def available(node: QuotaNode, fr: FlavorResource) -> int:
 
 
 def potential_available(node: QuotaNode, fr: FlavorResource) -> int:
-    """The most of ``fr`` this node could hold with zero usage anywhere (rule 5)."""
+    """The most of ``fr`` this node could hold with zero usage anywhere (rule 5); fixed once the tree is finished,
+    so remembered per node."""
+    value = node.potential.get(fr)
+    if value is not None:
+        return value
     parent = node.parent
     if parent is None:
-        return node.subtree.get(fr, 0)
-    value = node.local.get(fr, 0) + potential_available(parent, fr)
-    lim = node.limits.get(fr)
-    if lim is not None and lim.borrowing is not None:
-        value = min(value, node.subtree.get(fr, 0) + lim.borrowing)
+        value = node.subtree.get(fr, 0)
+    else:
+        value = node.local.get(fr, 0) + potential_available(parent, fr)
+        lim = node.limits.get(fr)
+        if lim is not None and lim.borrowing is not None:
+            value = min(value, node.subtree.get(fr, 0) + lim.borrowing)
+    node.potential[fr] = value
     return value
 
 
@@ -243,6 +251,7 @@ def _accumulate(node: QuotaNode) -> None:
         for fr, quota in child.subtree.items():
             subtree[fr] = subtree.get(fr, 0) + quota - child.local.get(fr, 0)
     node.subtree = subtree
+    node.potential = {}
     node.height = height if node.is_cohort else 0
     node.local = {fr: max(0, subtree.get(fr, 0) - lim.lending)
                   for fr, lim in node.limits.items() if lim.lending is not None}

@@ -69,6 +69,8 @@ class State:
         self.events: list[Event] = []
         self.preemptors: set[str] = set()  # workloads whose victims were evicted in the last cycle
         self.preempted_now: set[str] = set()  # evicted by preemption in the instant being settled
+        # Root -> those of `preempted_now` holding quota again in that cohort tree (kept by reserve/release).
+        self.readmitted: dict[str, set[str]] = {}
         self.evicting: list[Held] = []  # preempted, still holding quota until `complete_evictions`
         self.untried_retries: dict[str, int] = {}  # immediate retries for untried flavors in this instant
         self.unsettled: list[float] = []  # instants the cycle guard had to stop (expected to stay empty)
@@ -120,6 +122,8 @@ class State:
         w.checks = dict.fromkeys(checks, "Pending")
         w.admitted = not checks
         self.admitted[cq][w.key] = w
+        if w.key in self.preempted_now:
+            self.readmitted.setdefault(self.root_by_queue[cq], set()).add(w.key)
         self.bump(cq)
         self.status_changed(cq)
         self.status.pop(w.key, None)
@@ -136,6 +140,7 @@ class State:
             return None
         quota.remove_all(self.tree.queues[a.cluster_queue], a.usage)
         self.admitted[a.cluster_queue].pop(w.key, None)
+        self.readmitted.get(self.root_by_queue[a.cluster_queue], set()).discard(w.key)
         w.assignment = None
         w.reserved_at = None
         w.admitted = False

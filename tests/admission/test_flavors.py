@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from gitopsq.admission import cycle
-from gitopsq.admission.flavors import in_kueue_order
+from gitopsq.admission.resources import in_kueue_order
 from gitopsq.api import model as m
 
 from .builders import Sim, cq, flavor, lq, one, pod_sets
