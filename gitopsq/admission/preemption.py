@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import cast
 
 from gitopsq.admission import messages as msg
@@ -59,8 +60,8 @@ class _Candidate:
     node: QuotaNode | None  # the quota node of the workload's ClusterQueue (looked up once, not per check)
 
 
-def _order_of(c: _Candidate) -> tuple[int, int, int, float, int]:
-    return c.order
+# In C: candidate lists are sorted with it ~600,000 times an instant.
+_order_of = attrgetter("order")
 
 
 def candidate_order(w: WorkloadInfo, preemptor_cq: str) -> tuple[int, int, int, float, int]:
@@ -222,20 +223,6 @@ class ClassicalPreemption:
             group.sort(key=_order_of)
         return hierarchy, priority, same
 
-    def _valid(self, p: Preemptor, c: _Candidate, allow_borrowing: bool,
-               verdicts: dict[tuple[QuotaNode, QuotaNode | None], bool]) -> bool:
-        """Whether ``c`` may still be taken; ``verdicts``: the quota walks done since usage last changed."""
-        if c.workload.cluster_queue == p.spec.name:
-            return True
-        if allow_borrowing and c.variant == WITHOUT_BORROWING:
-            return False
-        node = c.node if c.node is not None else self.tree.queues[c.workload.cluster_queue or ""]
-        key = (node, c.lca)
-        verdict = verdicts.get(key)
-        if verdict is None:
-            verdict = verdicts[key] = _over_quota_below(node, c.lca, p.contested)
-        return verdict
-
     def _attempts(self, p: Preemptor, hierarchy: list[_Candidate], priority: list[_Candidate]) -> tuple[bool, ...]:
         bwc = p.spec.preemption.borrow_within_cohort
         forbidden = bwc is None or bwc.policy == "Never"
@@ -261,9 +248,21 @@ class ClassicalPreemption:
         fits = False
         # Candidates of one queue share the walk up the tree, whose answer holds until the next removal.
         verdicts: dict[tuple[QuotaNode, QuotaNode | None], bool] = {}
+        name, contested, queues = p.spec.name, p.contested, self.tree.queues
         for c in ordered:
-            if not self._valid(p, c, allow_borrowing, verdicts):
-                continue
+            # Whether ``c`` may still be taken (inlined: asked a million times an instant). Same-queue candidates
+            # always may; others not while borrowing if borrowing forbids them, else while still over quota.
+            cq = c.workload.cluster_queue
+            if cq != name:
+                if allow_borrowing and c.variant == WITHOUT_BORROWING:
+                    continue
+                cnode = c.node if c.node is not None else queues[cq or ""]
+                key = (cnode, c.lca)
+                verdict = verdicts.get(key)
+                if verdict is None:
+                    verdict = verdicts[key] = _over_quota_below(cnode, c.lca, contested)
+                if not verdict:
+                    continue
             self._remove(c.workload)
             verdicts.clear()
             chosen.append(c)
