@@ -64,6 +64,10 @@ class _Choice:
     mode: Mode
     borrow: int
     needs_preemption: list[FlavorResource]
+    # Kueue's representative granular mode, what flavors are compared by (isPreferred, shouldTryNextFlavor): the
+    # resource that ranks worst under the queue's own preference. Under PreemptionOverBorrowing that is the one
+    # borrowing most, even if another needs preemption (random 230042); ``mode`` stays the worst mode.
+    rank: tuple[Mode, int] = (Mode.FIT, 0)
 
 
 # (pod set, flavor name) -> (the ResourceFlavor checked, why not): keyed without the ResourceFlavor, whose
@@ -129,23 +133,24 @@ def _try_next(mode: Mode, borrow: int, ff: m.FlavorFungibility) -> bool:
     return borrow > 0 and ff.when_can_borrow == "TryNextFlavor"
 
 
-def _preferred(a: _Choice, b: _Choice | None, ff: m.FlavorFungibility) -> bool:
+def _preferred(a: tuple[Mode, int], b: tuple[Mode, int] | None, ff: m.FlavorFungibility) -> bool:
     """Whether choice ``a`` beats the best so far ``b`` (ties keep the earlier flavor). Kueue v0.19's isPreferred:
     no fit is worst, then no preemption candidates; then ``PreemptionOverBorrowing`` compares borrowing first and
     anything else (``BorrowingOverPreemption``, the default when unset) the preemption mode first."""
     if b is None:
         return True
-    if Mode.NO_FIT in (a.mode, b.mode):
-        return a.mode > b.mode
-    if (a.mode == Mode.NO_CANDIDATES) != (b.mode == Mode.NO_CANDIDATES):
-        return b.mode == Mode.NO_CANDIDATES  # a flavor that cannot be admitted now ranks below any that can
+    (a_mode, a_borrow), (b_mode, b_borrow) = a, b
+    if Mode.NO_FIT in (a_mode, b_mode):
+        return a_mode > b_mode
+    if (a_mode == Mode.NO_CANDIDATES) != (b_mode == Mode.NO_CANDIDATES):
+        return b_mode == Mode.NO_CANDIDATES  # a flavor that cannot be admitted now ranks below any that can
     if ff.preference == "PreemptionOverBorrowing":
-        if a.borrow != b.borrow:
-            return a.borrow < b.borrow
-        return a.mode > b.mode
-    if a.mode != b.mode:
-        return a.mode > b.mode
-    return a.borrow < b.borrow
+        if a_borrow != b_borrow:
+            return a_borrow < b_borrow
+        return a_mode > b_mode
+    if a_mode != b_mode:
+        return a_mode > b_mode
+    return a_borrow < b_borrow
 
 
 class _PodSetScan:
@@ -210,15 +215,17 @@ class _PodSetScan:
                 # another that needs preemption.
                 if (mode, -borrow) < (choice.mode, -choice.borrow):
                     choice.mode, choice.borrow = mode, borrow
+                if _preferred(choice.rank, (mode, borrow), ff):
+                    choice.rank = (mode, borrow)
             if choice.mode == Mode.NO_FIT:
                 least_severe = min(least_severe, severity)  # Kueue ranks only the flavors that did not fit
-            if not _try_next(choice.mode, choice.borrow, ff):
+            if not _try_next(*choice.rank, ff):
                 best = choice  # Kueue: the flavor that stops the search is taken, whatever came before
                 break
-            if _preferred(choice, best, ff):
+            if _preferred(choice.rank, best.rank if best else None, ff):
                 best = choice
         if best is None:
-            best = _Choice(None, Mode.NO_FIT, 0, [])
+            best = _Choice(None, Mode.NO_FIT, 0, [], (Mode.NO_FIT, 0))
         if least_severe < 99:
             # Per group, the least severe of the flavors that did not fit (alternatives); per pod set, the most
             # severe group (Kueue's resolveNoFitReason, which counts only pod sets that got no flavors).
