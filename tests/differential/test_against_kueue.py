@@ -104,7 +104,13 @@ def _unmet(expect: dict[str, Any], kueue: dict[str, Any], scenario: dict[str, An
 
 @pytest.mark.parametrize("path", HANDWRITTEN, ids=[p.stem for p in HANDWRITTEN])
 def test_handwritten_expectations_hold_on_kueue(path: Path, kueue_oracle: Any) -> None:
-    """Every `expect` of a hand-written scenario is also upstream Kueue's outcome for that scenario."""
+    """Every `expect` of a hand-written scenario is also upstream Kueue's outcome for that scenario (in one of up
+    to `KUEUE_RUNS` runs, as for random cases: Kueue decides a few things by timing)."""
     scenario = yaml.safe_load(path.read_text(encoding="utf-8"))
-    problems = _unmet(scenario.get("expect") or {}, kueue_oracle.run(scenario), scenario)
-    assert not problems, "\n".join(problems)
+    runs = []
+    for _ in range(KUEUE_RUNS):
+        problems = _unmet(scenario.get("expect") or {}, kueue_oracle.run(scenario), scenario)
+        if not problems:
+            return
+        runs.append(problems)
+    pytest.fail("\n".join(f"Kueue run {i}: " + "; ".join(p) for i, p in enumerate(runs, start=1)))

@@ -16,6 +16,7 @@ import yaml
 from differential.compare import simulate
 from differential.divergence import kueue_expectations
 
+KUEUE_RUNS = 3  # as for random cases (test_against_kueue.py)
 DIVERGENCES = sorted((Path(__file__).resolve().parents[1] / "scenarios" / "divergences").glob("*.yaml"))
 IDS = [p.stem for p in DIVERGENCES]
 
@@ -74,7 +75,14 @@ def test_gitopsq_settles_divergence_as_kueue(path: Path) -> None:
 @pytest.mark.envtest
 @pytest.mark.parametrize("path", DIVERGENCES, ids=IDS)
 def test_kueue_still_settles_divergence_as_expected(path: Path, kueue_oracle: Any) -> None:
-    """Upstream Kueue still settles each fixed divergence as its `expect` says (the expectation is Kueue's)."""
+    """Upstream Kueue still settles each fixed divergence as its `expect` says (the expectation is Kueue's), in one
+    of up to `KUEUE_RUNS` runs: a few of these scenarios sit on a Kueue race (when the job controller clears a
+    victim's reservation), which a loaded machine tips the other way now and then."""
     scenario = _load(path)
-    problems = _unmet(scenario["expect"], kueue_oracle.run(scenario), scenario)
-    assert not problems, "\n".join(problems)
+    runs = []
+    for _ in range(KUEUE_RUNS):
+        problems = _unmet(scenario["expect"], kueue_oracle.run(scenario), scenario)
+        if not problems:
+            return
+        runs.append(problems)
+    pytest.fail("\n".join(f"Kueue run {i}: " + "; ".join(p) for i, p in enumerate(runs, start=1)))
