@@ -64,7 +64,7 @@ def preemption_engine(state: State, *, protect: bool = True) -> ClassicalPreempt
     protected = state.preempted_now if protect else frozenset()
     if state.topology.settings.fair_sharing:
         return fairsharing.FairPreemption(state.tree, state.admitted, state.topology, protected)
-    return ClassicalPreemption(state.tree, state.admitted, protected)
+    return ClassicalPreemption(state.tree, state.admitted, protected, state.candidate_lists)
 
 
 def _oracle_mode(targets: list[Target], cq: str) -> Mode:
@@ -123,7 +123,7 @@ def nominate(state: State, w: WorkloadInfo, spec: QueueSpec, tree_states: dict[s
     remembered = state.nominations.get(w.key, inputs)
     if remembered is not None:
         return remembered.copy()
-    entry = _nominate(state, w, spec, generation, resume)
+    entry = _nominate(state, w, spec, generation, resume, tree_key=current)
     state.nominations.put(w.key, inputs, entry.copy())
     return entry
 
@@ -138,10 +138,10 @@ def _resume(state: State, w: WorkloadInfo, spec: QueueSpec) -> tuple[int, Mappin
 
 
 def _nominate(state: State, w: WorkloadInfo, spec: QueueSpec, generation: int,
-              resume: Mapping[tuple[int, str], int] | None) -> Entry:
+              resume: Mapping[tuple[int, str], int] | None, *, tree_key: tuple[int, ...]) -> Entry:
     """Partial admission: when the full size neither fits nor finds victims and some pod set has a ``minCount``,
     binary-search the smallest reduction that does (Kueue's PodSetReducer)."""
-    entry = _nominate_shape(state, w, spec, w.shape, generation=generation, resume=resume)
+    entry = _nominate_shape(state, w, spec, w.shape, generation=generation, resume=resume, tree_key=tree_key)
     total = reducible(w.shape)
     if entry.kind != NO_FIT or total == 0 or entry.always_inadmissible:
         return entry
@@ -150,7 +150,7 @@ def _nominate(state: State, w: WorkloadInfo, spec: QueueSpec, generation: int,
     while low <= high:
         mid = (low + high) // 2
         trial = _nominate_shape(state, w, spec, reduced(w.shape, mid), generation=generation,
-                                resume=resume)
+                                resume=resume, tree_key=tree_key)
         if trial.kind == NO_FIT:
             low = mid + 1
         else:
@@ -159,8 +159,10 @@ def _nominate(state: State, w: WorkloadInfo, spec: QueueSpec, generation: int,
 
 
 def _nominate_shape(state: State, w: WorkloadInfo, spec: QueueSpec, shape: Shape, *, generation: int,
-                    resume: Mapping[tuple[int, str], int] | None) -> Entry:
-    """``generation``, ``resume``: `_resume` (the caller's: nothing it reads changes during a nomination)."""
+                    resume: Mapping[tuple[int, str], int] | None, tree_key: tuple[int, ...]) -> Entry:
+    """``generation``, ``resume``: `_resume` (the caller's: nothing it reads changes during a nomination);
+    ``tree_key``: `tree_state` of the workload's cohort tree (unchanged whenever a search starts: the oracle and
+    the victim search restore the tree before returning)."""
     labels = state.topology.namespace_labels.get(w.namespace, {})
     if spec.namespace_selector is None or not spec.namespace_selector.matches(labels):
         return Entry(w, spec, NO_FIT, reason=msg.MISCONFIGURED, message=msg.NAMESPACE_MISMATCH,
@@ -180,7 +182,8 @@ def _nominate_shape(state: State, w: WorkloadInfo, spec: QueueSpec, shape: Shape
         scan = scan and scan_engine is not engine
         key = (frozenset(requests.items()), contested, scan)
         if key not in searched:
-            searched[key] = (scan_engine if scan else engine).targets(Preemptor(w, spec, requests, contested))
+            searched[key] = (scan_engine if scan else engine).targets(Preemptor(w, spec, requests, contested,
+                                                                                 tree_key))
         return searched[key]
 
     def oracle(fr: FlavorResource, val: int) -> tuple[Mode, int]:
@@ -403,6 +406,7 @@ def settle(state: State, now: float) -> None:
     state.readmitted = {}
     state.untried_retries = {}
     state.nominations.clear()  # they were made with the last instant's `preempted_now`
+    state.candidate_lists.clear()  # likewise
     batched = state.topology.settings.inadmissible_requeue == BATCHED
     if not batched:
         state.requeue_released()

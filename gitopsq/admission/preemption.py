@@ -49,6 +49,8 @@ class Preemptor:
     spec: QueueSpec
     requests: Mapping[FlavorResource, int]  # its full usage under the nominated assignment
     contested: frozenset[FlavorResource]  # flavor-resources that need preemption
+    # `recall.tree_state` of the preemptor's cohort tree as the search sees it (None: unknown, nothing shared)
+    tree_key: tuple[int, ...] | None = None
 
 
 @dataclass(slots=True)
@@ -59,6 +61,8 @@ class _Candidate:
     order: tuple[int, int, int, float, int]  # `candidate_order` for the preemptor's ClusterQueue
     node: QuotaNode | None  # the quota node of the workload's ClusterQueue (looked up once, not per check)
 
+
+Lists = tuple[list[_Candidate], list[_Candidate], list[_Candidate]]  # `ClassicalPreemption.candidates`
 
 # In C: candidate lists are sorted with it ~600,000 times an instant.
 _order_of = attrgetter("order")
@@ -115,12 +119,16 @@ class ClassicalPreemption:
     """Finds victims in one snapshot state; the tree is restored before every method returns."""
 
     def __init__(self, tree: QuotaTree, admitted: Mapping[str, Mapping[str, WorkloadInfo]],
-                 protected: AbstractSet[str] = frozenset()) -> None:
+                 protected: AbstractSet[str] = frozenset(), shared: dict[tuple[object, ...], Lists] | None = None
+                 ) -> None:
         self.tree = tree
         self.admitted = admitted
         # Preempted (and evicted) once already in this instant: not a candidate again. A victim still being
         # evicted is not in it: it stays a candidate, and comes first (`candidate_order`).
         self.protected = protected
+        # `candidates` by everything they read, shared by the searches of one instant (`State.candidate_lists`):
+        # protected must only grow within the instant (its size then names it) and the memo be emptied with it.
+        self.shared = shared
 
     def _variant(self, p: Preemptor, w: WorkloadInfo, advantage: bool) -> int:
         same = w.cluster_queue == p.spec.name
@@ -203,25 +211,45 @@ class ClassicalPreemption:
                     out.extend(self._from_queue(p, child.name, root, advantage))
                     break
 
-    def candidates(self, p: Preemptor) -> tuple[list[_Candidate], list[_Candidate], list[_Candidate]]:
-        """(hierarchy, priority, same-queue) candidates, each in `candidate_order`."""
+    def candidates(self, p: Preemptor) -> Lists:
+        """(hierarchy, priority, same-queue) candidates, each in `candidate_order`; never to be mutated (shared).
+
+        Besides the tree's usage and holders (``p.tree_key``) and `protected`, they read of the preemptor only its
+        ClusterQueue, priority, creation (when a policy compares it), contested flavor-resources, and, of its
+        requests, at which ancestors it has a hierarchical advantage: workloads of one ClusterQueue nominated
+        against an unchanged tree (a BestEffortFIFO queue's heads parked one after the other) share them."""
         node = self.tree.queues[p.spec.name]
-        same = self._from_queue(p, p.spec.name, None, False) if p.spec.preemption.within_cluster_queue != "Never" \
-            else []
-        hierarchy: list[_Candidate] = []
-        priority: list[_Candidate] = []
-        if node.parent is not None and p.spec.preemption.reclaim_within_cohort != "Never":
+        pre = p.spec.preemption
+        # Per ancestor, whether the preemptor's requests fit in the quota of its queue or a lower ancestor.
+        advantages: list[bool] = []
+        if node.parent is not None and pre.reclaim_within_cohort != "Never":
             advantage, remaining = quota.fits_in_quota(node, p.requests)
-            previous: QuotaNode | None = None
             for ancestor in node.path_to_root():
-                self._in_subtree(p, ancestor, ancestor, previous, advantage=advantage,
-                                 out=hierarchy if advantage else priority)
+                advantages.append(advantage)
                 fits, remaining = quota.fits_in_quota(ancestor, remaining)
                 advantage = advantage or fits
-                previous = ancestor
+        shared, key = self.shared, None
+        if shared is not None and p.tree_key is not None:
+            compares_creation = "LowerOrNewerEqualPriority" in (pre.within_cluster_queue, pre.reclaim_within_cohort)
+            key = (p.spec.name, p.workload.priority, p.workload.created if compares_creation else None, p.contested,
+                   tuple(advantages), len(self.protected), p.tree_key)
+            remembered = shared.get(key)
+            if remembered is not None:
+                return remembered
+        same = self._from_queue(p, p.spec.name, None, False) if pre.within_cluster_queue != "Never" else []
+        hierarchy: list[_Candidate] = []
+        priority: list[_Candidate] = []
+        previous: QuotaNode | None = None
+        for ancestor, advantage in zip(node.path_to_root(), advantages, strict=False):
+            self._in_subtree(p, ancestor, ancestor, previous, advantage=advantage,
+                             out=hierarchy if advantage else priority)
+            previous = ancestor
         for group in (hierarchy, priority, same):
             group.sort(key=_order_of)
-        return hierarchy, priority, same
+        found = (hierarchy, priority, same)
+        if shared is not None and key is not None:
+            shared[key] = found
+        return found
 
     def _attempts(self, p: Preemptor, hierarchy: list[_Candidate], priority: list[_Candidate]) -> tuple[bool, ...]:
         bwc = p.spec.preemption.borrow_within_cohort

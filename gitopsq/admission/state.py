@@ -23,6 +23,7 @@ from gitopsq.api.frozenmap import FrozenMap
 
 if TYPE_CHECKING:
     from gitopsq.admission.cycle import Entry
+    from gitopsq.admission.preemption import Lists
 
 Flavors = tuple[tuple[str, FrozenMap[str, str]], ...]
 
@@ -90,6 +91,8 @@ class State:
             if root not in self.scopes:
                 self.scopes[root] = tree_scope(tree.queues[name].root(), self.admitted)
         self.nominations: Recall[Entry] = Recall()  # the last nomination of each workload in this instant
+        # Preemption candidate lists shared by the instant's searches (`ClassicalPreemption.candidates`).
+        self.candidate_lists: dict[tuple[object, ...], Lists] = {}
 
     def root_of(self, cq: str) -> str:
         root = self.tree.queues[cq].root()

@@ -8,6 +8,7 @@ import pytest
 
 from gitopsq.admission import cycle
 from gitopsq.admission.holders import Holders
+from gitopsq.admission.preemption import Preemptor
 from gitopsq.admission.recall import Recall, tree_state
 from gitopsq.admission.workload import WorkloadInfo, shape_of
 
@@ -65,3 +66,30 @@ def test_entry_copy_carries_every_field() -> None:
     copy = entry.copy()
     assert all(getattr(copy, f.name) == getattr(entry, f.name) for f in fields(entry))
     assert copy.targets is not entry.targets and copy.reserve is not entry.reserve
+
+
+@pytest.mark.parametrize(("policy", "other_priority", "other_created", "shared"), [
+    pytest.param("LowerPriority", 10, 5.0, True, id="same-priority-other-size-shares"),
+    pytest.param("LowerPriority", 11, 0.0, False, id="other-priority-does-not-share"),
+    pytest.param("LowerOrNewerEqualPriority", 10, 5.0, False, id="creation-compared-other-creation-does-not-share"),
+])
+def test_candidate_lists_shared_only_for_what_they_read(policy: str, other_priority: int, other_created: float,
+                                                        shared: bool) -> None:
+    """Two preemptors of one ClusterQueue searching one tree state get one candidate list when they agree on
+    everything it reads (priority; creation only when a policy compares it), and separate lists otherwise."""
+    sim = Sim(flavor("default"), cq("cq", quotas={"default": {"cpu": "4"}},
+                                    preemption={"withinClusterQueue": policy}), lq("ns", "q", "cq"))
+    sim.running("ns/victim", "q", one("4"), cq="cq")
+    state, spec = sim.engine.state, sim.engine.topology.queues["cq"]
+    first = WorkloadInfo(key="ns/a", namespace="ns", queue="q", priority=10, created=0.0, seq=8,
+                         shape=shape_of(one("1")))
+    other = WorkloadInfo(key="ns/b", namespace="ns", queue="q", priority=other_priority, created=other_created,
+                         seq=9, shape=shape_of(one("2")))
+    fr = ("default", "cpu")
+    key = tree_state(state.scopes[state.root_by_queue["cq"]])
+    engine = cycle.preemption_engine(state)
+    found = engine.candidates(Preemptor(first, spec, {fr: 1000}, frozenset({fr}), key))
+    again = engine.candidates(Preemptor(other, spec, {fr: 2000}, frozenset({fr}), key))
+    unkeyed = engine.candidates(Preemptor(first, spec, {fr: 1000}, frozenset({fr})))
+    assert [c.workload.key for c in found[2]] == ["ns/victim"]
+    assert (again is found) is shared and unkeyed is not found and unkeyed == found
