@@ -100,6 +100,7 @@ class _Cycle:
     changed: set[str] = field(default_factory=set)  # roots of the cohort trees where anything moved
 
     def touch(self, e: Entry) -> None:
+        """``e``'s cohort tree is not quiet: its victims keep their quota a while longer (`State.due_evictions`)."""
         self.changed.add(self.state.root_by_queue[e.spec.name])
 
     def hold(self, node: QuotaNode, usage: dict[FlavorResource, int]) -> None:
@@ -114,9 +115,9 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
     Kueue's phases (module docstring): (2) nominate every head, (3) order the entries, (4) process each with the
     helper for its outcome, then release what the cycle held and (5) mark the new victims preempted."""
     state.cycle += 1
-    c = _Cycle(state, now, _nominate_heads(state, heads))
-    for e in _ordered(state, c.entries):
-        _remember_scan(state, e)
+    c = _Cycle(state, now, _nominate_heads(state, heads))  # (2)
+    for e in _ordered(state, c.entries):  # (3) classical order, or the fair-sharing tournament
+        _remember_scan(state, e)  # (4) one outcome per entry, each seeing the usage of those before it
         if e.kind == NO_FIT:
             _no_fit(c, e)
         elif any(t.workload.key in c.victims for t in e.targets):
@@ -126,10 +127,11 @@ def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: fl
         elif e.kind == FIT:
             _admit(c, e)
         else:
+            assert e.kind == PREEMPT
             _reserve_for_preemption(c, e)
-    for node, usage in c.held:
+    for node, usage in c.held:  # reservations and preemptors' quota count only within the cycle
         quota.remove_all(node, usage)
-    _preempt_victims(c)
+    _preempt_victims(c)  # (5)
     return c.changed
 
 
