@@ -9,21 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Set
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from gitopsq.admission import messages as msg
 from gitopsq.admission import quota
 from gitopsq.admission.entry import Entry
 from gitopsq.admission.holders import Holders
+from gitopsq.admission.preemption import Lists
 from gitopsq.admission.queues import ClusterQueueQueue
 from gitopsq.admission.quota import QuotaTree
 from gitopsq.admission.recall import Memo, Recall, TreeScope, tree_scope
 from gitopsq.admission.topology import Topology
 from gitopsq.admission.workload import Assignment, WorkloadInfo
 from gitopsq.api.frozenmap import FrozenMap
-
-if TYPE_CHECKING:
-    from gitopsq.admission.preemption import Lists
 
 Flavors = tuple[tuple[str, FrozenMap[str, str]], ...]
 
