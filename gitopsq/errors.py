@@ -8,14 +8,36 @@ one place each, chained with ``from``.
     GitopsqError                      base; ``exit_code`` tells the CLI what to return
     ├── InputError (exit 1)           the user's input is invalid: fix the input
     │   ├── ManifestError             a file or object in the repository is invalid (path, line, object, reason)
-    │   ├── ConfigError               gitopsq.yaml is invalid
-    │   ├── PolicyError               a policy file cannot be loaded or compiled
-    │   └── ScenarioError             a simulation scenario or trace is invalid
+    │   │   ├── ConfigError           gitopsq.yaml is invalid
+    │   │   ├── PolicyError           a policy file cannot be loaded or compiled
+    │   │   └── ScenarioError         a simulation scenario or trace is invalid
+    │   └── QuantityError             a Kubernetes quantity is malformed (text, reason); also a ValueError
     ├── UsageError (exit 2)           the command line itself is wrong
     └── RuntimeFailure (exit 3)       the world around us failed: retry may help
-        ├── SourceError               git: unreachable remote, unknown ref, authentication failure
+        ├── SourceError               git: unreachable remote, unknown ref, authentication failure (url, ref)
+        │   ├── UnknownRevisionError  the branch, tag or commit does not exist
+        │   └── AuthenticationError   the remote refused our credentials
         ├── ClusterError              Kubernetes API: unreachable, forbidden, conflict that did not resolve
+        │   ├── ClusterConflict       the object changed under us, or another field manager owns a field
+        │   ├── ClusterNotFound       the object, its namespace or its API kind does not exist
+        │   ├── ClusterForbidden      401 or 403
+        │   ├── ClusterInvalid        the API server rejected the object (causes)
+        │   ├── ClusterUnavailable    unreachable, 429 or 5xx (retry_after)
+        │   └── NotLeading            the controller lost its Lease: no writes until it leads again
         └── AuditError                the audit trail cannot be written or read
+            ├── WalLockedError        another writer holds the WAL directory
+            ├── WalCorruptError       a WAL line other than the newest segment's last cannot be read
+            ├── RemoteUnreachableError  the audit remote cannot be reached: records stay in the WAL
+            ├── PushRejectedError     the remote rejected a push (not a fast-forward)
+            └── PushRefusedError      the remote refused a push (hook, protection)
+
+The classes below `ClusterError` and `AuditError` (and `NotLeading`) are defined beside the code that raises
+them; `QuantityError` is defined here and importable from `gitopsq.api.quantity`, where it is raised.
+tests/test_errors.py compares this drawing with the class hierarchy.
+
+Not in the tree, on purpose: exceptions that never leave the package that raises them, each translated where it
+is caught (CallbackAbort and its subclasses, RefusedError, CelCompileError, CelFunctionError, InventoryFormatError,
+_ExpiredError), and NegativeUsageError, an assertion: a bug in the quota accounting, never a reaction to input.
 """
 
 from __future__ import annotations
@@ -131,3 +153,14 @@ class ClusterError(RuntimeFailure):
 
 class AuditError(RuntimeFailure):
     """The audit trail cannot be written or read."""
+
+
+class QuantityError(InputError, ValueError):
+    """The text is not a valid Kubernetes quantity; ``reason`` says why in words a user understands."""
+
+    def __init__(self, text: str, reason: str) -> None:
+        super().__init__(reason)
+        self.text = text
+
+    def __str__(self) -> str:
+        return f"invalid quantity {self.text!r}: {self.reason}"

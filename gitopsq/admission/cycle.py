@@ -15,18 +15,20 @@ would reach after enough cycles with no clock advancing (see docs/admission.md f
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
-from gitopsq.admission import fairsharing, quota
 from gitopsq.admission import messages as msg
-from gitopsq.admission.nomination import FIT, NO_FIT, PREEMPT, Entry, nominate, preemption_engine
-from gitopsq.admission.preemption import Target
+from gitopsq.admission import quota, tournament
+from gitopsq.admission.entry import FIT, NO_FIT, PREEMPT, Entry
+from gitopsq.admission.nomination import nominate, preemption_engine
+from gitopsq.admission.preemption import Target, without
 from gitopsq.admission.quota import FlavorResource, QuotaNode
 from gitopsq.admission.state import State, Status
 from gitopsq.admission.topology import BATCHED, QueueSpec
 from gitopsq.admission.workload import Assignment, WorkloadInfo
 
-# Nomination lives in `nomination.py`; its names stay importable from here.
+# Nomination lives in `nomination.py`, the entry in `entry.py`; their names stay importable from here.
 __all__ = ["FIT", "MAX_CYCLES_PER_INSTANT", "NO_FIT", "PREEMPT", "Entry", "nominate", "path_of",
            "preemption_engine", "run_cycle", "scan_retries", "settle"]
 
@@ -67,21 +69,6 @@ def _heads(state: State) -> tuple[list[tuple[QueueSpec, WorkloadInfo]], set[str]
     return heads, parked
 
 
-def _fits(state: State, e: Entry, without: Iterable[WorkloadInfo]) -> bool:
-    """Whether ``e``'s usage fits its ClusterQueue once ``without`` have released their quota."""
-    assert e.nomination is not None
-    removed = [w for w in without if w.assignment is not None]
-    for v in removed:
-        assert v.assignment is not None
-        quota.remove_all(state.tree.queues[v.assignment.cluster_queue], v.assignment.usage)
-    node = state.tree.queues[e.spec.name]
-    ok = all(val <= quota.available(node, fr) for fr, val in e.nomination.usage.items())
-    for v in removed:
-        assert v.assignment is not None
-        quota.add_all(state.tree.queues[v.assignment.cluster_queue], v.assignment.usage)
-    return ok
-
-
 def path_of(node: QuotaNode) -> str:
     names = [node.name, *(a.name for a in node.path_to_root())]
     return "/" + "/".join(reversed(names))
@@ -89,7 +76,7 @@ def path_of(node: QuotaNode) -> str:
 
 def _ordered(state: State, entries: list[Entry]) -> Iterator[Entry]:
     if state.topology.settings.fair_sharing:
-        return fairsharing.tournament(state.tree, state.topology, entries)  # reads ``entries`` as it grows
+        return tournament.tournament(state.tree, state.topology, entries)  # reads ``entries`` as it grows
     return iter(sorted(entries, key=Entry.order_key))
 
 
@@ -100,106 +87,182 @@ def scan_retries(spec: QueueSpec) -> int:
     return max((len(g.flavors) for g in spec.groups), default=0)
 
 
+@dataclass(slots=True)
+class _Cycle:
+    """What one cycle accumulates while it processes its entries one by one."""
+
+    state: State
+    now: float
+    entries: list[Entry]  # grows while processed: the look-ahead adds a queue's next head
+    victims: dict[str, tuple[Target, WorkloadInfo]] = field(default_factory=dict)  # by key, with their preemptor
+    victims_by_root: dict[str, list[WorkloadInfo]] = field(default_factory=dict)  # the same, by cohort tree
+    held: list[tuple[QuotaNode, dict[FlavorResource, int]]] = field(default_factory=list)  # until the cycle ends
+    changed: set[str] = field(default_factory=set)  # roots of the cohort trees where anything moved
+
+    def touch(self, e: Entry) -> None:
+        """``e``'s cohort tree is not quiet: its victims keep their quota a while longer (`State.due_evictions`)."""
+        self.changed.add(self.state.root_by_queue[e.spec.name])
+
+    def hold(self, node: QuotaNode, usage: dict[FlavorResource, int]) -> None:
+        """Count ``usage`` at ``node`` for the rest of the cycle (a preemptor's quota, a reservation)."""
+        quota.add_all(node, usage)
+        self.held.append((node, usage))
+
+
 def run_cycle(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]], now: float) -> set[str]:
-    """One scheduling cycle over ``heads``; returns the roots of the cohort trees it changed anything in."""
+    """One scheduling cycle over ``heads``; returns the roots of the cohort trees it changed anything in.
+
+    Kueue's phases (module docstring): (2) nominate every head, (3) order the entries, (4) process each with the
+    helper for its outcome, then release what the cycle held and (5) mark the new victims preempted."""
     state.cycle += 1
-    tree_states: dict[str, tuple[int, ...]] = {}  # every head is nominated against the cycle-start state
+    c = _Cycle(state, now, _nominate_heads(state, heads))  # (2)
+    for e in _ordered(state, c.entries):  # (3) classical order, or the fair-sharing tournament
+        _remember_scan(state, e)  # (4) one outcome per entry, each seeing the usage of those before it
+        if e.kind == NO_FIT:
+            _no_fit(c, e)
+        elif any(t.workload.key in c.victims for t in e.targets):
+            _overlapping_targets(c, e)
+        elif not _still_fits(c, e):
+            _no_longer_fits(c, e)
+        elif e.kind == FIT:
+            _admit(c, e)
+        else:
+            assert e.kind == PREEMPT
+            _reserve_for_preemption(c, e)
+    for node, usage in c.held:  # reservations and preemptors' quota count only within the cycle
+        quota.remove_all(node, usage)
+    _preempt_victims(c)  # (5)
+    return c.changed
+
+
+def _nominate_heads(state: State, heads: list[tuple[QueueSpec, WorkloadInfo]]) -> list[Entry]:
+    """Phase 2: every head nominated against the cycle-start state; last cycle's preemptors go first if asked."""
+    tree_states: dict[str, tuple[int, ...]] = {}  # one `tree_state` per cohort tree: nothing changes meanwhile
     entries = [nominate(state, w, spec, tree_states) for spec, w in heads]
     for e in entries:
         e.preemptor = state.topology.settings.prioritize_preemptors and e.w.key in state.preemptors
     state.preemptors = set()
-    fair = state.topology.settings.fair_sharing
-    victims: dict[str, tuple[Target, WorkloadInfo]] = {}
-    victims_by_root: dict[str, list[WorkloadInfo]] = {}  # the same workloads, by the cohort tree they are in
-    held: list[tuple[QuotaNode, dict[FlavorResource, int]]] = []
-    changed: set[str] = set()
-    for e in _ordered(state, entries):
-        queue = state.queues[e.spec.name]
-        # Remember where the flavor scans stopped, for the next attempt (cleared again on admission).
-        e.w.last_tried = e.nomination.tried if e.nomination else None
-        e.w.last_generation = e.generation
-        e.w.last_cycle = state.cycle
-        node = state.tree.queues[e.spec.name]
-        if e.kind == NO_FIT:
-            state.status[e.w.key] = Status(e.reason, e.message)
-            if e.reserve:
-                quota.add_all(node, e.reserve)
-                held.append((node, e.reserve))
-            untried = e.nomination is not None and any(i != -1 for i in e.nomination.tried.values())
-            # Kueue pops a StrictFIFO head again in every cycle: an attempt that resumed after the first flavor
-            # and reached the last one is followed by a scan from the first flavor, which may fit.
-            untried = untried or (queue.strict and e.resumed)
-            if untried:
-                # Scans of several groups or pod sets can take turns without ever all reaching their last
-                # flavor; within one instant, one retry per flavor of the widest group is enough.
-                retries = state.untried_retries.get(e.w.key, 0)
-                untried = retries < scan_retries(e.spec)
-                state.untried_retries[e.w.key] = retries + 1
-            if (queue.strict or untried) and not e.always_inadmissible:
-                queue.push(e.w)  # StrictFIFO keeps its head; flavors left untried get the next cycle
-                if untried:
-                    changed.add(state.root_by_queue[e.spec.name])
-            else:
-                queue.park(e.w)
-                if not e.always_inadmissible and not queue.strict:
-                    queue.blocked_shapes[e.w.equivalence()] = (e.reason, e.message)
-                changed.add(state.root_by_queue[e.spec.name])
-            continue
-        assert e.nomination is not None
-        if any(t.workload.key in victims for t in e.targets):
-            state.status[e.w.key] = Status(msg.WAITING_FOR_QUOTA, msg.OVERLAPPING_TARGETS)
-            queue.push(e.w)
-            continue
-        # Victims of other cohort trees cannot change whether this entry fits: their quota is left alone.
-        gone = victims_by_root.get(state.root_by_queue[e.spec.name], []) + [t.workload for t in e.targets]
-        if not _fits(state, e, gone):
-            state.status[e.w.key] = Status(msg.WAITING_FOR_QUOTA, msg.NO_LONGER_FITS)
-            queue.push(e.w)
-            if any(i != -1 for i in e.nomination.tried.values()):
-                # Its next attempt resumes at a later flavor (Kueue pops it again in the next cycle, a millisecond
-                # on): its tree is not quiet yet, so victims there keep their quota (random 220046). Bounded
-                # like the no-fit retries above, so a skip repeated every cycle cannot hold victims for ever.
-                retries = state.untried_retries.get(e.w.key, 0)
-                if retries < scan_retries(e.spec):
-                    state.untried_retries[e.w.key] = retries + 1
-                    changed.add(state.root_by_queue[e.spec.name])
-            continue
-        assignment = Assignment(e.spec.name, e.nomination.flavors, e.nomination.usage)
-        if e.kind == FIT:
-            changed.add(state.root_by_queue[e.spec.name])
-            e.w.last_tried = None
-            state.reserve(e.w, assignment, now, checks=e.spec.checks_for(assignment.flavors_used()))
-            if fair and state.topology.settings.fair_sharing_look_ahead:
-                # Look-ahead: the queue's next workload joins this cycle's tournament (docs/admission.md).
-                nxt, _ = _pop_head(state, e.spec)
-                if nxt is not None:
-                    entries.append(nominate(state, nxt, e.spec))
-            continue
-        quota.add_all(node, e.nomination.usage)
-        held.append((node, dict(e.nomination.usage)))
-        for t in e.targets:
-            victims[t.workload.key] = (t, e.w)
-            victims_by_root.setdefault(state.root_by_queue[e.spec.name], []).append(t.workload)
-            # A target still being evicted is Kueue's "preemption ongoing": nothing new happens.
-            if not t.workload.evicting:
-                changed.add(state.root_by_queue[e.spec.name])
-        e.w.last_tried = None  # Kueue's markPreemptionOutcome: the next attempt scans every flavor again
-        state.preemptors.add(e.w.key)
-        state.status[e.w.key] = Status(e.reason, e.message)
-        queue.push(e.w)
-        if not queue.strict:
-            queue.sticky = e.w
-    for node, usage in held:
-        quota.remove_all(node, usage)
-    for target, preemptor in victims.values():
+    return entries
+
+
+def _remember_scan(state: State, e: Entry) -> None:
+    """Where the flavor scans stopped, for the next attempt (cleared again on admission and preemption)."""
+    e.w.last_tried = e.nomination.tried if e.nomination else None
+    e.w.last_generation = e.generation
+    e.w.last_cycle = state.cycle
+
+
+def _retry_untried(state: State, e: Entry) -> bool:
+    """Whether ``e`` gets another immediate try for flavors its scan left untried: within one instant, one retry
+    per flavor of its widest group (scans of several groups or pod sets can take turns without ever all reaching
+    their last flavor)."""
+    retries = state.untried_retries.get(e.w.key, 0)
+    state.untried_retries[e.w.key] = retries + 1
+    return retries < scan_retries(e.spec)
+
+
+def _no_fit(c: _Cycle, e: Entry) -> None:
+    """Neither fits nor finds victims: wait with the reason; a preemptor that cannot always reclaim holds capacity."""
+    state = c.state
+    queue = state.queues[e.spec.name]
+    state.status[e.w.key] = Status(e.reason, e.message)
+    if e.reserve:
+        c.hold(state.tree.queues[e.spec.name], e.reserve)
+    untried = e.nomination is not None and any(i != -1 for i in e.nomination.tried.values())
+    # Kueue pops a StrictFIFO head again in every cycle: an attempt that resumed after the first flavor and reached
+    # the last one is followed by a scan from the first flavor, which may fit.
+    untried = untried or (queue.strict and e.resumed)
+    if untried:
+        untried = _retry_untried(state, e)
+    if (queue.strict or untried) and not e.always_inadmissible:
+        queue.push(e.w)  # StrictFIFO keeps its head; flavors left untried get the next cycle
+        if untried:
+            c.touch(e)
+    else:
+        queue.park(e.w)
+        if not e.always_inadmissible and not queue.strict:
+            queue.blocked_shapes[e.w.equivalence()] = (e.reason, e.message)
+        c.touch(e)
+
+
+def _overlapping_targets(c: _Cycle, e: Entry) -> None:
+    """A target is already another entry's victim in this cycle: try again next cycle."""
+    c.state.status[e.w.key] = Status(msg.WAITING_FOR_QUOTA, msg.OVERLAPPING_TARGETS)
+    c.state.queues[e.spec.name].push(e.w)
+
+
+def _still_fits(c: _Cycle, e: Entry) -> bool:
+    """Whether ``e``'s usage fits its ClusterQueue now, once this cycle's victims in its cohort tree and its own
+    targets have released their quota. Victims of other cohort trees cannot change that: they are left alone."""
+    assert e.nomination is not None
+    state = c.state
+    gone = c.victims_by_root.get(state.root_by_queue[e.spec.name], []) + [t.workload for t in e.targets]
+    node = state.tree.queues[e.spec.name]
+    with without(state.tree, gone):
+        return all(val <= quota.available(node, fr) for fr, val in e.nomination.usage.items())
+
+
+def _no_longer_fits(c: _Cycle, e: Entry) -> None:
+    """Entries processed before it took the room it was nominated for: try again next cycle."""
+    assert e.nomination is not None
+    c.state.status[e.w.key] = Status(msg.WAITING_FOR_QUOTA, msg.NO_LONGER_FITS)
+    c.state.queues[e.spec.name].push(e.w)
+    if any(i != -1 for i in e.nomination.tried.values()) and _retry_untried(c.state, e):
+        # Its next attempt resumes at a later flavor (Kueue pops it again in the next cycle, a millisecond on):
+        # its tree is not quiet yet, so victims there keep their quota (random 220046). Bounded like the no-fit
+        # retries, so a skip repeated every cycle cannot hold victims for ever.
+        c.touch(e)
+
+
+def _admit(c: _Cycle, e: Entry) -> None:
+    """Fits: reserve its quota (admitted unless admission checks apply); with the fair-sharing look-ahead, the
+    queue's next head joins this cycle's tournament (docs/admission.md)."""
+    assert e.nomination is not None
+    state = c.state
+    c.touch(e)
+    e.w.last_tried = None
+    assignment = Assignment(e.spec.name, e.nomination.flavors, e.nomination.usage)
+    state.reserve(e.w, assignment, c.now, checks=e.spec.checks_for(assignment.flavors_used()))
+    settings = state.topology.settings
+    if settings.fair_sharing and settings.fair_sharing_look_ahead:
+        nxt, _ = _pop_head(state, e.spec)
+        if nxt is not None:
+            c.entries.append(nominate(state, nxt, e.spec))
+
+
+def _reserve_for_preemption(c: _Cycle, e: Entry) -> None:
+    """Fits once its targets are gone: its quota is held for the rest of the cycle, the targets become victims,
+    and it waits in its queue (first in line unless StrictFIFO) for their eviction."""
+    assert e.nomination is not None
+    state = c.state
+    root = state.root_by_queue[e.spec.name]
+    c.hold(state.tree.queues[e.spec.name], dict(e.nomination.usage))
+    for t in e.targets:
+        c.victims[t.workload.key] = (t, e.w)
+        c.victims_by_root.setdefault(root, []).append(t.workload)
+        # A target still being evicted is Kueue's "preemption ongoing": nothing new happens.
+        if not t.workload.evicting:
+            c.changed.add(root)
+    e.w.last_tried = None  # Kueue's markPreemptionOutcome: the next attempt scans every flavor again
+    state.preemptors.add(e.w.key)
+    state.status[e.w.key] = Status(e.reason, e.message)
+    queue = state.queues[e.spec.name]
+    queue.push(e.w)
+    if not queue.strict:
+        queue.sticky = e.w
+
+
+def _preempt_victims(c: _Cycle) -> None:
+    """Phase 5: mark this cycle's new victims preempted (they hold their quota until `State.complete_evictions`)."""
+    state = c.state
+    for target, preemptor in c.victims.values():
         victim = target.workload
         if victim.evicting:
             continue  # preempted in an earlier cycle; its eviction is still under way
         assert victim.assignment is not None and preemptor.cluster_queue is not None
         message = msg.preempted(target.reason, preemptor.key, path_of(state.tree.queues[preemptor.cluster_queue]),
                                 path_of(state.tree.queues[victim.assignment.cluster_queue]))
-        state.preempt(victim, now, reason=target.reason, message=message)
-    return changed
+        state.preempt(victim, c.now, reason=target.reason, message=message)
 
 
 def settle(state: State, now: float) -> None:

@@ -41,9 +41,11 @@ class View:
 
 
 class Engine:
-    def __init__(self, topology: Topology, *, tree: QuotaTree | None = None) -> None:
+    def __init__(self, topology: Topology, *, tree: QuotaTree | None = None, memoize: bool = True) -> None:
+        """``memoize``: reuse nominations and candidate lists whose inputs have not changed (`recall`); off only
+        to prove that the memos change no outcome."""
         self.topology = topology
-        self.state = State(topology, tree or fresh_tree(topology))
+        self.state = State(topology, tree or fresh_tree(topology), memoize=memoize)
         self.finished: set[str] = set()
         self._seq = 0
         self._drained = False

@@ -10,53 +10,25 @@ recalled rather than run again (`recall.py`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
-from gitopsq.admission import fairsharing, quota
 from gitopsq.admission import messages as msg
+from gitopsq.admission import quota
+from gitopsq.admission.entry import FIT, NO_FIT, PREEMPT, Entry
+from gitopsq.admission.fair_preemption import FairPreemption
 from gitopsq.admission.flavors import Mode, Nomination, assign_flavors
-from gitopsq.admission.preemption import ClassicalPreemption, Preemptor, Target, policy_allows
+from gitopsq.admission.preemption import ClassicalPreemption, Preemptor, Target, policy_allows, without
 from gitopsq.admission.quota import FlavorResource, QuotaNode
-from gitopsq.admission.recall import tree_state
+from gitopsq.admission.recall import nomination_inputs, tree_state
 from gitopsq.admission.state import State
 from gitopsq.admission.topology import QueueSpec
 from gitopsq.admission.workload import Shape, WorkloadInfo, reduced, reducible
-
-FIT, PREEMPT, NO_FIT = "Fit", "Preempt", "NoFit"
-
-
-@dataclass(slots=True)
-class Entry:
-    w: WorkloadInfo
-    spec: QueueSpec
-    kind: str
-    nomination: Nomination | None = None
-    targets: list[Target] = field(default_factory=list)
-    reason: str = ""
-    message: str = ""
-    always_inadmissible: bool = False  # namespace mismatch: not retried even by StrictFIFO
-    reserve: dict[FlavorResource, int] = field(default_factory=dict)
-    preemptor: bool = False  # issued preemptions last cycle and PrioritizePreemptorWorkloads is on: goes first
-    generation: int = 0  # of the ClusterQueue when nominated (decides whether the flavor scan may resume)
-    resumed: bool = False  # the flavor scan started after the first flavor somewhere (Kueue's LastAssignment)
-
-    def order_key(self) -> tuple[int, int, int, float, int]:
-        borrow = self.nomination.borrow if self.nomination else 0
-        return (0 if self.preemptor else 1, borrow, -self.w.priority, self.w.created, self.w.seq)
-
-    def copy(self) -> Entry:
-        """An entry the cycle may change without changing this one."""
-        return Entry(self.w, self.spec, self.kind, nomination=self.nomination, targets=list(self.targets),
-                     reason=self.reason, message=self.message, always_inadmissible=self.always_inadmissible,
-                     reserve=dict(self.reserve), preemptor=self.preemptor, generation=self.generation,
-                     resumed=self.resumed)
 
 
 def preemption_engine(state: State, *, protect: bool = True) -> ClassicalPreemption:
     """The victim search; ``protect`` leaves out the workloads already preempted at this instant."""
     protected = state.preempted_now if protect else frozenset()
     if state.topology.settings.fair_sharing:
-        return fairsharing.FairPreemption(state.tree, state.admitted, state.topology, protected)
+        return FairPreemption(state.tree, state.admitted, state.topology, protected)
     return ClassicalPreemption(state.tree, state.admitted, protected, state.candidate_lists)
 
 
@@ -112,7 +84,7 @@ def nominate(state: State, w: WorkloadInfo, spec: QueueSpec, tree_states: dict[s
         current = tree_state(state.scopes[root])
         if tree_states is not None:
             tree_states[root] = current
-    inputs = (spec.name, w.shape, generation, None if resume is None else tuple(resume.items()), current)
+    inputs = nomination_inputs(spec.name, w.shape, generation, resume, current)
     remembered = state.nominations.get(w.key, inputs)
     if remembered is not None:
         return remembered.copy()
@@ -181,14 +153,8 @@ def _nominate_shape(state: State, w: WorkloadInfo, spec: QueueSpec, shape: Shape
 
     def oracle(fr: FlavorResource, val: int) -> tuple[Mode, int]:
         found = targets({fr: val}, frozenset({fr}), scan=True)
-        gone = [t.workload for t in found if t.workload.assignment is not None]
-        for v in gone:
-            assert v.assignment is not None
-            quota.remove_all(state.tree.queues[v.assignment.cluster_queue], v.assignment.usage)
-        borrow = quota.borrowing_level(node, fr, val)[0]
-        for v in gone:
-            assert v.assignment is not None
-            quota.add_all(state.tree.queues[v.assignment.cluster_queue], v.assignment.usage)
+        with without(state.tree, [t.workload for t in found]):
+            borrow = quota.borrowing_level(node, fr, val)[0]
         return _oracle_mode(found, spec.name), borrow
 
     pre = spec.preemption

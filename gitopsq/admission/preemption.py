@@ -15,8 +15,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
+from contextlib import contextmanager
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import cast
@@ -25,6 +26,7 @@ from gitopsq.admission import messages as msg
 from gitopsq.admission import quota
 from gitopsq.admission.holders import Holders
 from gitopsq.admission.quota import FlavorResource, QuotaNode, QuotaTree
+from gitopsq.admission.recall import Memo, candidates_key
 from gitopsq.admission.topology import QueueSpec
 from gitopsq.admission.workload import WorkloadInfo
 
@@ -115,11 +117,31 @@ def _over_quota_below(node: QuotaNode, lca: QuotaNode | None, contested: frozens
     return True
 
 
+@contextmanager
+def without(tree: QuotaTree, victims: Iterable[WorkloadInfo]) -> Iterator[None]:
+    """The tree's usage as if ``victims`` had released their quota, restored on leaving (also on an exception).
+
+    What preemption and the cycle measure before any victim is really evicted: whether a workload would fit, or
+    which share a queue would have, once the victims are gone."""
+    removed: list[tuple[QuotaNode, Mapping[FlavorResource, int]]] = []
+    try:
+        for v in victims:
+            a = v.assignment
+            if a is not None:
+                node = tree.queues[a.cluster_queue]
+                quota.remove_all(node, a.usage)
+                removed.append((node, a.usage))
+        yield
+    finally:
+        for node, usage in removed:
+            quota.add_all(node, usage)
+
+
 class ClassicalPreemption:
     """Finds victims in one snapshot state; the tree is restored before every method returns."""
 
     def __init__(self, tree: QuotaTree, admitted: Mapping[str, Mapping[str, WorkloadInfo]],
-                 protected: AbstractSet[str] = frozenset(), shared: dict[tuple[object, ...], Lists] | None = None
+                 protected: AbstractSet[str] = frozenset(), shared: Memo[Lists] | None = None
                  ) -> None:
         self.tree = tree
         self.admitted = admitted
@@ -231,8 +253,9 @@ class ClassicalPreemption:
         shared, key = self.shared, None
         if shared is not None and p.tree_key is not None:
             compares_creation = "LowerOrNewerEqualPriority" in (pre.within_cluster_queue, pre.reclaim_within_cohort)
-            key = (p.spec.name, p.workload.priority, p.workload.created if compares_creation else None, p.contested,
-                   tuple(advantages), len(self.protected), p.tree_key)
+            key = candidates_key(p.spec.name, priority=p.workload.priority,
+                                 created=p.workload.created if compares_creation else None, contested=p.contested,
+                                 advantages=tuple(advantages), protected=len(self.protected), tree=p.tree_key)
             remembered = shared.get(key)
             if remembered is not None:
                 return remembered
@@ -248,7 +271,7 @@ class ClassicalPreemption:
             group.sort(key=_order_of)
         found = (hierarchy, priority, same)
         if shared is not None and key is not None:
-            shared[key] = found
+            shared.put(key, found)
         return found
 
     def _attempts(self, p: Preemptor, hierarchy: list[_Candidate], priority: list[_Candidate]) -> tuple[bool, ...]:

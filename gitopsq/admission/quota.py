@@ -15,7 +15,8 @@ integers in milli-units (shared/research/kueue.md §1.3, Kueue's ``pkg/cache/sch
 5. ``potential_available(n)`` is the same with zero usage: what a workload could ever get.
 
 Usage is mutated in place (add/remove), the cheapest way to keep it incremental; callers that simulate
-(preemption) remove and re-add, always pairwise.
+(preemption) remove and re-add, always pairwise (`preemption.without`). Removing more than a node uses raises
+`NegativeUsageError`: a mispaired removal shows at once instead of as quota that appears from nowhere.
 """
 
 from __future__ import annotations
@@ -140,11 +141,19 @@ def add_usage(node: QuotaNode, fr: FlavorResource, val: int) -> None:
         node = parent
 
 
+class NegativeUsageError(AssertionError):
+    """Usage would drop below zero: something was removed that was never added (an accounting bug, never input)."""
+
+
 def remove_usage(node: QuotaNode, fr: FlavorResource, val: int) -> None:
-    """Remove ``val`` at ``node`` and the part of it that was stored in the parent."""
+    """Remove ``val`` at ``node`` and the part of it that was stored in the parent; `NegativeUsageError` if any node
+    would be left with less than nothing (checked before the node changes)."""
     while True:
-        stored_in_parent = node.usage.get(fr, 0) - node.local.get(fr, 0)
-        node.usage[fr] = node.usage.get(fr, 0) - val
+        used = node.usage.get(fr, 0)
+        if val > used:
+            raise NegativeUsageError(f"removing {val} of {fr[1]} in flavor {fr[0]} from {node!r}, which uses {used}")
+        stored_in_parent = used - node.local.get(fr, 0)
+        node.usage[fr] = used - val
         parent = node.parent
         if parent is None or stored_in_parent <= 0:
             return

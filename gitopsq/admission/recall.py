@@ -8,17 +8,20 @@ topology and settings): the usage of the nodes of its own cohort tree, the holde
 grows, by workloads that just stopped holding quota, and is emptied with every instant, as this memo is), the
 generation of its ClusterQueue and where its last flavor scans stopped. `Recall` keeps, per workload, the last
 outcome with those inputs, compared by value (`tree_state`), so a reused outcome is exactly the one a fresh
-nomination would give.
+nomination would give. The preemption candidate lists of an instant's searches are shared the same way (`Memo`,
+keyed by `candidates_key`). Both keys are built here and nowhere else; both memos are off when the engine is
+built with ``memoize=False`` (the outcomes must not change: tests/admission/test_memoize.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from gitopsq.admission.holders import Holders
-from gitopsq.admission.quota import QuotaNode
+from gitopsq.admission.quota import FlavorResource, QuotaNode
+from gitopsq.admission.workload import Shape
 
 T = TypeVar("T")
 
@@ -61,20 +64,65 @@ def tree_state(scope: TreeScope) -> tuple[int, ...]:
 class Recall(Generic[T]):
     """The last value computed per key and the inputs it was computed from."""
 
-    __slots__ = ("_last",)
+    __slots__ = ("_last", "enabled")
 
-    def __init__(self) -> None:
+    def __init__(self, *, enabled: bool = True) -> None:
         self._last: dict[str, tuple[tuple[object, ...], T]] = {}
+        self.enabled = enabled
 
     def get(self, key: str, inputs: tuple[object, ...]) -> T | None:
         """The value remembered for ``key`` if it was computed from equal ``inputs``."""
+        if not self.enabled:
+            return None
         last = self._last.get(key)
         if last is None or last[0] != inputs:
             return None
         return last[1]
 
     def put(self, key: str, inputs: tuple[object, ...], value: T) -> None:
-        self._last[key] = (inputs, value)
+        if self.enabled:
+            self._last[key] = (inputs, value)
+
+    def __len__(self) -> int:
+        return len(self._last)
 
     def clear(self) -> None:
         self._last.clear()
+
+
+def nomination_inputs(cq: str, shape: Shape, generation: int, resume: Mapping[tuple[int, str], int] | None,
+                      tree: tuple[int, ...]) -> tuple[object, ...]:
+    """Everything a nomination reads that can change within an instant (module docstring), by value."""
+    return (cq, shape, generation, None if resume is None else tuple(resume.items()), tree)
+
+
+class Memo(Generic[T]):
+    """Values by key for one instant (emptied with `clear`); remembers nothing when disabled."""
+
+    __slots__ = ("_values", "enabled")
+
+    def __init__(self, *, enabled: bool = True) -> None:
+        self._values: dict[Hashable, T] = {}
+        self.enabled = enabled
+
+    def get(self, key: Hashable) -> T | None:
+        return self._values.get(key) if self.enabled else None
+
+    def put(self, key: Hashable, value: T) -> None:
+        if self.enabled:
+            self._values[key] = value
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def clear(self) -> None:
+        self._values.clear()
+
+
+def candidates_key(cq: str, *, priority: int, created: float | None, contested: frozenset[FlavorResource],
+                   advantages: tuple[bool, ...], protected: int, tree: tuple[int, ...]) -> Hashable:
+    """What a preemption candidate search reads (`ClassicalPreemption.candidates`): the preemptor's ClusterQueue,
+    priority, creation (None unless a policy compares it), contested flavor-resources, the ancestors where it has
+    a hierarchical advantage, how many workloads are protected (the set only grows within an instant) and the
+    cohort tree's `tree_state`."""
+    return (cq, priority, created, contested, advantages, protected, tree)

@@ -9,21 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Set
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from gitopsq.admission import messages as msg
 from gitopsq.admission import quota
+from gitopsq.admission.entry import Entry
 from gitopsq.admission.holders import Holders
+from gitopsq.admission.preemption import Lists
 from gitopsq.admission.queues import ClusterQueueQueue
 from gitopsq.admission.quota import QuotaTree
-from gitopsq.admission.recall import Recall, TreeScope, tree_scope
+from gitopsq.admission.recall import Memo, Recall, TreeScope, tree_scope
 from gitopsq.admission.topology import Topology
 from gitopsq.admission.workload import Assignment, WorkloadInfo
 from gitopsq.api.frozenmap import FrozenMap
-
-if TYPE_CHECKING:
-    from gitopsq.admission.cycle import Entry
-    from gitopsq.admission.preemption import Lists
 
 Flavors = tuple[tuple[str, FrozenMap[str, str]], ...]
 
@@ -59,7 +56,7 @@ class Held:
 
 
 class State:
-    def __init__(self, topology: Topology, tree: QuotaTree) -> None:
+    def __init__(self, topology: Topology, tree: QuotaTree, *, memoize: bool = True) -> None:
         self.topology = topology
         self.tree = tree
         self.queues = {name: ClusterQueueQueue(name, strict=spec.strict_fifo)
@@ -90,9 +87,10 @@ class State:
         for name, root in self.root_by_queue.items():
             if root not in self.scopes:
                 self.scopes[root] = tree_scope(tree.queues[name].root(), self.admitted)
-        self.nominations: Recall[Entry] = Recall()  # the last nomination of each workload in this instant
-        # Preemption candidate lists shared by the instant's searches (`ClassicalPreemption.candidates`).
-        self.candidate_lists: dict[tuple[object, ...], Lists] = {}
+        # The memos (`recall`; ``memoize=False`` turns both off, the outcomes stay the same): the last nomination
+        # of each workload in this instant, and the preemption candidate lists its searches share.
+        self.nominations: Recall[Entry] = Recall(enabled=memoize)
+        self.candidate_lists: Memo[Lists] = Memo(enabled=memoize)
 
     def root_of(self, cq: str) -> str:
         root = self.tree.queues[cq].root()

@@ -11,6 +11,9 @@
 
 Unknown fields are reported as errors (a misspelt field would otherwise silently do nothing); ``status`` and
 server-populated metadata are ignored with a warning. `encode` prints v1beta2.
+
+This module reads the envelope (apiVersion, kind, metadata) and dispatches on the kind: the quota kinds' specs are
+in `queue_codec`, the Workload's in `workload_codec`, fields they share in `shared_fields`.
 """
 
 from __future__ import annotations
@@ -20,11 +23,11 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from gitopsq.api import model as m
+from gitopsq.api import queue_codec as q
 from gitopsq.api.findings import Finding
-from gitopsq.api.frozenmap import FrozenMap
-from gitopsq.api.quantity import Quantity
-from gitopsq.api.reader import FieldPath, LineOf, Reader, as_mapping, render_path
-from gitopsq.api.workload_codec import decode_pod_sets, encode_pod_set
+from gitopsq.api.reader import FieldPath, LineOf, Reader, as_mapping
+from gitopsq.api.shared_fields import drop_none
+from gitopsq.api.workload_codec import decode_workload, encode_workload_spec
 from gitopsq.errors import Location
 
 SUPPORTED_VERSIONS: Final[Mapping[str, frozenset[str]]] = {
@@ -46,7 +49,6 @@ _META_FIELDS = ("name", "namespace", "labels", "annotations")
 _SERVER_META = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink",
                 "deletionTimestamp", "deletionGracePeriodSeconds", "finalizers", "ownerReferences",
                 "generateName")
-_FUNGIBILITY_V1BETA1 = {"Borrow": "MayStopSearch", "Preempt": "MayStopSearch"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,20 +109,20 @@ def decode(doc: Any, *, file: str | None = None, line: int | None = None, line_o
     spec = doc.get("spec")
     obj: m.AnyObject | None
     if kind == "ResourceFlavor":
-        obj = _resource_flavor(r, meta, spec, source)
+        obj = q.decode_resource_flavor(r, meta, spec, source)
     elif kind == "ClusterQueue":
-        obj = _cluster_queue(r, meta, spec, source, v1beta1=v1beta1)
+        obj = q.decode_cluster_queue(r, meta, spec, source, v1beta1=v1beta1)
     elif kind == "Cohort":
-        obj = _cohort(r, meta, spec, source)
+        obj = q.decode_cohort(r, meta, spec, source)
     elif kind == "LocalQueue":
-        obj = _local_queue(r, meta, spec, source)
+        obj = q.decode_local_queue(r, meta, spec, source)
     elif kind == "WorkloadPriorityClass":
         obj = m.WorkloadPriorityClass(meta=meta, value=r.integer(doc.get("value"), ("value",), required=True,
                                                                   default=0) or 0,
                                       description=r.string(doc.get("description"), ("description",)),
                                       source=source)
     elif kind == "AdmissionCheck":
-        obj = _admission_check(r, meta, spec, source)
+        obj = q.decode_admission_check(r, meta, spec, source)
     elif kind == "Namespace":
         r.mapping(spec, ("spec",), allowed=("finalizers",))
         obj = m.Namespace(meta=meta, source=source)
@@ -134,7 +136,7 @@ def decode(doc: Any, *, file: str | None = None, line: int | None = None, line_o
                                        choices=("PreemptLowerPriority", "Never")),
             source=source)
     else:  # Workload
-        obj = _workload(r, meta, spec, source, v1beta1=v1beta1)
+        obj = decode_workload(r, meta, spec, source, v1beta1=v1beta1)
     has_errors = any(f.is_error for f in r.findings)
     return Decoded(None if has_errors else obj, tuple(r.findings), api_version)
 
@@ -163,291 +165,24 @@ def _meta(r: Reader, raw: Any, *, namespaced: bool) -> m.ObjectMeta | None:
                         annotations=r.string_map(data.get("annotations"), (*path, "annotations")))
 
 
-# --- ResourceFlavor ---------------------------------------------------------------------------------------------
-
-
-def _resource_flavor(r: Reader, meta: m.ObjectMeta, raw: Any, source: Location | None) -> m.ResourceFlavor:
-    path: FieldPath = ("spec",)
-    spec = r.mapping(raw, path, allowed=("nodeLabels", "nodeTaints", "tolerations", "topologyName"))
-    taints = []
-    for i, item in enumerate(r.sequence(spec.get("nodeTaints"), (*path, "nodeTaints"))):
-        p = (*path, "nodeTaints", i)
-        t = r.mapping(item, p, allowed=("key", "value", "effect", "timeAdded"))
-        taints.append(m.Taint(key=r.string(t.get("key"), (*p, "key"), required=True),
-                              value=r.string(t.get("value"), (*p, "value")),
-                              effect=r.string(t.get("effect"), (*p, "effect"), required=True,
-                                              choices=("NoSchedule", "PreferNoSchedule", "NoExecute"))))
-    return m.ResourceFlavor(meta=meta, node_labels=r.string_map(spec.get("nodeLabels"), (*path, "nodeLabels")),
-                            node_taints=tuple(taints),
-                            tolerations=decode_tolerations(r, spec.get("tolerations"), (*path, "tolerations")),
-                            topology_name=r.optional_string(spec.get("topologyName"), (*path, "topologyName")),
-                            source=source)
-
-
-def decode_tolerations(r: Reader, raw: Any, path: FieldPath) -> tuple[m.Toleration, ...]:
-    out = []
-    for i, item in enumerate(r.sequence(raw, path)):
-        p = (*path, i)
-        t = r.mapping(item, p, allowed=("key", "operator", "value", "effect", "tolerationSeconds"))
-        out.append(m.Toleration(
-            key=r.string(t.get("key"), (*p, "key")),
-            operator=r.string(t.get("operator"), (*p, "operator"), default="Equal", choices=("Equal", "Exists")),
-            value=r.string(t.get("value"), (*p, "value")),
-            effect=r.string(t.get("effect"), (*p, "effect"),
-                            choices=("", "NoSchedule", "PreferNoSchedule", "NoExecute")),
-            toleration_seconds=r.integer(t.get("tolerationSeconds"), (*p, "tolerationSeconds"))))
-    return tuple(out)
-
-
-# --- quotas -----------------------------------------------------------------------------------------------------
-
-
-def _resource_groups(r: Reader, raw: Any, path: FieldPath) -> tuple[m.ResourceGroup, ...]:
-    groups = []
-    for i, item in enumerate(r.sequence(raw, path)):
-        p = (*path, i)
-        g = r.mapping(item, p, allowed=("coveredResources", "flavors"))
-        covered = r.string_list(g.get("coveredResources"), (*p, "coveredResources"))
-        if "coveredResources" not in g:
-            r.error((*p, "coveredResources"), "missing-field", f"{_render(p)}.coveredResources is required")
-        flavors = []
-        for j, fitem in enumerate(r.sequence(g.get("flavors"), (*p, "flavors"))):
-            fp = (*p, "flavors", j)
-            f = r.mapping(fitem, fp, allowed=("name", "resources"))
-            resources = []
-            for k, ritem in enumerate(r.sequence(f.get("resources"), (*fp, "resources"))):
-                rp = (*fp, "resources", k)
-                res = r.mapping(ritem, rp, allowed=("name", "nominalQuota", "borrowingLimit", "lendingLimit"))
-                nominal = r.quantity(res.get("nominalQuota"), (*rp, "nominalQuota"), required=True)
-                resources.append(m.ResourceQuota(
-                    name=r.string(res.get("name"), (*rp, "name"), required=True),
-                    nominal_quota=nominal if nominal is not None else Quantity(0),
-                    borrowing_limit=r.quantity(res.get("borrowingLimit"), (*rp, "borrowingLimit")),
-                    lending_limit=r.quantity(res.get("lendingLimit"), (*rp, "lendingLimit"))))
-            flavors.append(m.FlavorQuotas(name=r.string(f.get("name"), (*fp, "name"), required=True),
-                                          resources=tuple(resources)))
-        groups.append(m.ResourceGroup(covered_resources=covered, flavors=tuple(flavors)))
-    return tuple(groups)
-
-
-def _render(path: FieldPath) -> str:
-    return render_path(path)
-
-
-def _fair_sharing(r: Reader, raw: Any, path: FieldPath) -> m.FairSharing | None:
-    if raw is None:
-        return None
-    data = r.mapping(raw, path, allowed=("weight",))
-    return m.FairSharing(weight=r.quantity(data.get("weight"), (*path, "weight")))
-
-
-def _selector(r: Reader, raw: Any, path: FieldPath) -> m.LabelSelector | None:
-    if raw is None:
-        return None
-    data = r.mapping(raw, path, allowed=("matchLabels", "matchExpressions"))
-    exprs = []
-    for i, item in enumerate(r.sequence(data.get("matchExpressions"), (*path, "matchExpressions"))):
-        p = (*path, "matchExpressions", i)
-        e = r.mapping(item, p, allowed=("key", "operator", "values"))
-        exprs.append(m.LabelSelectorRequirement(
-            key=r.string(e.get("key"), (*p, "key"), required=True),
-            operator=r.string(e.get("operator"), (*p, "operator"), required=True,
-                              choices=("In", "NotIn", "Exists", "DoesNotExist")),
-            values=r.string_list(e.get("values"), (*p, "values"))))
-    return m.LabelSelector(match_labels=r.string_map(data.get("matchLabels"), (*path, "matchLabels")),
-                           match_expressions=tuple(exprs))
-
-
-# --- ClusterQueue -----------------------------------------------------------------------------------------------
-
-_CQ_FIELDS = ("cohortName", "resourceGroups", "namespaceSelector", "queueingStrategy", "preemption",
-              "flavorFungibility", "fairSharing", "admissionChecksStrategy", "stopPolicy", "admissionScope")
-
-
-def _cluster_queue(r: Reader, meta: m.ObjectMeta, raw: Any, source: Location | None, *,
-                   v1beta1: bool) -> m.ClusterQueue:
-    path: FieldPath = ("spec",)
-    allowed = (*_CQ_FIELDS, "cohort", "admissionChecks") if v1beta1 else _CQ_FIELDS
-    spec = r.mapping(raw, path, allowed=allowed)
-    cohort = r.optional_string(spec.get("cohortName"), (*path, "cohortName"))
-    if v1beta1 and spec.get("cohort") is not None:
-        if cohort is not None:
-            r.error((*path, "cohort"), "conflicting-fields", "set either spec.cohort (v1beta1) or spec.cohortName")
-        cohort = r.optional_string(spec.get("cohort"), (*path, "cohort"))
-    checks = list(_admission_checks_strategy(r, spec.get("admissionChecksStrategy"),
-                                             (*path, "admissionChecksStrategy")))
-    if v1beta1 and spec.get("admissionChecks") is not None:
-        if checks:
-            r.error((*path, "admissionChecks"), "conflicting-fields",
-                    "set either spec.admissionChecks or spec.admissionChecksStrategy, not both")
-        checks = [m.AdmissionCheckRule(name=n) for n in
-                  r.string_list(spec.get("admissionChecks"), (*path, "admissionChecks"))]
-    return m.ClusterQueue(
-        meta=meta, cohort_name=cohort,
-        resource_groups=_resource_groups(r, spec.get("resourceGroups"), (*path, "resourceGroups")),
-        namespace_selector=_selector(r, spec.get("namespaceSelector"), (*path, "namespaceSelector")),
-        queueing_strategy=r.string(spec.get("queueingStrategy"), (*path, "queueingStrategy"),
-                                   default="BestEffortFIFO", choices=("BestEffortFIFO", "StrictFIFO")),
-        preemption=_preemption(r, spec.get("preemption"), (*path, "preemption")),
-        flavor_fungibility=_fungibility(r, spec.get("flavorFungibility"), (*path, "flavorFungibility"),
-                                        v1beta1=v1beta1),
-        fair_sharing=_fair_sharing(r, spec.get("fairSharing"), (*path, "fairSharing")),
-        admission_checks=tuple(checks),
-        stop_policy=r.string(spec.get("stopPolicy"), (*path, "stopPolicy"), default="None",
-                             choices=("None", "Hold", "HoldAndDrain")),
-        source=source)
-
-
-def _admission_checks_strategy(r: Reader, raw: Any, path: FieldPath) -> tuple[m.AdmissionCheckRule, ...]:
-    data = r.mapping(raw, path, allowed=("admissionChecks",))
-    out = []
-    for i, item in enumerate(r.sequence(data.get("admissionChecks"), (*path, "admissionChecks"))):
-        p = (*path, "admissionChecks", i)
-        c = r.mapping(item, p, allowed=("name", "onFlavors"))
-        out.append(m.AdmissionCheckRule(name=r.string(c.get("name"), (*p, "name"), required=True),
-                                        on_flavors=r.string_list(c.get("onFlavors"), (*p, "onFlavors"))))
-    return tuple(out)
-
-
-def _preemption(r: Reader, raw: Any, path: FieldPath) -> m.Preemption:
-    data = r.mapping(raw, path, allowed=("withinClusterQueue", "reclaimWithinCohort", "borrowWithinCohort"))
-    bwc = None
-    if data.get("borrowWithinCohort") is not None:
-        bp = (*path, "borrowWithinCohort")
-        b = r.mapping(data["borrowWithinCohort"], bp, allowed=("policy", "maxPriorityThreshold"))
-        bwc = m.BorrowWithinCohort(
-            policy=r.string(b.get("policy"), (*bp, "policy"), default="Never", choices=("Never", "LowerPriority")),
-            max_priority_threshold=r.integer(b.get("maxPriorityThreshold"), (*bp, "maxPriorityThreshold")))
-    return m.Preemption(
-        within_cluster_queue=r.string(data.get("withinClusterQueue"), (*path, "withinClusterQueue"),
-                                      default="Never", choices=("Never", "LowerPriority",
-                                                                "LowerOrNewerEqualPriority")),
-        reclaim_within_cohort=r.string(data.get("reclaimWithinCohort"), (*path, "reclaimWithinCohort"),
-                                       default="Never", choices=("Never", "LowerPriority", "Any")),
-        borrow_within_cohort=bwc)
-
-
-def _fungibility(r: Reader, raw: Any, path: FieldPath, *, v1beta1: bool) -> m.FlavorFungibility:
-    data = r.mapping(raw, path, allowed=("whenCanBorrow", "whenCanPreempt", "preference"))
-    modes = ("MayStopSearch", "TryNextFlavor", *(_FUNGIBILITY_V1BETA1 if v1beta1 else ()))
-    borrow = r.string(data.get("whenCanBorrow"), (*path, "whenCanBorrow"), default="MayStopSearch", choices=modes)
-    preempt = r.string(data.get("whenCanPreempt"), (*path, "whenCanPreempt"), default="TryNextFlavor",
-                       choices=modes)
-    return m.FlavorFungibility(
-        when_can_borrow=_FUNGIBILITY_V1BETA1.get(borrow, borrow),
-        when_can_preempt=_FUNGIBILITY_V1BETA1.get(preempt, preempt),
-        preference=r.string(data.get("preference"), (*path, "preference"),
-                            choices=("BorrowingOverPreemption", "PreemptionOverBorrowing")) or None)
-
-
-# --- Cohort, LocalQueue, AdmissionCheck -------------------------------------------------------------------------
-
-
-def _cohort(r: Reader, meta: m.ObjectMeta, raw: Any, source: Location | None) -> m.Cohort:
-    path: FieldPath = ("spec",)
-    spec = r.mapping(raw, path, allowed=("parentName", "resourceGroups", "fairSharing"))
-    return m.Cohort(meta=meta, parent_name=r.optional_string(spec.get("parentName"), (*path, "parentName")),
-                    resource_groups=_resource_groups(r, spec.get("resourceGroups"), (*path, "resourceGroups")),
-                    fair_sharing=_fair_sharing(r, spec.get("fairSharing"), (*path, "fairSharing")),
-                    source=source)
-
-
-def _local_queue(r: Reader, meta: m.ObjectMeta, raw: Any, source: Location | None) -> m.LocalQueue:
-    path: FieldPath = ("spec",)
-    spec = r.mapping(raw, path, allowed=("clusterQueue", "stopPolicy", "fairSharing"))
-    return m.LocalQueue(meta=meta, cluster_queue=r.string(spec.get("clusterQueue"), (*path, "clusterQueue"),
-                                                          required=True),
-                        stop_policy=r.string(spec.get("stopPolicy"), (*path, "stopPolicy"), default="None",
-                                             choices=("None", "Hold", "HoldAndDrain")),
-                        fair_sharing=_fair_sharing(r, spec.get("fairSharing"), (*path, "fairSharing")),
-                        source=source)
-
-
-def _admission_check(r: Reader, meta: m.ObjectMeta, raw: Any, source: Location | None) -> m.AdmissionCheck:
-    path: FieldPath = ("spec",)
-    spec = r.mapping(raw, path, allowed=("controllerName", "parameters"), ignored=("retryDelayMinutes",))
-    if isinstance(raw, Mapping) and "retryDelayMinutes" in raw:
-        r.warn((*path, "retryDelayMinutes"), "dropped-field",
-               "spec.retryDelayMinutes was removed in v1beta2 and is ignored")
-    params = None
-    if spec.get("parameters") is not None:
-        pp = (*path, "parameters")
-        p = r.mapping(spec["parameters"], pp, allowed=("apiGroup", "kind", "name"))
-        params = FrozenMap({k: r.string(p.get(k), (*pp, k), required=True) for k in ("apiGroup", "kind", "name")})
-    return m.AdmissionCheck(meta=meta, controller_name=r.string(spec.get("controllerName"),
-                                                                (*path, "controllerName"), required=True),
-                            parameters=params, source=source)
-
-
-# --- Workload ---------------------------------------------------------------------------------------------------
-
-
-def _workload(r: Reader, meta: m.ObjectMeta, raw: Any, source: Location | None, *, v1beta1: bool) -> m.Workload:
-    path: FieldPath = ("spec",)
-    allowed = ["podSets", "queueName", "priority", "priorityClassRef", "active", "maximumExecutionTimeSeconds",
-               "preemptionGates"]
-    if v1beta1:
-        allowed += ["priorityClassName", "priorityClassSource"]
-    spec = r.mapping(raw, path, allowed=allowed)
-    ref = None
-    if spec.get("priorityClassRef") is not None:
-        rp = (*path, "priorityClassRef")
-        data = r.mapping(spec["priorityClassRef"], rp, allowed=("group", "kind", "name"))
-        ref = m.PriorityClassRef(group=r.string(data.get("group"), (*rp, "group"), required=True),
-                                 kind=r.string(data.get("kind"), (*rp, "kind"), required=True,
-                                               choices=("WorkloadPriorityClass", "PriorityClass")),
-                                 name=r.string(data.get("name"), (*rp, "name"), required=True))
-    elif v1beta1 and spec.get("priorityClassName"):
-        source_kind = r.string(spec.get("priorityClassSource"), (*path, "priorityClassSource"),
-                               default="scheduling.k8s.io/priorityclass")
-        wpc = source_kind == "kueue.x-k8s.io/workloadpriorityclass"
-        ref = m.PriorityClassRef(group=m.KUEUE_GROUP if wpc else "scheduling.k8s.io",
-                                 kind="WorkloadPriorityClass" if wpc else "PriorityClass",
-                                 name=r.string(spec.get("priorityClassName"), (*path, "priorityClassName")))
-    return m.Workload(meta=meta, queue_name=r.string(spec.get("queueName"), (*path, "queueName")),
-                      pod_sets=decode_pod_sets(r, spec.get("podSets"), (*path, "podSets")),
-                      priority=r.integer(spec.get("priority"), (*path, "priority")), priority_class_ref=ref,
-                      active=r.boolean(spec.get("active"), (*path, "active"), default=True),
-                      maximum_execution_time_seconds=r.integer(spec.get("maximumExecutionTimeSeconds"),
-                                                               (*path, "maximumExecutionTimeSeconds"), minimum=1),
-                      source=source)
-
-
-# --- encode -----------------------------------------------------------------------------------------------------
-
-
 def encode(obj: m.AnyObject) -> dict[str, Any]:
     """Print a model object as a v1beta2 (or core) manifest; defaults are written out explicitly."""
     doc: dict[str, Any] = {"apiVersion": ENCODE_VERSION[obj.KIND], "kind": obj.KIND,
                            "metadata": _encode_meta(obj.meta)}
     if isinstance(obj, m.ResourceFlavor):
-        spec: dict[str, Any] = {}
-        if obj.node_labels:
-            spec["nodeLabels"] = dict(obj.node_labels)
-        if obj.node_taints:
-            spec["nodeTaints"] = [_drop_empty({"key": t.key, "value": t.value, "effect": t.effect})
-                                  for t in obj.node_taints]
-        if obj.tolerations:
-            spec["tolerations"] = [encode_toleration(t) for t in obj.tolerations]
-        if obj.topology_name:
-            spec["topologyName"] = obj.topology_name
-        doc["spec"] = spec
+        doc["spec"] = q.encode_resource_flavor_spec(obj)
     elif isinstance(obj, m.ClusterQueue):
-        doc["spec"] = _encode_cq(obj)
+        doc["spec"] = q.encode_cluster_queue_spec(obj)
     elif isinstance(obj, m.Cohort):
-        doc["spec"] = _drop_none({"parentName": obj.parent_name,
-                                  "resourceGroups": _encode_groups(obj.resource_groups) or None,
-                                  "fairSharing": _encode_fair(obj.fair_sharing)})
+        doc["spec"] = q.encode_cohort_spec(obj)
     elif isinstance(obj, m.LocalQueue):
-        doc["spec"] = _drop_none({"clusterQueue": obj.cluster_queue, "stopPolicy": obj.stop_policy,
-                                  "fairSharing": _encode_fair(obj.fair_sharing)})
+        doc["spec"] = q.encode_local_queue_spec(obj)
     elif isinstance(obj, m.WorkloadPriorityClass):
         doc["value"] = obj.value
         if obj.description:
             doc["description"] = obj.description
     elif isinstance(obj, m.AdmissionCheck):
-        doc["spec"] = _drop_none({"controllerName": obj.controller_name,
-                                  "parameters": dict(obj.parameters) if obj.parameters else None})
+        doc["spec"] = q.encode_admission_check_spec(obj)
     elif isinstance(obj, m.PriorityClass):
         doc["value"] = obj.value
         doc["globalDefault"] = obj.global_default
@@ -455,79 +190,10 @@ def encode(obj: m.AnyObject) -> dict[str, Any]:
             doc["description"] = obj.description
         doc["preemptionPolicy"] = obj.preemption_policy
     elif isinstance(obj, m.Workload):
-        doc["spec"] = _drop_none({
-            "queueName": obj.queue_name or None, "priority": obj.priority,
-            "priorityClassRef": {"group": obj.priority_class_ref.group, "kind": obj.priority_class_ref.kind,
-                                 "name": obj.priority_class_ref.name} if obj.priority_class_ref else None,
-            "active": obj.active, "maximumExecutionTimeSeconds": obj.maximum_execution_time_seconds,
-            "podSets": [encode_pod_set(ps) for ps in obj.pod_sets]})
+        doc["spec"] = encode_workload_spec(obj)
     return doc
 
 
 def _encode_meta(meta: m.ObjectMeta) -> dict[str, Any]:
-    return _drop_none({"name": meta.name, "namespace": meta.namespace, "labels": dict(meta.labels) or None,
-                       "annotations": dict(meta.annotations) or None})
-
-
-def _encode_cq(cq: m.ClusterQueue) -> dict[str, Any]:
-    preemption: dict[str, Any] = {"withinClusterQueue": cq.preemption.within_cluster_queue,
-                                  "reclaimWithinCohort": cq.preemption.reclaim_within_cohort}
-    if cq.preemption.borrow_within_cohort is not None:
-        bwc = cq.preemption.borrow_within_cohort
-        preemption["borrowWithinCohort"] = _drop_none({"policy": bwc.policy,
-                                                       "maxPriorityThreshold": bwc.max_priority_threshold})
-    ff = cq.flavor_fungibility
-    return _drop_none({
-        "cohortName": cq.cohort_name,
-        "resourceGroups": _encode_groups(cq.resource_groups),
-        "namespaceSelector": _encode_selector(cq.namespace_selector),
-        "queueingStrategy": cq.queueing_strategy,
-        "preemption": preemption,
-        "flavorFungibility": _drop_none({"whenCanBorrow": ff.when_can_borrow, "whenCanPreempt": ff.when_can_preempt,
-                                         "preference": ff.preference}),
-        "fairSharing": _encode_fair(cq.fair_sharing),
-        "admissionChecksStrategy": {"admissionChecks": [
-            _drop_empty({"name": c.name, "onFlavors": list(c.on_flavors)}) for c in cq.admission_checks]}
-        if cq.admission_checks else None,
-        "stopPolicy": cq.stop_policy,
-    })
-
-
-def _encode_groups(groups: tuple[m.ResourceGroup, ...]) -> list[dict[str, Any]]:
-    return [{"coveredResources": list(g.covered_resources),
-             "flavors": [{"name": f.name, "resources": [_drop_none({
-                 "name": q.name, "nominalQuota": str(q.nominal_quota),
-                 "borrowingLimit": str(q.borrowing_limit) if q.borrowing_limit is not None else None,
-                 "lendingLimit": str(q.lending_limit) if q.lending_limit is not None else None})
-                 for q in f.resources]} for f in g.flavors]} for g in groups]
-
-
-def _encode_selector(sel: m.LabelSelector | None) -> dict[str, Any] | None:
-    if sel is None:
-        return None
-    out: dict[str, Any] = {}
-    if sel.match_labels:
-        out["matchLabels"] = dict(sel.match_labels)
-    if sel.match_expressions:
-        out["matchExpressions"] = [_drop_empty({"key": e.key, "operator": e.operator, "values": list(e.values)})
-                                   for e in sel.match_expressions]
-    return out
-
-
-def _encode_fair(fs: m.FairSharing | None) -> dict[str, Any] | None:
-    if fs is None:
-        return None
-    return {"weight": str(fs.weight)} if fs.weight is not None else {}
-
-
-def encode_toleration(t: m.Toleration) -> dict[str, Any]:
-    return _drop_empty({"key": t.key, "operator": t.operator, "value": t.value, "effect": t.effect,
-                        "tolerationSeconds": t.toleration_seconds})
-
-
-def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in d.items() if v is not None}
-
-
-def _drop_empty(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in d.items() if v not in (None, "", [])}
+    return drop_none({"name": meta.name, "namespace": meta.namespace, "labels": dict(meta.labels) or None,
+                      "annotations": dict(meta.annotations) or None})

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation, localcontext
 from enum import Enum
 
+from gitopsq.errors import QuantityError as QuantityError  # noqa: PLC0414 - re-exported: raised here
+
 # Kubernetes keeps whole units in a signed 64-bit integer (`Value()`); we keep milli-units of that range.
 MAX_MILLI = (2**63 - 1) * 1000
 
@@ -39,15 +41,6 @@ class QuantityFormat(Enum):
     DECIMAL_SI = "DecimalSI"
     BINARY_SI = "BinarySI"
     DECIMAL_EXPONENT = "DecimalExponent"
-
-
-class QuantityError(ValueError):
-    """The text is not a valid Kubernetes quantity; ``reason`` says why in words a user understands."""
-
-    def __init__(self, text: str, reason: str) -> None:
-        super().__init__(f"invalid quantity {text!r}: {reason}")
-        self.text = text
-        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True, eq=False)

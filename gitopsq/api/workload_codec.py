@@ -1,4 +1,4 @@
-"""Pod sets of a Workload (or a Job's pod template) ⇄ `PodSet`.
+"""A Workload's spec, and its pod sets (or a Job's pod template), ⇄ `Workload` and `PodSet`.
 
 Only what admission needs is read from a pod template: per-pod requests, node selector, tolerations and
 required node affinity. Per-pod requests follow Kubernetes' rule: the larger of the sum over containers and the
@@ -15,6 +15,8 @@ from gitopsq.api import model as m
 from gitopsq.api.frozenmap import FrozenMap
 from gitopsq.api.quantity import Quantity
 from gitopsq.api.reader import FieldPath, Reader, as_list, as_mapping
+from gitopsq.api.shared_fields import decode_tolerations, drop_none, encode_toleration
+from gitopsq.errors import Location
 
 
 def decode_pod_sets(r: Reader, raw: Any, path: FieldPath) -> tuple[m.PodSet, ...]:
@@ -49,8 +51,6 @@ def decode_pod_template(r: Reader, raw: Any, path: FieldPath, *, name: str, coun
             q = r.quantity(value, (*sp, "overhead", resource))
             if q is not None:
                 total[resource] = total.get(resource, Quantity(0)) + q
-    from gitopsq.api.codec import decode_tolerations
-
     return m.PodSet(name=name, count=count, min_count=min_count, requests=FrozenMap(total),
                     node_selector=r.string_map(spec.get("nodeSelector"), (*sp, "nodeSelector")),
                     tolerations=decode_tolerations(r, spec.get("tolerations"), (*sp, "tolerations")),
@@ -105,8 +105,6 @@ def _required_affinity(r: Reader, raw: Any, path: FieldPath) -> tuple[tuple[m.La
 
 def encode_pod_set(ps: m.PodSet) -> dict[str, Any]:
     """A pod set with a one-container template carrying the per-pod requests and scheduling constraints."""
-    from gitopsq.api.codec import encode_toleration
-
     spec: dict[str, Any] = {"restartPolicy": "Never", "containers": [{
         "name": "main", "image": "registry.k8s.io/pause:3.10",
         "resources": {"requests": {k: str(v) for k, v in ps.requests.items()}}}]}
@@ -123,3 +121,43 @@ def encode_pod_set(ps: m.PodSet) -> dict[str, Any]:
     if ps.min_count is not None:
         out["minCount"] = ps.min_count
     return out
+
+
+def decode_workload(r: Reader, meta: m.ObjectMeta, raw: Any, source: Location | None, *, v1beta1: bool) -> m.Workload:
+    path: FieldPath = ("spec",)
+    allowed = ["podSets", "queueName", "priority", "priorityClassRef", "active", "maximumExecutionTimeSeconds",
+               "preemptionGates"]
+    if v1beta1:
+        allowed += ["priorityClassName", "priorityClassSource"]
+    spec = r.mapping(raw, path, allowed=allowed)
+    ref = None
+    if spec.get("priorityClassRef") is not None:
+        rp = (*path, "priorityClassRef")
+        data = r.mapping(spec["priorityClassRef"], rp, allowed=("group", "kind", "name"))
+        ref = m.PriorityClassRef(group=r.string(data.get("group"), (*rp, "group"), required=True),
+                                 kind=r.string(data.get("kind"), (*rp, "kind"), required=True,
+                                               choices=("WorkloadPriorityClass", "PriorityClass")),
+                                 name=r.string(data.get("name"), (*rp, "name"), required=True))
+    elif v1beta1 and spec.get("priorityClassName"):
+        source_kind = r.string(spec.get("priorityClassSource"), (*path, "priorityClassSource"),
+                               default="scheduling.k8s.io/priorityclass")
+        wpc = source_kind == "kueue.x-k8s.io/workloadpriorityclass"
+        ref = m.PriorityClassRef(group=m.KUEUE_GROUP if wpc else "scheduling.k8s.io",
+                                 kind="WorkloadPriorityClass" if wpc else "PriorityClass",
+                                 name=r.string(spec.get("priorityClassName"), (*path, "priorityClassName")))
+    return m.Workload(meta=meta, queue_name=r.string(spec.get("queueName"), (*path, "queueName")),
+                      pod_sets=decode_pod_sets(r, spec.get("podSets"), (*path, "podSets")),
+                      priority=r.integer(spec.get("priority"), (*path, "priority")), priority_class_ref=ref,
+                      active=r.boolean(spec.get("active"), (*path, "active"), default=True),
+                      maximum_execution_time_seconds=r.integer(spec.get("maximumExecutionTimeSeconds"),
+                                                               (*path, "maximumExecutionTimeSeconds"), minimum=1),
+                      source=source)
+
+
+def encode_workload_spec(obj: m.Workload) -> dict[str, Any]:
+    ref = obj.priority_class_ref
+    return drop_none({
+        "queueName": obj.queue_name or None, "priority": obj.priority,
+        "priorityClassRef": {"group": ref.group, "kind": ref.kind, "name": ref.name} if ref else None,
+        "active": obj.active, "maximumExecutionTimeSeconds": obj.maximum_execution_time_seconds,
+        "podSets": [encode_pod_set(ps) for ps in obj.pod_sets]})

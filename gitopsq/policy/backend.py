@@ -1,11 +1,8 @@
-"""The small interface every CEL runtime sits behind, and the choice between runtimes.
+"""The choice between CEL runtimes: the one place that imports an implementation, lazily, when first asked.
 
-Two backends implement it: ``cel-python`` (the reference, pure Python, `gitopsq.policy.cel`) and
-``cel-expr-python`` (Google's cel-cpp runtime, `gitopsq.policy.cel_fast`). Both evaluate the same dialect:
-standard CEL plus the Kubernetes functions of `gitopsq.policy.functions`, without cel-go extensions that only
-one runtime has (optional chaining ``.?``, ``cel.bind``). Both stop an evaluation after
-`ITERATION_BUDGET` comprehension iterations, cel-cpp's own bound, so a runaway expression yields the same
-verdict on either runtime.
+Two backends implement `runtime.Backend`: ``cel-python`` (the reference, pure Python, `gitopsq.policy.cel`) and
+``cel-expr-python`` (Google's cel-cpp runtime, `gitopsq.policy.cel_fast`); each is imported only when chosen, so a
+process that never evaluates CEL pays for neither. The interface's names stay importable from here.
 
 The core never reads the environment: the shell picks a backend name (``GITOPSQ_CEL_BACKEND``) and passes it.
 """
@@ -13,68 +10,22 @@ The core never reads the environment: the shell picks a backend name (``GITOPSQ_
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Protocol
 
-# Comprehension iterations one evaluation may run; cel-cpp fails the 10,000th, and cel-python is held to it.
-ITERATION_BUDGET = 10_000
-
-# Every name an expression may reference; both runtimes declare exactly these (as dyn).
-VARIABLE_NAMES = (
-    "object", "oldObject", "operation", "path", "owner", "repo", "previousRepo", "commit", "commits", "actor",
-    "desired", "aggregate", "changes", "request", "variables",
+from gitopsq.policy.runtime import (
+    BACKEND_NAMES,
+    FAST,
+    ITERATION_BUDGET,
+    REFERENCE,
+    VARIABLE_NAMES,
+    Backend,
+    CelCompileError,
+    Outcome,
+    Program,
 )
 
-REFERENCE = "cel-python"
-FAST = "cel-expr-python"
-BACKEND_NAMES = (REFERENCE, FAST)
-
-
-class CelCompileError(Exception):
-    """An expression does not compile; ``line`` and ``column`` are 1-based positions inside the expression."""
-
-    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.line = line
-        self.column = column
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """What one evaluation produced: a plain Python value, or an error text, or an exhausted budget."""
-
-    value: object = None
-    error: str | None = None
-    over_budget: bool = False
-
-    @property
-    def failed(self) -> bool:
-        return self.error is not None or self.over_budget
-
-
-class Program(Protocol):
-    def run(self, activation: object) -> Outcome: ...
-
-
-class Backend(Protocol):
-    """A CEL runtime: compile once, convert a revision's values once, evaluate many times."""
-
-    name: str
-    inline_variables: bool  # True when re-evaluating a variable is cheaper than binding its value
-
-    def compile(self, expression: str) -> Program:
-        """Compile, raising `CelCompileError` with the position of the fault."""
-        ...
-
-    def convert(self, value: object) -> object:
-        """Turn a plain JSON-like value into this runtime's value (done once per revision and reused)."""
-        ...
-
-    def activation(self, values: Mapping[str, object]) -> object:
-        """Bind converted values to variable names for `Program.run`."""
-        ...
+__all__ = ["BACKEND_NAMES", "FAST", "ITERATION_BUDGET", "REFERENCE", "VARIABLE_NAMES", "Backend", "CelCompileError",
+           "Outcome", "Program", "available_backends", "default_backend_name", "fast_backend_installed",
+           "get_backend"]
 
 
 def fast_backend_installed() -> bool:
@@ -100,6 +51,7 @@ def get_backend(name: str | None = None) -> Backend:
         raise ValueError(f"unknown CEL backend {chosen!r} (choose {' or '.join(BACKEND_NAMES)})")
     backend = _BACKENDS.get(chosen)
     if backend is None:
+        # Imported here, on first use: the runtimes are heavy, and only the chosen one is needed.
         if chosen == FAST:
             from gitopsq.policy.cel_fast import FastBackend
             backend = FastBackend()

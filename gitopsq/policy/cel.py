@@ -18,7 +18,7 @@ from celpy.celparser import CELParseError
 from celpy.evaluation import Activation, CELEvalError, Evaluator, bool_eq, bool_ne
 
 from gitopsq.policy import functions as fn
-from gitopsq.policy.backend import ITERATION_BUDGET, REFERENCE, VARIABLE_NAMES, CelCompileError, Outcome
+from gitopsq.policy.runtime import ITERATION_BUDGET, REFERENCE, VARIABLE_NAMES, CelCompileError, Outcome
 
 _OVER_BUDGET = "evaluation stopped: more than 10000 comprehension iterations"
 

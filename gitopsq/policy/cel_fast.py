@@ -15,7 +15,7 @@ from typing import Any
 from cel_expr_python import cel
 
 from gitopsq.policy import functions as fn
-from gitopsq.policy.backend import FAST, VARIABLE_NAMES, CelCompileError, Outcome
+from gitopsq.policy.runtime import FAST, VARIABLE_NAMES, CelCompileError, Outcome
 
 T = cel.Type
 STR, INT, DBL, BOOL = T.STRING, T.INT, T.DOUBLE, T.BOOL

@@ -33,9 +33,9 @@ class _Run:
 
 
 class Simulation:
-    def __init__(self, scenario: Scenario) -> None:
+    def __init__(self, scenario: Scenario, *, memoize: bool = True) -> None:
         self.scenario = scenario
-        self.engine = Engine(build_topology(scenario.objects, scenario.settings))
+        self.engine = Engine(build_topology(scenario.objects, scenario.settings), memoize=memoize)
         self.runs: dict[str, _Run] = {}
         self.timers: list[tuple[float, int, int, str, int, str]] = []  # time, kind, seq, key, generation, check
         self._seq = 0
@@ -182,9 +182,9 @@ class Simulation:
                       timeline=tuple(self.timeline))
 
 
-def simulate(scenario: Scenario) -> Result:
-    """Replay ``scenario`` and return its `Result`."""
-    return Simulation(scenario).run()
+def simulate(scenario: Scenario, *, memoize: bool = True) -> Result:
+    """Replay ``scenario`` and return its `Result` (``memoize``: the engine's option, `Engine`)."""
+    return Simulation(scenario, memoize=memoize).run()
 
 
 def _describe(w: WorkloadFinal | None) -> str:

@@ -24,10 +24,11 @@ import yaml
 from gitopsq.admission.topology import BATCHED, FEATURE_GATES, REQUEUE_MODES, STRATEGIES, Settings
 from gitopsq.api import findings
 from gitopsq.api import model as m
-from gitopsq.api.codec import decode, decode_tolerations
+from gitopsq.api.codec import decode
 from gitopsq.api.findings import Finding
 from gitopsq.api.frozenmap import FrozenMap
 from gitopsq.api.reader import FieldPath, LineOf, Reader
+from gitopsq.api.shared_fields import decode_tolerations
 from gitopsq.api.workload_codec import decode_pod_template
 from gitopsq.errors import Location, ScenarioError
 from gitopsq.manifests.report import LoadedObject

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from gitopsq.admission import fairsharing, quota
+from gitopsq.admission import dominant_share, quota
 
 from .builders import Sim, cohort, cq, flavor, lq, one
 
@@ -33,7 +33,7 @@ def test_dominant_resource_share(borrowed: int, weight: str, expected: float) ->
     sim = _pool(weight_a=weight)
     tree = sim.engine.state.tree
     quota.add_usage(tree.queues["a"], ("default", "cpu"), borrowed)
-    assert fairsharing.drs(tree.queues["a"], sim.engine.topology).weighted == expected
+    assert dominant_share.drs(tree.queues["a"], sim.engine.topology).weighted == expected
 
 
 @pytest.mark.parametrize(("weight_a", "look_ahead", "admitted_a"), [
@@ -134,7 +134,7 @@ def test_lendable_capacity_counts_flavors_the_queue_lacks() -> None:
               lq("ns-a", "q", "a"), fair=True)
     tree = sim.engine.state.tree
     quota.add_usage(tree.queues["a"], ("x", "cpu"), 3000)
-    assert fairsharing.drs(tree.queues["a"], sim.engine.topology).weighted == 250.0
+    assert dominant_share.drs(tree.queues["a"], sim.engine.topology).weighted == 250.0
 
 
 @pytest.mark.parametrize("strategies", [

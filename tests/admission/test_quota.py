@@ -114,3 +114,26 @@ def test_cohort_cycle_makes_members_inactive() -> None:
                     cq("a", cohort="x", quotas={"default": {"cpu": "1"}}))
     assert topo.queues["a"].inactive_reason == "CohortHasCycle"
     assert not topo.queues["a"].active
+
+
+def test_removing_more_than_a_node_uses_raises_and_leaves_it_unchanged() -> None:
+    """Usage never goes negative unnoticed: removing more than a queue holds raises NegativeUsageError first."""
+    tree = _tree(("a", "co", Limits(2000)), ("b", "co", Limits(2000)))
+    quota.add_usage(tree.queues["a"], FR, 1000)
+    with pytest.raises(quota.NegativeUsageError, match="removing 1500 of cpu"):
+        quota.remove_usage(tree.queues["a"], FR, 1500)
+    assert tree.queues["a"].usage[FR] == 1000 and tree.cohorts["co"].usage[FR] == 1000
+
+
+def test_without_restores_usage_even_when_the_measurement_raises() -> None:
+    """`preemption.without` puts the victims' usage back when the block inside it fails."""
+    from gitopsq.admission.preemption import without
+
+    sim = Sim(flavor("default"), cq("a", quotas={"default": {"cpu": "4"}}), lq("ns", "q", "a"))
+    sim.running("ns/v", "q", one("3"), cq="a")
+    node = sim.engine.state.tree.queues["a"]
+    victim = sim.engine.state.workloads["ns/v"]
+    with pytest.raises(RuntimeError), without(sim.engine.state.tree, [victim]):
+        assert node.usage[FR] == 0
+        raise RuntimeError("measurement failed")
+    assert node.usage[FR] == 3000

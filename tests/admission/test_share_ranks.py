@@ -7,7 +7,7 @@ import math
 import pytest
 
 from gitopsq.admission import quota
-from gitopsq.admission.shares import NEGATIVE_RANK, DominantShare, drs
+from gitopsq.admission.dominant_share import NEGATIVE_RANK, DominantShare, drs
 
 from .builders import Sim, cohort, cq, flavor, lq, one
 

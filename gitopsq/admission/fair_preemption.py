@@ -1,4 +1,4 @@
-"""Fair preemption (kueue.md §1.5 rule 3; shares and the admission tournament, rules 1–2, are in ``shares``).
+"""Fair preemption (kueue.md §1.5 rule 3; the shares it compares are in ``dominant_share``).
 
 Fair preemption visits the ClusterQueues with candidates by descending DRS: its own queue's candidates go
 first-come; a preemptor within its nominal quota on the contested flavor-resources reclaims unconditionally
@@ -16,6 +16,7 @@ from collections.abc import Set as AbstractSet
 
 from gitopsq.admission import messages as msg
 from gitopsq.admission import quota
+from gitopsq.admission.dominant_share import NEGATIVE_RANK, DominantShare, almost_lcas, borrowing, drs
 from gitopsq.admission.preemption import (
     ClassicalPreemption,
     Preemptor,
@@ -23,15 +24,12 @@ from gitopsq.admission.preemption import (
     candidate_order,
     policy_allows,
     uses,
+    without,
     workload_fits,
 )
 from gitopsq.admission.quota import QuotaNode, QuotaTree
-from gitopsq.admission.shares import NEGATIVE_RANK, DominantShare, almost_lcas, borrowing, drs, tournament, weight_of
 from gitopsq.admission.topology import Topology
 from gitopsq.admission.workload import WorkloadInfo
-
-# Callers (the cycle, tests) reach the share functions through this module too.
-__all__ = ["DominantShare", "FairPreemption", "borrowing", "drs", "tournament", "weight_of"]
 
 
 class _TargetOrdering:
@@ -196,9 +194,8 @@ class FairPreemption(ClassicalPreemption):
                 continue
             while pool:
                 w = pool.pop(0)
-                self._remove(w)
-                target_new = drs(theirs, self.topology)
-                self._add(w)
+                with without(self.tree, [w]):
+                    target_new = drs(theirs, self.topology)
                 ok = (preemptor_new.rank <= target_new.rank if strategy == "LessThanOrEqualToFinalShare"
                       else preemptor_new.rank < target_old.rank)
                 if not ok:
