@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kubernetes import client as k8s_client
+
 from gitopsq import logs
 from gitopsq.cluster.admission.job_reconciler import JobReconciler
 from gitopsq.cluster.admission.live_workload import FINISHED, LiveWorkload, read_workload
@@ -81,7 +83,7 @@ class AdmissionLoop:
 
     name = "admission"
 
-    def __init__(self, api_client: Any, options: LoopOptions | None = None, *,
+    def __init__(self, api_client: k8s_client.ApiClient, options: LoopOptions | None = None, *,
                  metrics: AdmissionMetrics | None = None, audit: DecisionSink | None = None,
                  fault: FaultPoint = NO_FAULT) -> None:
         self.options = options or LoopOptions()
