@@ -11,7 +11,7 @@ counts (default 0.2: 3,000 Workloads) so that a run stays within a few minutes a
 Like Kueue's runner, this script finishes each Workload ``runtime`` after it sees it Admitted (Finished=True)
 and measures time to admission from creation to the Admitted event it observes.
 
-The admission loop runs as its own process (``python -m gitopsq.cluster.admission_loop``) with its client limited
+The admission loop runs as its own process (``python -m gitopsq.cluster.admission.loop``) with its client limited
 to ``--qps`` (burst 2×), as minimalkueue is (QPS 50, burst 100). Events are off (``--no-events``): Kueue's event
 recorder has its own client. A second phase creates ``--memory-workloads`` pending Workloads in one queue with no
 quota and reports the loop's peak RSS once it has written all their pending reasons.
@@ -41,8 +41,8 @@ sys.path.insert(0, str(REPO / "hack" / "envtest"))
 
 from envtestrig import Rig, prepare  # noqa: E402
 
+from gitopsq.cluster.admission.watch_cache import _events  # noqa: E402
 from gitopsq.cluster.apply import KubeRest  # noqa: E402
-from gitopsq.cluster.cache import _events  # noqa: E402
 from gitopsq.cluster.crds import install_crds  # noqa: E402
 from gitopsq.cluster.kube import ClusterConflict, load_api_client  # noqa: E402
 
@@ -196,7 +196,7 @@ def start_loop(kubeconfig: Path, qps: float) -> tuple[subprocess.Popen[bytes], P
     """The loop as its own process; its JSON log goes to a file beside the kubeconfig."""
     path = kubeconfig.parent / f"loop-{time.monotonic_ns()}.log"
     with path.open("wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "gitopsq.cluster.admission_loop", "--kubeconfig",
+        proc = subprocess.Popen([sys.executable, "-m", "gitopsq.cluster.admission.loop", "--kubeconfig",
                                  str(kubeconfig), "--qps", str(qps), "--burst", str(int(qps * 2)), "--no-events"],
                                 stdout=log, stderr=subprocess.STDOUT)
     return proc, path

@@ -22,8 +22,9 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from admission_loop_bench import queue_objects  # noqa: E402
 
-from gitopsq.cluster.admission_decide import decide  # noqa: E402
-from gitopsq.cluster.workloads import iso, read_workload, topology_of  # noqa: E402
+from gitopsq.cluster.admission.decisions import decide  # noqa: E402
+from gitopsq.cluster.admission.live_workload import read_workload, topology_of  # noqa: E402
+from gitopsq.cluster.admission.workload_status import iso  # noqa: E402
 
 CLASSES = (("small", 1, 50), ("medium", 5, 100), ("large", 20, 200))
 
@@ -78,7 +79,7 @@ def main() -> int:
     print(f"{len(live)} workloads ({args.finished} finished, {args.pending} pending, {len(queues)} admitted), "
           f"window {args.window}: decide {1000 * statistics.median(times):.0f} ms (CPU, median of {args.repeat}); "
           f"{len(decisions.admit)} admissions, {len(decisions.pending)} reasons "
-          f"({next(iter(decisions.pending.values()), ('',))[0]})")
+          f"({next((p.reason for p in decisions.pending.values()), '')})")
     return 0
 
 

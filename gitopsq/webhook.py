@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from gitopsq import logs
-from gitopsq.cluster.workloads import QUEUE_LABEL
+from gitopsq.cluster.admission.live_workload import QUEUE_LABEL
 from gitopsq.webhook_certs import MUTATE_PATH, VALIDATE_PATH
 
 

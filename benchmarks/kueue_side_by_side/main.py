@@ -80,7 +80,7 @@ def install_gitopsq_crds(kubeconfig: Path) -> None:
 def controller_argv(name: str, kubeconfig: Path, binaries: kueuebuild.KueueBinaries) -> list[str]:
     if name == "kueue":
         return [str(binaries.minimalkueue), "--kubeconfig", str(kubeconfig)]
-    return [str(REPO / ".venv" / "bin" / "python"), "-m", "gitopsq.cluster.admission_loop",
+    return [str(REPO / ".venv" / "bin" / "python"), "-m", "gitopsq.cluster.admission.loop",
             "--kubeconfig", str(kubeconfig), "--qps", str(QPS), "--burst", str(BURST)]
 
 

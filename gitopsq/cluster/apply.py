@@ -24,39 +24,23 @@ from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
 from gitopsq.api.model import ObjectKey
+from gitopsq.cluster.kinds import kind_of
 from gitopsq.cluster.kube import ClusterConflict, ClusterNotFound, ClusterUnavailable, api_errors
 from gitopsq.errors import ClusterError
 from gitopsq.plan.normalize import FIELD_MANAGER
 from gitopsq.plan.ordering import apply_rank
 from gitopsq.plan.sync_plan import ApplyAction, Plan, PruneAction
 
-# (group, kind) -> (plural, namespaced): the kinds a queue repository may hold, plus what the sync writes.
-RESOURCES: Final[Mapping[tuple[str, str], tuple[str, bool]]] = {
-    ("", "Namespace"): ("namespaces", False),
-    ("scheduling.k8s.io", "PriorityClass"): ("priorityclasses", False),
-    ("kueue.x-k8s.io", "ResourceFlavor"): ("resourceflavors", False),
-    ("kueue.x-k8s.io", "Cohort"): ("cohorts", False),
-    ("kueue.x-k8s.io", "ClusterQueue"): ("clusterqueues", False),
-    ("kueue.x-k8s.io", "LocalQueue"): ("localqueues", True),
-    ("kueue.x-k8s.io", "WorkloadPriorityClass"): ("workloadpriorityclasses", False),
-    ("kueue.x-k8s.io", "AdmissionCheck"): ("admissionchecks", False),
-    ("kueue.x-k8s.io", "Workload"): ("workloads", True),
-    ("gitopsq.dev", "GitSource"): ("gitsources", True),
-}
 APPLY_CONTENT_TYPE: Final = "application/apply-patch+yaml"
 NOT_LEADER: Final = "not written: this replica is no longer the leader"
 
 
 def collection_path(group: str, version: str, kind: str, namespace: str = "") -> str:
     """The REST path of a kind's collection (in ``namespace`` when namespaced and given)."""
-    entry = RESOURCES.get((group, kind))
-    if entry is None:
+    entry = kind_of(group, kind)
+    if entry is None or not entry.synced:
         raise ClusterNotFound(f"gitopsq does not know the API resource of {group or 'core'}/{kind}")
-    plural, namespaced = entry
-    base = f"/apis/{group}/{version}" if group else f"/api/{version}"
-    if namespaced and namespace:
-        return f"{base}/namespaces/{namespace}/{plural}"
-    return f"{base}/{plural}"
+    return entry.collection_path(namespace, version=version)
 
 
 def object_path(key: ObjectKey, version: str) -> str:

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 from gitopsq.cluster.apply import APPLY_CONTENT_TYPE, KubeRest
+from gitopsq.cluster.kinds import GIT_SOURCE
 from gitopsq.cluster.kube import ClusterNotFound
 from gitopsq.errors import ClusterError
 from gitopsq.plan.normalize import FIELD_MANAGER
@@ -126,7 +127,7 @@ class StatusStore:
         self.rest = rest
         self.ref = ref
         self.clock = clock or (lambda: datetime.now(UTC))
-        self._path = f"/apis/{GROUP}/{VERSION}/namespaces/{ref.namespace}/gitsources/{ref.name}"
+        self._path = GIT_SOURCE.object_path(ref.name, ref.namespace, version=VERSION)
         self.writes = 0
 
     def read(self) -> SourceState:

@@ -167,7 +167,7 @@ class Wiring:
             runnables.append(self.loop)
         self.admission: Any = None
         if self.admission_on:
-            from gitopsq.cluster.admission_loop import AdmissionLoop, LoopOptions
+            from gitopsq.cluster.admission.loop import AdmissionLoop, LoopOptions
 
             self.admission = AdmissionLoop(self.api_client, LoopOptions(qps=f["qps"], burst=f["burst"]),
                                            metrics=self.kueue_metrics, audit=self.audit)

@@ -87,9 +87,9 @@ class _Unlined(_ScenarioParser):
 
 def cluster_workloads(kubeconfig: str) -> tuple[CurrentWorkload, ...]:
     """Every unfinished, active Workload of the cluster, with its admission (ClusterError when unreachable)."""
+    from gitopsq.cluster.admission.live_workload import ADMITTED, EVICTING, PENDING, read_workload
     from gitopsq.cluster.apply import Backoff, KubeRest
     from gitopsq.cluster.kube import load_api_client
-    from gitopsq.cluster.workloads import ADMITTED, EVICTING, PENDING, read_workload
 
     rest = KubeRest(load_api_client(kubeconfig), backoff=Backoff(deadline=5.0), timeout=15.0)
     items: list[Mapping[str, Any]] = []

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cluster_rig import admitted, apply, create_job, job, job_manifest, workload_of
 from envtest_rig import Envtest
-from test_admission_support import admitted, apply, create_job, job, job_manifest, workload_of
 from test_controller import ROOT, free_port, wait_for
 from test_sync import QueueRepo, cpu_of, cq_live, cq_yaml
 

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cluster_rig import create_job, job_manifest, rest
 from cryptography import x509
 from envtest_rig import Envtest
-from test_admission_support import create_job, job_manifest, rest
 
 from gitopsq.errors import ClusterError
 from gitopsq.policy import parse_policies

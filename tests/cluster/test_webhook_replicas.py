@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cluster_rig import rest
 from cryptography import x509
 from envtest_rig import Envtest
-from test_admission_support import rest
 from test_controller import free_port, wait_for
 from test_controller_modes import Controller
 

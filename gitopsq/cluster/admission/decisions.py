@@ -1,0 +1,215 @@
+"""The decision half of an admission pass: the admission core asked about live Workloads, no I/O.
+
+`decide` restores admitted work, queues pending work (optionally only the oldest ``window`` of each group of
+identical Workloads), settles ``now`` and says what to evict, admit and explain; `heads` picks the pending
+Workloads worth a reason; `next_window` sizes the next pass's window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from gitopsq.admission.engine import ADMITTED as V_ADMITTED
+from gitopsq.admission.engine import PENDING as V_PENDING
+from gitopsq.admission.engine import QUOTA_RESERVED as V_RESERVED
+from gitopsq.admission.engine import Engine
+from gitopsq.admission.topology import Topology
+from gitopsq.cluster.admission.live_workload import ADMITTED, EVICTING, PENDING, LiveWorkload
+from gitopsq.cluster.admission.workload_status import Flavors
+
+MIN_WINDOW = 8  # per LocalQueue, priority and shape, at least this many waiting workloads reach the engine
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """Reserve quota in ``cluster_queue`` with these flavors; Admitted at once unless ``checks`` remain."""
+
+    cluster_queue: str
+    flavors: Flavors  # pod set -> resource -> flavor
+    checks: tuple[str, ...]  # admission checks the Workload waits for, sorted
+
+
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    """Evict an admitted Workload: ``kind`` is the engine's event type (``Preempted`` or ``Evicted``)."""
+
+    kind: str
+    reason: str
+    message: str
+    by_cluster_queue: str  # the preemptor's ClusterQueue, when known
+
+
+@dataclass(frozen=True, slots=True)
+class PendingReason:
+    """Why a waiting Workload is not admitted (its ``QuotaReserved=False`` condition)."""
+
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class QueuePosition:
+    """Where a waiting Workload stands: its ClusterQueue ("" when it reaches none), then priority and age."""
+
+    cluster_queue: str
+    negative_priority: int
+    created: float
+
+
+@dataclass(slots=True)
+class Decisions:
+    """What one pass writes, by Workload key."""
+
+    admit: dict[str, Admission] = field(default_factory=dict)  # in the engine's admission order
+    evict: dict[str, Eviction] = field(default_factory=dict)
+    pending: dict[str, PendingReason] = field(default_factory=dict)
+    deferred: int = 0  # admissions held back: their quota tree evicted something this pass
+    order: dict[str, QueuePosition] = field(default_factory=dict)  # every waiting Workload
+    behind: dict[str, str] = field(default_factory=dict)  # pending, not a head: its reason (for metrics)
+
+
+def decide(topology: Topology, live: Mapping[str, LiveWorkload], now: float,
+           heads_per_queue: int | None = None, window: int | None = None, *, explain_all: bool = True) -> Decisions:
+    """The adapter over the admission core: restore admitted work, queue pending work, settle ``now``.
+
+    ``pending`` gets the reason of every waiting workload, or with ``heads_per_queue`` only of the first ones
+    of each ClusterQueue (`heads`); the others go to ``behind`` with the reason the engine already had (or
+    their head's), which is what the metrics count.
+
+    ``window``: of the pending workloads of one LocalQueue with the same priority and pod sets, only the
+    oldest ``window`` are given to the engine. Identical workloads of one queue are admitted in FIFO order,
+    so while no more than ``window`` of them can be written in this pass the decisions written are the
+    same, and a pass at 10,000 waiting workloads costs what one at a few hundred does.
+
+    ``explain_all=False``: ``behind`` is left empty (no metrics to feed), so the waiting workloads beyond the
+    window cost one grouping step each and nothing else."""
+    engine = Engine(topology)
+    submitted: list[tuple[LiveWorkload, int]] = []
+    groups: dict[tuple[str, str, int, int], list[tuple[LiveWorkload, int]]] = {}
+    outside: list[tuple[LiveWorkload, int]] = []  # pending, beyond the window: (workload, priority)
+    for w in live.values():
+        state = w.state
+        if state not in (ADMITTED, EVICTING, PENDING):
+            continue  # finished or inactive
+        if state != PENDING and w.cluster_queue not in topology.queues:
+            continue  # its ClusterQueue is gone: nothing to account the usage against
+        priority = w.priority if w.priority is not None else engine.priority_of(None, w.priority_class)
+        if window is not None and state == PENDING:
+            groups.setdefault((w.namespace, w.queue, priority, id(w.pod_sets)), []).append((w, priority))
+        else:
+            submitted.append((w, priority))
+    for members in groups.values():  # the oldest ``window`` of each group reach the engine
+        if len(members) > (window or 0):
+            members.sort(key=_age)
+            outside.extend(members[window:])
+            del members[window:]
+        submitted.extend(members)
+    submitted.sort(key=_age)
+    for w, priority in submitted:
+        engine.submit(key=w.key, namespace=w.namespace, queue=w.queue, priority=priority, created=w.created,
+                      pod_sets=w.pod_sets)
+        if w.state != PENDING and w.cluster_queue is not None:
+            engine.restore(w.key, cluster_queue=w.cluster_queue, flavors=w.flavors, at=w.reserved_at)
+    skipped = {w.key for w, _ in outside}
+    engine.schedule(now)
+    out = Decisions()
+    blocked: set[str] = set()
+    preemptor_cq: dict[str, str] = {}
+    events = engine.take_events()
+    rank: dict[str, int] = {}  # the engine's admission order
+    for e in events:
+        if e.type == "QuotaReserved":
+            rank.setdefault(e.workload, len(rank))
+    for e in events:
+        if e.type not in ("Preempted", "Evicted") or live[e.workload].state == PENDING:
+            continue
+        blocked.add(engine.state.root_of(e.cluster_queue))
+        if live[e.workload].state == ADMITTED and e.workload not in out.evict:
+            out.evict[e.workload] = Eviction(e.type, e.reason, _with_uids(e.message, live),
+                                             preemptor_cq.get(e.workload, ""))
+    for key, w in live.items():
+        if w.state != PENDING or key in skipped:
+            continue
+        if key in rank:  # reserved quota in this instant
+            v = engine.view(key)
+            if v.state in (V_ADMITTED, V_RESERVED):
+                if engine.state.root_of(v.cluster_queue) in blocked:
+                    out.deferred += 1
+                    continue
+                flavors = {ps: dict(per) for ps, per in v.flavors}
+                checks = engine.state.workloads[key].checks
+                out.admit[key] = Admission(v.cluster_queue, flavors, tuple(sorted(checks)))
+                continue
+        info = engine.state.workloads.get(key)
+        lq = topology.local_queues.get((w.namespace, w.queue))
+        out.order[key] = QueuePosition(lq.cluster_queue if lq else "", -(info.priority if info else 0), w.created)
+    # Explaining a workload no cycle looked at costs a dry nomination: only the heads get one.
+    worth = set(out.order) if heads_per_queue is None else heads(out, heads_per_queue)
+    head_reason: dict[str, str] = {}
+    for key in sorted(worth, key=lambda k: (out.order[k].negative_priority, out.order[k].created)):
+        v = engine.view(key)
+        if v.state == V_PENDING:
+            out.pending[key] = PendingReason(v.reason, v.message)
+            head_reason.setdefault(out.order[key].cluster_queue, v.reason)
+    if explain_all:
+        for key, position in out.order.items():
+            if key not in out.pending:
+                status = engine.state.status.get(key)
+                out.behind[key] = status.reason if status is not None else head_reason.get(position.cluster_queue,
+                                                                                           "Pending")
+        for w, priority in outside:
+            lq = topology.local_queues.get((w.namespace, w.queue))
+            out.order[w.key] = QueuePosition(lq.cluster_queue if lq else "", -priority, w.created)
+            out.behind[w.key] = head_reason.get(out.order[w.key].cluster_queue, "Pending")
+    out.admit = dict(sorted(out.admit.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
+    return out
+
+
+def next_window(window: int, admitted: Sequence[LiveWorkload]) -> int:
+    """The engine's window for the next pass: twice the most one group of identical waiting Workloads got in
+    this pass (at least `MIN_WINDOW`), doubled when a group used the whole window. While quota, not the
+    request budget, limits admissions (each group gets one or two a pass) the engine sees a few Workloads per
+    group, and a pass stays short; when one group can take many, the window grows to follow."""
+    per_group: dict[tuple[str, str, int | None, str | None, int], int] = {}
+    for w in admitted:
+        group = (w.namespace, w.queue, w.priority, w.priority_class, id(w.pod_sets))
+        per_group[group] = per_group.get(group, 0) + 1
+    most = max(per_group.values(), default=0)
+    return max(MIN_WINDOW, window * 2 if most >= window else most * 2)
+
+
+def _age(entry: tuple[LiveWorkload, int]) -> tuple[float, str]:
+    return entry[0].created, entry[0].key
+
+
+def heads(decisions: Decisions, per_queue: int) -> set[str]:
+    """The pending workloads whose reason is worth writing: the first ``per_queue`` of each ClusterQueue in
+    queue order (priority, then age), the ones the next admission attempt looks at, and every workload that
+    reaches no ClusterQueue. Kueue, too, writes a reason only for the heads it tried (#8095: writing one for
+    every waiting workload costs the request budget admissions need)."""
+    by_queue: dict[str, list[tuple[int, float, str]]] = {}
+    out: set[str] = set()
+    for key, position in decisions.order.items():
+        if not position.cluster_queue:
+            out.add(key)
+        else:
+            by_queue.setdefault(position.cluster_queue, []).append((position.negative_priority, position.created,
+                                                                    key))
+    for entries in by_queue.values():
+        out.update(key for _, _, key in sorted(entries)[:per_queue])
+    return out
+
+
+def _with_uids(message: str, live: Mapping[str, LiveWorkload]) -> str:
+    """The engine names the preemptor by key; the API shows its UID and its job's UID, as Kueue does."""
+    start = message.find("(UID: ")
+    end = message.find(", JobUID: UNKNOWN)")
+    if start < 0 or end < 0:
+        return message
+    key = message[start + 6:end]
+    w = live.get(key)
+    if w is None:
+        return message
+    job_uid = ((w.raw.get("metadata") or {}).get("labels") or {}).get("kueue.x-k8s.io/job-uid", "UNKNOWN")
+    return f"{message[:start]}(UID: {w.uid}, JobUID: {job_uid}){message[end + len(', JobUID: UNKNOWN)'):]}"

@@ -1,0 +1,211 @@
+"""The generic job reconciler: Jobs labelled ``kueue.x-k8s.io/queue-name`` ⇄ their Workloads.
+
+For each labelled job of every integration, in this order (Kueue's ``ReconcileGenericJob``):
+1. no Workload yet → create it (Kueue's name, owner reference, pod sets, priority);
+2. the job ended → mark the Workload ``Finished`` (its quota is released by the admission pass);
+3. the Workload is evicted → suspend the job, restore its pod templates, and once no pod is left clear the
+   reservation (``QuotaReserved=False``, ``Requeued=True``) so the quota goes back;
+4. the Workload is admitted and the job suspended → inject the flavors' node labels and tolerations and
+   unsuspend ("Admitted by clusterQueue …");
+5. the job runs without admission → suspend it and restore its templates.
+Workloads whose owner job is gone are deleted (what the garbage collector does in a full cluster).
+Unlabelled jobs are never touched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from gitopsq import logs
+from gitopsq.cluster.admission.integrations import INTEGRATIONS, Integration, PodSetPlacement
+from gitopsq.cluster.admission.live_workload import (
+    EVICTING,
+    FINISHED,
+    JOB_UID_LABEL,
+    PRIORITY_LABEL,
+    QUEUE_LABEL,
+    read_workload,
+)
+from gitopsq.cluster.admission.options import NO_FAULT, FaultPoint
+from gitopsq.cluster.admission.ports import WatchCache, WorkloadWriter
+from gitopsq.cluster.admission.workload_status import condition, is_true, set_condition
+from gitopsq.cluster.admission.writer import workload_path
+from gitopsq.cluster.kinds import WORKLOAD
+from gitopsq.errors import ClusterError
+
+
+def _log() -> Any:
+    """Looked up at use, so that the configuration `logs.configure` sets later applies."""
+    return logs.get("jobs")
+
+
+_PREFIX_MAX = 253 - 1 - 5
+
+
+def workload_name(kind: str, group: str, name: str, uid: str) -> str:
+    """Kueue's Workload name for an owner: ``<kind>-<name>`` (≤ 247 chars) + ``-`` + 5 hex of a SHA-1."""
+    digest = hashlib.sha1(f"{kind}\n{group}\n{name}\n{uid}".encode(), usedforsecurity=False).hexdigest()
+    return f"{f'{kind.lower()}-{name}'[:_PREFIX_MAX]}-{digest[:5]}"
+
+
+def resolve_priority(cache: WatchCache, job_labels: Mapping[str, str], template: Mapping[str, Any]) -> tuple[int, Any]:
+    """(priority, priorityClassRef or None): WorkloadPriorityClass label, else the pod template's
+    PriorityClass, else the cluster's global default PriorityClass, else 0."""
+    wpc_name = job_labels.get(PRIORITY_LABEL)
+    if wpc_name:
+        wpc = cache.get("workloadpriorityclasses", wpc_name)
+        if wpc is not None:
+            return int(wpc.get("value") or 0), {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass",
+                                                "name": wpc_name}
+    pc_name = ((template.get("spec") or {}).get("priorityClassName")) or ""
+    if pc_name:
+        pc = cache.get("priorityclasses", pc_name)
+        if pc is not None:
+            return int(pc.get("value") or 0), {"group": "scheduling.k8s.io", "kind": "PriorityClass",
+                                               "name": pc_name}
+    defaults = sorted(int(p.get("value") or 0) for p in cache.items("priorityclasses") if p.get("globalDefault"))
+    return (defaults[0] if defaults else 0), None
+
+
+def new_workload(integration: Integration, job: Mapping[str, Any], cache: WatchCache) -> dict[str, Any]:
+    meta = job.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    pod_sets = integration.pod_sets(job)
+    priority, ref = resolve_priority(cache, labels, pod_sets[0].get("template") or {})
+    spec: dict[str, Any] = {"queueName": labels[QUEUE_LABEL], "podSets": pod_sets, "priority": priority}
+    if ref is not None:
+        spec["priorityClassRef"] = ref
+    return {"apiVersion": WORKLOAD.api_version, "kind": WORKLOAD.kind, "metadata": {
+        "name": workload_name(integration.kind, integration.group, meta["name"], meta["uid"]),
+        "namespace": meta["namespace"], "labels": {JOB_UID_LABEL: meta["uid"]},
+        "ownerReferences": [{"apiVersion": f"{integration.group}/{integration.version}", "kind": integration.kind,
+                             "name": meta["name"], "uid": meta["uid"], "controller": True,
+                             "blockOwnerDeletion": True}]}, "spec": spec}
+
+
+def placements(cache: WatchCache, workload: Mapping[str, Any]) -> tuple[PodSetPlacement, ...]:
+    """Node labels and tolerations of the flavors assigned to each pod set."""
+    admission = (workload.get("status") or {}).get("admission") or {}
+    out = []
+    for psa in admission.get("podSetAssignments") or ():
+        selector: dict[str, str] = {}
+        tolerations: list[Mapping[str, Any]] = []
+        for flavor in dict.fromkeys((psa.get("flavors") or {}).values()):
+            rf = cache.get("resourceflavors", flavor) or {}
+            rf_spec = rf.get("spec") or {}
+            selector.update(rf_spec.get("nodeLabels") or {})
+            tolerations.extend(t for t in rf_spec.get("tolerations") or () if t not in tolerations)
+        out.append(PodSetPlacement(psa.get("name", "main"), int(psa.get("count") or 0), selector, tuple(tolerations)))
+    return tuple(out)
+
+
+class JobReconciler:
+    """Runs the steps of the module docstring over every labelled job; one call = one pass."""
+
+    def __init__(self, cache: WatchCache, writer: WorkloadWriter, *, now: Callable[[], float],
+                 integrations: tuple[Integration, ...] = INTEGRATIONS, fault: FaultPoint = NO_FAULT) -> None:
+        self.cache, self.writer, self.now = cache, writer, now
+        self.integrations = integrations
+        self.fault = fault
+
+    def reconcile(self) -> int:
+        """One pass; returns the number of writes."""
+        before = self.writer.writes
+        owned: dict[str, list[dict[str, Any]]] = {}
+        owners = self.cache.indexed("workloads", lambda ix: ix.owners())
+        if owners is not None:  # the cache's index: only owned Workloads, not all of them every pass
+            for owner, keys in owners.items():
+                owned[owner] = [wl for wl in (self.cache.get("workloads", k) for k in keys) if wl is not None]
+        else:
+            for wl in self.cache.items("workloads"):
+                for ref in (wl.get("metadata") or {}).get("ownerReferences") or ():
+                    if ref.get("controller"):
+                        owned.setdefault(f"{wl['metadata']['namespace']}/{ref.get('uid')}", []).append(wl)
+        live_uids: set[str] = set()
+        for integration in self.integrations:
+            for job in self.cache.items(integration.resource):
+                meta = job.get("metadata") or {}
+                if meta.get("deletionTimestamp"):
+                    continue  # being deleted: its Workload goes now, its quota with it
+                live_uids.add(f"{meta.get('namespace')}/{meta.get('uid')}")
+                if QUEUE_LABEL not in (meta.get("labels") or {}):
+                    continue
+                try:
+                    self._job(integration, job, owned.get(f"{meta['namespace']}/{meta['uid']}", []))
+                except ClusterError as err:
+                    _log().info("job step deferred", job=f"{meta.get('namespace')}/{meta.get('name')}", error=str(err))
+        kinds = {i.kind for i in self.integrations}
+        for key, workloads in owned.items():
+            for wl in workloads:
+                refs = [r for r in wl["metadata"].get("ownerReferences") or () if r.get("controller")]
+                if key not in live_uids and refs and refs[0].get("kind") in kinds:
+                    self._delete_orphan(wl)
+        return self.writer.writes - before
+
+    def _delete_orphan(self, wl: Mapping[str, Any]) -> None:
+        meta = wl["metadata"]
+        try:
+            self.writer.delete("workloads", workload_path(meta["namespace"], meta["name"]),
+                               f"{meta['namespace']}/{meta['name']}", f"Workload/{meta['namespace']}/{meta['name']}")
+        except ClusterError as err:
+            _log().info("orphan workload not deleted", workload=meta["name"], error=str(err))
+
+    def _job(self, integration: Integration, job: dict[str, Any], workloads: list[dict[str, Any]]) -> None:
+        meta = job["metadata"]
+        name = workload_name(integration.kind, integration.group, meta["name"], meta["uid"])
+        wl = next((w for w in workloads if w["metadata"]["name"] == name), None)
+        path = f"{integration.collection_path(meta['namespace'])}/{meta['name']}"
+        obj = f"{integration.kind}/{meta['namespace']}/{meta['name']}"
+        if wl is None:
+            body = new_workload(integration, job, self.cache)
+            self.writer.create("workloads", workload_path(meta["namespace"]), body,
+                               f"Workload/{meta['namespace']}/{name}")
+            self.writer.event(job, integration.kind, "CreatedWorkload", f"Created Workload: {meta['namespace']}/{name}")
+            return
+        live = read_workload(wl)
+        if live is None:
+            return
+        ended = integration.finished(job)
+        if live.state == FINISHED:
+            return
+        if ended is not None:
+            status = {"conditions": [dict(c) for c in (wl.get("status") or {}).get("conditions") or ()]}
+            set_condition(status["conditions"], "Finished", "True", ended[0], ended[1], self.now())
+            self.writer.workload_status(wl, status)
+            return
+        suspended = integration.is_suspended(job)
+        original = list((wl.get("spec") or {}).get("podSets") or ())
+        if live.state == EVICTING or not is_true(wl, "Admitted"):
+            if not suspended:
+                self.writer.patch(integration.resource, path, integration.suspend_patch(job), obj)
+                if live.state != EVICTING:
+                    self.writer.event(job, integration.kind, "Stopped", "Not admitted by cluster queue")
+                return
+            restore = integration.restore_patch(job, original)
+            if restore is not None:
+                self.writer.patch(integration.resource, path, restore, obj)
+                return
+            if live.state == EVICTING and integration.active_pods(job) == 0:
+                self._release(wl)
+            return
+        if suspended:
+            self.fault("before-unsuspend")
+            cq = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
+            self.writer.patch(integration.resource, path, integration.start_patch(job, placements(self.cache, wl)),
+                              obj)
+            self.writer.event(job, integration.kind, "Started", f"Admitted by clusterQueue {cq}")
+
+    def _release(self, wl: dict[str, Any]) -> None:
+        """The evicted job has stopped: give the quota back and requeue (Kueue ``UnsetQuotaReservation``)."""
+        evicted = condition(wl, "Evicted") or {}
+        conds = [dict(c) for c in (wl.get("status") or {}).get("conditions") or ()]
+        status = {"admission": None, "conditions": conds}
+        now = self.now()
+        set_condition(conds, "QuotaReserved", "False", "Pending", str(evicted.get("message", "")), now)
+        set_condition(conds, "Admitted", "False", "NoReservation", "The workload has no reservation",
+                      now)
+        if evicted.get("reason") == "Preempted":
+            set_condition(conds, "Requeued", "True", "Preempted", "The workload was preempted", now)
+        self.writer.workload_status(wl, status)

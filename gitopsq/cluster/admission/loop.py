@@ -1,0 +1,193 @@
+"""The admission loop: the admission core's decisions made real on an API server.
+
+One pass, run whenever the watch cache changes (and at least every ``resync`` seconds):
+1. the job reconciler (job_reconciler.py) creates Workloads, marks them Finished, stops evicted jobs and starts
+   admitted ones;
+2. the admission pass (passes.py, deciding with decisions.py) rebuilds the engine from the cache — admitted
+   Workloads are the source of truth for usage, so a restart loses nothing — settles ``now`` and writes what
+   changed:
+   evictions first, then, only in quota trees where nothing was evicted this pass, admissions (about a
+   second of the budget per pass); then the pending reasons of queue heads whose reason changed;
+3. ClusterQueue and LocalQueue status (queue_status.py).
+Quota held by an evicted Workload is released only once its job has stopped (job_reconciler.py), and a preemptor is
+admitted in a later pass than its victims' eviction, so a crash anywhere can neither double-admit nor leak
+quota: the next pass recomputes from what the API server holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client as k8s_client
+
+from gitopsq import logs
+from gitopsq.cluster.admission.job_reconciler import JobReconciler
+from gitopsq.cluster.admission.live_workload import FINISHED, LiveWorkload, read_workload
+from gitopsq.cluster.admission.options import NO_FAULT, FaultPoint, LoopOptions
+from gitopsq.cluster.admission.passes import AdmissionPass
+from gitopsq.cluster.admission.ports import AdmissionMetrics, DecisionSink
+from gitopsq.cluster.admission.queue_status import QueueStatusWriter
+from gitopsq.cluster.admission.rate_limited import Client, TokenBucket
+from gitopsq.cluster.admission.watch_cache import Cache
+from gitopsq.cluster.admission.workload_index import WorkloadIndex
+from gitopsq.cluster.admission.writer import EventRecorder, Writer
+from gitopsq.cluster.kube import load_api_client
+from gitopsq.errors import ClusterError
+from gitopsq.metrics import KueueMetrics, serve
+
+
+def _log() -> Any:
+    """Looked up at use, so that the configuration `logs.configure` sets later applies."""
+    return logs.get("admission")
+
+
+def _finished(view: LiveWorkload) -> bool:
+    return view.state == FINISHED
+
+
+class Progress:
+    """One ``admission progress`` log line every ``every`` seconds while passes run: passes, their mean and
+    longest duration, admissions written, seconds spent waiting for tokens (what to look at when admissions
+    seem slow)."""
+
+    def __init__(self, client: Client, every: float = 10.0) -> None:
+        self.client, self.every = client, every
+        self._since = time.monotonic()
+        self._passes = 0
+        self._busy = self._longest = 0.0
+        self._admissions = 0
+        self._waited = 0.0
+
+    def passed(self, seconds: float, admissions_written: int) -> None:
+        self._passes += 1
+        self._busy += seconds
+        self._longest = max(self._longest, seconds)
+        now = time.monotonic()
+        if now - self._since < self.every:
+            return
+        waited = self.client.waited
+        _log().info("admission progress", passes=self._passes, mean_pass_ms=round(1000 * self._busy / self._passes),
+                    longest_pass_ms=round(1000 * self._longest), admissions=admissions_written - self._admissions,
+                    throttled_seconds=round(waited - self._waited, 1), seconds=round(now - self._since, 1))
+        self._since, self._passes, self._busy, self._longest = now, 0, 0.0, 0.0
+        self._admissions, self._waited = admissions_written, waited
+
+
+class AdmissionLoop:
+    """The controller runnable (gitopsq.controller.Runnable): run(stop, may_write)."""
+
+    name = "admission"
+
+    def __init__(self, api_client: k8s_client.ApiClient, options: LoopOptions | None = None, *,
+                 metrics: AdmissionMetrics | None = None, audit: DecisionSink | None = None,
+                 fault: FaultPoint = NO_FAULT) -> None:
+        self.options = options or LoopOptions()
+        self.client = Client(api_client, qps=self.options.qps, burst=self.options.burst)
+        self.cache = Cache(self.client, views={"workloads": read_workload}, retire={"workloads": _finished},
+                           indexes={"workloads": WorkloadIndex()})
+        events = EventRecorder(self.client) if self.options.events else None
+        self.events = events
+        self.writer = Writer(self.client, self.cache, events)
+        self.metrics = metrics
+        self.jobs = JobReconciler(self.cache, self.writer, now=time.time, fault=fault)
+        share = max(1.0, self.options.qps * self.options.queue_status_share)
+        self.queues = QueueStatusWriter(self.cache, self.writer, min_interval=self.options.queue_status_interval,
+                                        local_interval=self.options.local_queue_status_interval,
+                                        workers=self.options.queue_status_workers,
+                                        bucket=TokenBucket(share, max(2, int(share * 2))))
+        self.admission = AdmissionPass(self.cache, self.writer, self.options, metrics, audit=audit, fault=fault)
+        self.passes = 0
+        self.synced = threading.Event()
+        self.progress = Progress(self.client)
+
+    def run(self, stop: threading.Event, may_write: Callable[[], bool]) -> None:
+        self.writer.may_write = may_write
+        self.cache.start()
+        try:
+            while not stop.is_set() and not self.cache.wait_synced(timeout=0.5):
+                pass
+            self.synced.set()
+            _log().info("admission loop synced", workloads=len(self.cache.items("workloads")))
+            while not stop.is_set():
+                self.cache.changed.clear()
+                started = time.monotonic()
+                if may_write():
+                    self.once()
+                self.progress.passed(time.monotonic() - started, self.admission.admissions_written)
+                if self.writer.writes_since_pass == 0 and not self.admission.backlog:
+                    wait = min(self.options.resync, self.options.queue_status_interval) if self.queues.deferred \
+                        else self.options.resync
+                    self._wait_for_change(stop, wait)
+                    time.sleep(0.02)  # let a burst of watch events land before the next pass
+                else:  # work waits for tokens: small frequent passes, not a busy loop
+                    stop.wait(max(0.0, self.options.pass_interval - (time.monotonic() - started)))
+        finally:
+            events = self.events
+            _log().info("admission loop stopped", passes=self.passes, requests=dict(self.client.counts),
+                        by_kind=dict(self.client.by_kind), throttled_seconds=round(self.client.waited, 1),
+                        events_sent=events.sent if events else 0, events_dropped=events.dropped if events else 0)
+            self.queues.close()
+            self.cache.stop()
+            if self.events is not None:
+                self.events.close()
+
+    def _wait_for_change(self, stop: threading.Event, seconds: float) -> None:
+        """Until the cache changes, ``stop`` is set (looked at every 0.2 s: a stop request ends the loop
+        promptly, not after a resync's wait) or ``seconds`` pass."""
+        deadline = time.monotonic() + seconds
+        while not stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0 or self.cache.changed.wait(min(0.2, left)):
+                return
+
+    def once(self) -> None:
+        self.passes += 1
+        self.writer.mark()
+        try:
+            self.jobs.reconcile()
+            self.admission.run()
+            topology = self.admission.topology()
+            cq_tally, lq_tally = self.queues.run(topology, time.time(), count_finished=self.metrics is not None)
+            if self.metrics is not None:
+                self.metrics.observe_queues(topology, cq_tally, lq_tally, self.admission.reasons,
+                                            {n: t.finished for n, t in cq_tally.items()})
+        except ClusterError as err:
+            _log().warning("admission pass failed; retrying", error=str(err))
+            time.sleep(0.5)
+
+
+__all__ = ["AdmissionLoop", "FaultPoint", "LoopOptions", "Progress", "main"]  # what the controller wires
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m gitopsq.cluster.admission.loop``: the loop alone, no leader election (tests, benchmarks);
+    $GITOPSQ_FAULT, read once here, arms the crash-test hook."""
+    parser = argparse.ArgumentParser(prog="gitopsq-admission-loop")
+    parser.add_argument("--kubeconfig")
+    parser.add_argument("--qps", type=float, default=50.0)
+    parser.add_argument("--burst", type=int, default=100)
+    parser.add_argument("--metrics-addr", default="")
+    parser.add_argument("--no-events", action="store_true")
+    args = parser.parse_args(argv)
+    logs.configure(json=True)
+    metrics: KueueMetrics | None = None
+    if args.metrics_addr:
+        metrics = KueueMetrics()
+        serve(args.metrics_addr, metrics.registry)
+    loop = AdmissionLoop(load_api_client(args.kubeconfig),
+                         LoopOptions(qps=args.qps, burst=args.burst, events=not args.no_events), metrics=metrics,
+                         fault=FaultPoint.from_environ())
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    loop.run(stop, lambda: True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

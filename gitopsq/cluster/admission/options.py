@@ -1,0 +1,55 @@
+"""The admission loop's settings (`LoopOptions`) and its crash-test hook (`FaultPoint`), both given to the loop
+by its entry point."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from gitopsq.admission.topology import Settings
+
+FAULT_ENV: Final = "GITOPSQ_FAULT"  # test hook: SIGKILL the loop process at the named point (docs/admission-loop.md)
+
+
+@dataclass(frozen=True, slots=True)
+class LoopOptions:
+    qps: float = 50.0
+    burst: int = 100
+    resync: float = 10.0  # seconds between passes when nothing changes
+    message_refresh: float = 60.0  # a pending message whose reason is unchanged is rewritten at most this often
+    queue_status_interval: float = 2.0  # a ClusterQueue's status, at most this often (turning idle/busy: at once)
+    queue_status_workers: int = 4  # queue status writes go out on their own pool; passes do not wait for them
+    local_queue_status_interval: float = 5.0  # a LocalQueue's status, at most this often
+    write_workers: int = 16  # concurrent status writes within a pass
+    queue_status_share: float = 1.0  # fraction of qps that queue status writes may use (their own kinds' buckets)
+    pending_heads: int = 1  # per ClusterQueue, how many pending workloads (in queue order) get their reason written
+    admissions_per_pass: int = 0  # admission writes per pass at most; 0: qps (about a second of the budget)
+    pass_interval: float = 0.1  # while work waits for tokens, a pass starts at most this often
+    pending_share: float = 0.1  # fraction of qps for pending reasons while admissions are being written
+    settings: Settings = field(default_factory=Settings)
+    events: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class FaultPoint:
+    """Crash-safety tests: die at once (SIGKILL, no cleanup) when the loop reaches ``point``. Chosen once, by
+    the entry point (`from_environ` in ``python -m gitopsq.cluster.admission.loop``); None never fires."""
+
+    point: str | None = None
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] = os.environ) -> FaultPoint:
+        return cls(environ.get(FAULT_ENV) or None)
+
+    def armed(self, point: str) -> bool:
+        return self.point is not None and self.point == point
+
+    def __call__(self, point: str) -> None:
+        if self.armed(point):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+NO_FAULT: Final = FaultPoint()

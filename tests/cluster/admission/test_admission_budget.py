@@ -1,0 +1,238 @@
+"""The request budget goes to admissions: a token bucket per resource kind (as controller-runtime clients have),
+pending reasons only for queue heads, and at most about a second of admissions per pass in the engine's order."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+import pytest
+from cluster_rig import admitted, apply, cond, create_job, job_manifest, queue_setup, wait_for, workload_of
+from envtest_rig import Envtest
+from kubernetes import client as k8s_client
+from running_loop import FAST, RunningLoop
+
+from gitopsq.cluster.admission.decisions import Decisions, PendingReason, QueuePosition, decide, heads, next_window
+from gitopsq.cluster.admission.live_workload import read_workload, topology_of
+from gitopsq.cluster.admission.options import LoopOptions
+from gitopsq.cluster.admission.passes import AdmissionPass
+from gitopsq.cluster.admission.rate_limited import Client, resource_of
+from gitopsq.cluster.admission.watch_cache import Cache
+
+
+@pytest.mark.parametrize(("path", "resource"), [
+    pytest.param("/apis/kueue.x-k8s.io/v1beta2/namespaces/a/workloads/w/status", "workloads",
+                 id="a workload's status"),
+    pytest.param("/apis/kueue.x-k8s.io/v1beta2/workloads", "workloads", id="the workload collection"),
+    pytest.param("/apis/kueue.x-k8s.io/v1beta2/clusterqueues/cq/status", "clusterqueues",
+                 id="a cluster-scoped queue"),
+    pytest.param("/api/v1/namespaces/a/events", "events", id="core events in a namespace"),
+    pytest.param("/api/v1/namespaces/a", "namespaces", id="a namespace itself"),
+    pytest.param("/apis/batch/v1/namespaces/a/jobs/j", "jobs", id="a job"),
+])
+def test_resource_of_path(path: str, resource: str) -> None:
+    """A REST path maps to the resource whose token bucket it draws from."""
+    assert resource_of(path) == resource
+
+
+def test_queue_status_writes_do_not_drain_the_workload_budget() -> None:
+    """Each resource kind has its own bucket, so a burst of ClusterQueue writes leaves Workload writes their
+    whole burst; with ``per_kind=False`` they share one."""
+    per_kind = Client(k8s_client.ApiClient(), qps=1, burst=3)
+    for _ in range(3):
+        assert per_kind.bucket_for("/apis/kueue.x-k8s.io/v1beta2/clusterqueues/a/status").try_take()
+    assert per_kind.bucket_for("/apis/kueue.x-k8s.io/v1beta2/namespaces/n/workloads/w/status").try_take()
+    shared = Client(k8s_client.ApiClient(), qps=1, burst=3, per_kind=False)
+    for _ in range(3):
+        assert shared.bucket_for("/apis/kueue.x-k8s.io/v1beta2/clusterqueues/a/status").try_take()
+    assert not shared.bucket_for("/apis/kueue.x-k8s.io/v1beta2/namespaces/n/workloads/w/status").try_take()
+
+
+@pytest.mark.parametrize(("order", "per_queue", "expected"), [
+    pytest.param({"a/old": ("cq", 0, 1.0), "a/new": ("cq", 0, 2.0)}, 1, {"a/old"}, id="the oldest of equals"),
+    pytest.param({"a/low": ("cq", -1, 1.0), "a/high": ("cq", -5, 9.0)}, 1, {"a/high"},
+                 id="higher priority before age"),
+    pytest.param({"a/x": ("one", 0, 1.0), "b/y": ("two", 0, 5.0), "b/z": ("two", 0, 6.0)}, 1, {"a/x", "b/y"},
+                 id="one head per cluster queue"),
+    pytest.param({"a/x": ("cq", 0, 1.0), "a/y": ("cq", 0, 2.0), "a/z": ("cq", 0, 3.0)}, 2, {"a/x", "a/y"},
+                 id="two heads when asked"),
+    pytest.param({"a/lost": ("", 0, 1.0), "a/lost2": ("", 0, 2.0)}, 1, {"a/lost", "a/lost2"},
+                 id="workloads reaching no cluster queue always"),
+])
+def test_heads_are_the_workloads_worth_a_reason(order: dict[str, tuple[str, int, float]], per_queue: int,
+                                               expected: set[str]) -> None:
+    """Pending reasons are written for the first workloads of each ClusterQueue in queue order only."""
+    decisions = Decisions(pending=dict.fromkeys(order, PendingReason("WaitingForQuota", "m")),
+                          order={key: QueuePosition(*position) for key, position in order.items()})
+    assert heads(decisions, per_queue) == expected
+
+
+@pytest.mark.envtest
+def test_only_the_queue_head_gets_a_pending_reason(kueue_clean: Envtest) -> None:
+    """Behind a full ClusterQueue, the oldest waiting workload shows why it waits; the ones behind it are not
+    written at all (no status write per waiting workload)."""
+    env = kueue_clean
+    ns = env.new_namespace("heads")
+    apply(env, queue_setup(ns, "api-cq"))
+    with RunningLoop(env, dataclasses.replace(FAST, pending_heads=1)) as running:
+        create_job(env, job_manifest(ns, "holder", "queue", {"cpu": "1"}))
+        wait_for("holder admitted", lambda: admitted(env, ns, "holder"))
+        for name in ("first", "second", "third"):
+            create_job(env, job_manifest(ns, name, "queue", {"cpu": "1"}))
+            time.sleep(1.1)  # creationTimestamp has second resolution: a strict queue order
+        head = wait_for("head pending", lambda: (c := cond(workload_of(env, ns, "first"), "QuotaReserved"))
+                        and c["status"] == "False" and c)
+        assert head["reason"] == "WaitingForQuota"
+        passes = running.loop.passes
+        env.kubectl("label", "namespace", ns, "touch=1", "--overwrite")
+        wait_for("another pass", lambda: running.loop.passes > passes)
+        time.sleep(0.5)
+        assert [cond(workload_of(env, ns, n), "QuotaReserved") for n in ("second", "third")] == [None, None]
+
+
+@pytest.mark.envtest
+def test_admissions_beyond_the_per_pass_cap_follow_in_later_passes(kueue_clean: Envtest) -> None:
+    """With two admission writes per pass, five workloads that all fit are admitted two passes at a time."""
+    env = kueue_clean
+    ns = env.new_namespace("capped")
+    apply(env, queue_setup(ns, "api-cq", cpu="5"))
+    names = [f"job-{i}" for i in range(5)]
+    for name in names:  # all there before the loop starts: its first passes see all five
+        create_job(env, job_manifest(ns, name, "queue", {"cpu": "1"}))
+    running = RunningLoop(env, dataclasses.replace(FAST, admissions_per_pass=2))
+    written_in: list[int] = []
+    admit = running.loop.admission._admit
+
+    def counting_admit(*args: Any, **kwargs: Any) -> None:
+        written_in.append(running.loop.passes)
+        admit(*args, **kwargs)
+
+    running.loop.admission._admit = counting_admit  # type: ignore[method-assign]
+    with running:
+        wait_for("all five admitted", lambda: all(admitted(env, ns, n) for n in names))
+        assert len(written_in) == 5
+        assert max(written_in.count(p) for p in written_in) <= 2
+
+
+@pytest.mark.envtest
+def test_cache_views_follow_the_watch(kueue_clean: Envtest) -> None:
+    """A cache built with a view for workloads decodes each object once per change on the watch thread:
+    creation, an update and a deletion show in ``views`` without decoding anything per read."""
+    env = kueue_clean
+    ns = env.new_namespace("views")
+    decoded: list[str] = []
+
+    def view(raw: dict[str, Any]) -> tuple[str, str]:
+        decoded.append(raw["metadata"]["resourceVersion"])
+        return raw["metadata"]["name"], (raw["metadata"].get("labels") or {}).get("mark", "")
+
+    client = Client(env.api_client())
+    cache = Cache(client, names=("workloads",), views={"workloads": view})
+    cache.start()
+    try:
+        assert cache.wait_synced(timeout=20)
+        body = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": {"name": "w"},
+                "spec": {"queueName": "q", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+                    "containers": [{"name": "c", "image": "busybox"}]}}}]}}
+        base = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{ns}/workloads"
+        client.request("POST", base, body=body)
+        wait_for("created", lambda: ("w", "") in cache.views("workloads", view))
+        client.request("PATCH", f"{base}/w", body={"metadata": {"labels": {"mark": "x"}}},
+                       content_type="application/merge-patch+json")
+        wait_for("updated", lambda: cache.views("workloads", view) == [("w", "x")])
+        reads = len(decoded)
+        for _ in range(5):
+            cache.views("workloads", view)
+        assert len(decoded) == reads
+        client.request("DELETE", f"{base}/w")
+        wait_for("deleted", lambda: cache.views("workloads", view) == [])
+    finally:
+        cache.stop()
+
+
+def _queue_objects(nominal: str) -> list[dict[str, Any]]:
+    return [
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "rf"}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"},
+         "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+             {"name": "rf", "resources": [{"name": "cpu", "nominalQuota": nominal}]}]}]}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "ns"},
+         "spec": {"clusterQueue": "cq"}},
+    ]
+
+
+def _pending_workloads(count: int, cpu: str = "1") -> dict[str, Any]:
+    live = {}
+    for i in range(count):
+        w = read_workload({
+            "metadata": {"name": f"w-{i:03d}", "namespace": "ns", "uid": f"window-{cpu}-{i}", "resourceVersion": "1",
+                         "generation": 1, "creationTimestamp": f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}Z"},
+            "spec": {"queueName": "lq", "priority": 0, "podSets": [{"name": "main", "count": 1, "template": {
+                "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}}}]}})
+        assert w is not None
+        live[w.key] = w
+    return live
+
+
+@pytest.mark.parametrize(("nominal", "count", "window", "admitted", "explained"), [
+    pytest.param("100", 30, 10, 10, 0, id="all of the window fits: admitted, the rest waits for the next pass"),
+    pytest.param("5", 30, 10, 5, 1, id="quota binds inside the window: the head is explained"),
+    pytest.param("100", 30, None, 30, 0, id="no window: everything that fits"),
+])
+def test_window_admits_the_oldest_identical_workloads(nominal: str, count: int, window: int | None,
+                                                      admitted: int, explained: int) -> None:
+    """With a window, the engine sees only the oldest identical waiting workloads of a queue: those are the
+    ones admitted, in FIFO order, and every other waiting workload is still reported (for the metrics)."""
+    topology = topology_of(_queue_objects(nominal))
+    live = _pending_workloads(count)
+    decisions = decide(topology, live, 1e10, heads_per_queue=1, window=window)
+    assert sorted(decisions.admit) == sorted(live)[:admitted]
+    assert set(decisions.pending) | set(decisions.behind) == set(live) - set(decisions.admit)
+    assert len(decisions.pending) == explained
+
+
+class _Bucket:
+    def __init__(self, tokens: float) -> None:
+        self.tokens = tokens
+
+    def level(self) -> float:
+        return self.tokens
+
+
+class _Writer:
+    def __init__(self, tokens: float) -> None:
+        self.workload_bucket = _Bucket(tokens)
+
+
+@pytest.mark.parametrize(("tokens", "options", "cap"), [
+    pytest.param(100.0, {}, 50, id="a full bucket: a second of the budget"),
+    pytest.param(22.5, {}, 22, id="slow passes: what accrued since the last one"),
+    pytest.param(3.7, {}, 3, id="three tokens banked: three admissions"),
+    pytest.param(-4.0, {}, 1, id="an empty bucket: still one, waiting for its token"),
+    pytest.param(100.0, {"admissions_per_pass": 5}, 5, id="an explicit per-pass limit"),
+])
+def test_a_pass_writes_what_the_bucket_holds(tokens: float, options: dict[str, Any],
+                                                                 cap: int) -> None:
+    """A pass admits at most the Workload tokens banked (and a second of the budget), so it never sits out the
+    bucket's refill while freed quota waits for the next pass, nor leaves budget unused when passes are slow."""
+    admission = AdmissionPass(cache=None, writer=_Writer(tokens), options=LoopOptions(**options))  # type: ignore[arg-type]
+    assert admission.admission_cap() == cap
+
+
+@pytest.mark.parametrize(("window", "admitted", "expected"), [
+    pytest.param(8, [], 8, id="nothing admitted: the smallest window"),
+    pytest.param(8, ["1"], 8, id="quota-bound, one a group: stays small"),
+    pytest.param(50, ["1", "1", "1", "5"], 8, id="shrinks when groups get few"),
+    pytest.param(8, ["1"] * 8, 16, id="a group used the whole window: doubles"),
+    pytest.param(32, ["1"] * 10, 20, id="follows twice the busiest group"),
+])
+def test_the_engine_window_follows_what_groups_get(window: int, admitted: list[str], expected: int) -> None:
+    """The next pass gives the engine twice what the busiest group of identical Workloads got (at least 8),
+    doubling when a group filled its window: few per group while quota limits admissions, more when it
+    does not."""
+    workloads = []
+    for cpu in sorted(set(admitted)):
+        workloads += list(_pending_workloads(admitted.count(cpu), cpu).values())
+    assert next_window(window, workloads) == expected

@@ -1,0 +1,57 @@
+"""The watch cache keeps finished Workloads apart: passes walk the live ones, `views` still sees all."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes import client as k8s_client
+
+from gitopsq.cluster.admission.live_workload import FINISHED, read_workload
+from gitopsq.cluster.admission.rate_limited import Client
+from gitopsq.cluster.admission.watch_cache import Cache
+
+
+def workload(name: str, rv: int, *, finished: bool = False) -> dict[str, Any]:
+    conditions = [{"type": "Finished", "status": "True", "reason": "Succeeded", "message": "",
+                   "lastTransitionTime": "2026-11-21T10:00:00Z"}] if finished else []
+    return {"metadata": {"name": name, "namespace": "team", "uid": f"uid-{name}", "generation": 1,
+                         "resourceVersion": str(rv), "creationTimestamp": "2026-11-21T09:00:00Z"},
+            "spec": {"queueName": "q", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}]},
+            "status": {"conditions": conditions}}
+
+
+def names(views: list[Any]) -> list[str]:
+    return sorted(v.name for v in views if v is not None)
+
+
+def make_cache() -> Cache:
+    return Cache(Client(k8s_client.ApiClient()), ("workloads",), views={"workloads": read_workload},
+                 retire={"workloads": lambda v: v.state == FINISHED})
+
+
+def test_a_finished_workload_leaves_the_live_views() -> None:
+    """Once its Finished version lands, a Workload is in `views` but no longer in `live_views`."""
+    cache = make_cache()
+    cache.put("workloads", workload("a", 1))
+    cache.put("workloads", workload("b", 2))
+    cache.put("workloads", workload("a", 3, finished=True))
+    assert names(cache.live_views("workloads", read_workload)) == ["b"]
+    assert names(cache.views("workloads", read_workload)) == ["a", "b"]
+
+
+def test_a_stale_finished_copy_does_not_retire_a_newer_live_one() -> None:
+    """An older resourceVersion never replaces a newer one, retired or not."""
+    cache = make_cache()
+    cache.put("workloads", workload("a", 5))
+    cache.put("workloads", workload("a", 4, finished=True))
+    assert names(cache.live_views("workloads", read_workload)) == ["a"]
+
+
+def test_forgetting_a_retired_workload_drops_it_everywhere() -> None:
+    """A deleted Workload disappears from both sets."""
+    cache = make_cache()
+    cache.put("workloads", workload("a", 1, finished=True))
+    cache.forget("workloads", "team/a")
+    assert cache.views("workloads", read_workload) == []
+    assert cache.live_views("workloads", read_workload) == []
