@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from gitopsq.commands.groups import group
 from gitopsq.errors import EXIT_OK, EXIT_REJECTED, UsageError
 from gitopsq.policy import available_backends, load_policies, parse_policies, run_policy_tests
 from gitopsq.policy.backend import BACKEND_NAMES, default_backend_name
@@ -48,7 +49,7 @@ def read_policy_dir(directory: Path) -> list[Policy]:
     return policies
 
 
-@click.group(name="policy")
+@group(name="policy")
 def command() -> None:
     """Policy tools."""
 
