@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -31,6 +32,6 @@ class SuggestingGroup(click.Group):
         return super().resolve_command(ctx, args)
 
 
-def group(name: str, **kwargs: Any) -> Any:
+def group(name: str, **kwargs: Any) -> Callable[[Callable[..., Any]], SuggestingGroup]:
     """``click.group`` with `SuggestingGroup` as its class."""
     return click.group(name=name, cls=SuggestingGroup, **kwargs)
