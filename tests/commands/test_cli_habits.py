@@ -113,6 +113,18 @@ def test_check_dot_in_a_subdirectory_checks_the_repository(template_repo: Path, 
     assert code == 0 and json.loads(out)["revision"] == head
 
 
+def test_plan_dot_in_a_subdirectory_plans_the_repository(template_repo: Path, capsys: pytest.CaptureFixture[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """`gitopsq plan . --base A --head B` inside a subdirectory compares the repository's two revisions."""
+    first = str(pygit2.Repository(str(template_repo)).head.target)
+    (template_repo / "README.md").write_text("changed\n")
+    second = commit_tree(template_repo, "second")
+    monkeypatch.chdir(template_repo / "platform")
+    code, out, err = run(capsys, "plan", ".", "--base", first, "--head", second, "--output", "json")
+    assert code == 0, out + err
+    assert json.loads(out)["head"]["sha"] == second
+
+
 def test_queue_repository_inside_another_project_is_found_by_its_config(capsys: pytest.CaptureFixture[str],
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """Inside repo-template/teams (a subdirectory of this project), the nearest gitopsq.yaml marks the root."""
