@@ -278,8 +278,10 @@ def command(ctx: click.Context, *, repo: str, rev: str, base: str | None, output
             no_cache: bool) -> None:
     """Validate REPO at REV: gitopsq.yaml, YAML, Kueue's schema and rules, references, signatures, CEL policies.
 
-    REPO is a local path (Git repository or plain directory) or a URL. Exit 0 when there is no error (warnings
-    allowed), 1 when there is, 2 for a usage error, 3 when the repository or revision cannot be read.
+    REPO is a local path (Git repository or plain directory; a subdirectory stands for its repository, as in
+    git) or a URL. A Git repository's commit is checked, not its uncommitted files (a note names them; add
+    --worktree for the files on disk). Exit 0 when there is no error (warnings allowed), 1 when there is, 2 for
+    a usage error, 3 when the repository or revision cannot be read.
     """
     report, display = load_report(repo, rev, worktree=worktree, use_cache=not no_cache, base=base)
     if output == "json":
