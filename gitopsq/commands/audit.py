@@ -54,11 +54,14 @@ def command() -> None:
               help="A chain head verified before; the branch must still contain it (detects rewritten history).")
 @click.option("--allowed-signers", type=click.Path(exists=True, dir_okay=False),
               help="ssh allowed_signers file: every audit commit must be signed by its committer's key.")
-@click.option("--output", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--output", "-o", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.pass_context
 def verify(ctx: click.Context, *, repo: str, branch: str, since_head: str | None, allowed_signers: str | None,
            output_format: str) -> None:
-    """Check the audit branch of REPO: chain, heads, append-only history; name the first bad record."""
+    """Check the audit branch of REPO: chain, heads, append-only history; name the first bad record.
+
+    Exit 0 intact, 1 broken (tampering or damage), 3 REPO cannot be read, 4 REPO has no audit branch.
+    """
     result = _verified(repo, branch, since_head, allowed_signers)
     if output_format == "json":
         click.echo(json.dumps(result.to_json(), indent=2, sort_keys=True))
@@ -100,7 +103,10 @@ def _verified(repo: str, branch: str, since_head: str | None, allowed_signers: s
 def export(ctx: click.Context, *, repo: str, branch: str, since: str | None, until: str | None, output: str | None,
            to_path: Path | None, old_format: str | None, bundle_path: Path | None, since_head: str | None,
            allowed_signers: str | None) -> None:
-    """Export the change log, unapproved changes and admission evidence of a period."""
+    """Export the change log, unapproved changes and admission evidence of a period.
+
+    Exit 0 written from an intact branch, 1 written but the branch is broken, 4 REPO has no audit branch.
+    """
     fmt, output_path = _export_target(output, to_path, old_format)
     start, end = _moment(since, "--since"), _moment(until, "--until")
     if start and end and start >= end:
