@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from gitopsq import __version__
+from gitopsq.commands.groups import SuggestingGroup
 from gitopsq.errors import EXIT_RUNTIME, EXIT_USAGE, GitopsqError
 
 # verb -> (module under gitopsq.commands, one-line help). Order is the order `--help` shows.
@@ -32,8 +33,8 @@ VERBS: dict[str, tuple[str, str]] = {
 }
 
 
-class LazyGroup(click.Group):
-    """A click group whose sub-commands are imported on first use."""
+class LazyGroup(SuggestingGroup):
+    """A click group whose sub-commands are imported on first use; a mistyped one gets a suggestion."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [verb for verb, (module, _) in VERBS.items() if _module_exists(module)]

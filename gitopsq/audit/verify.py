@@ -25,6 +25,7 @@ from gitopsq.audit.canonical import GENESIS_HASH, entry_hash
 from gitopsq.audit.gitstore import HEAD_FILE, RECORDS_DIR, blob_data, first_parent_history, read_head_json
 from gitopsq.audit.records import validate_record
 from gitopsq.audit.signing import verify_ssh_signature
+from gitopsq.progress import NullProgress, Progress
 
 _FILE_NAME = re.compile(r"^(\d{12})-(\d{12})\.jsonl$")
 _STATED = re.compile(r"^Chain-Head:\s*(\d+)\s+sha256:([0-9a-f]{64})\s*$", re.MULTILINE)
@@ -67,12 +68,21 @@ class Verification:
     head_hash: str = GENESIS_HASH
     problems: list[Problem] = field(default_factory=list)
     entries: list[StoredEntry] = field(default_factory=list)
+    absent: bool = False      # no audit branch at all: nothing to verify, which is not tampering evidence
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
+    @property
+    def state(self) -> str:
+        """``intact``, ``broken`` or ``absent`` (no audit branch)."""
+        return "absent" if self.absent else "intact" if self.ok else "broken"
+
     def summary(self) -> str:
+        if self.absent:
+            return (f"no audit branch {self.branch}: nothing to verify (gitopsq creates it with its first audit "
+                    "record; check the repository and --branch)")
         if self.ok:
             return (f"audit branch {self.branch} intact: {self.records} records in {self.commits} commits, "
                     f"chain head {self.head_seq} sha256:{self.head_hash}")
@@ -80,16 +90,17 @@ class Verification:
         return f"audit branch {self.branch} BROKEN at {first.where()}: {first.message}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "branch": self.branch, "tip": self.tip, "records": self.records,
+        return {"ok": self.ok, "state": self.state, "branch": self.branch, "tip": self.tip, "records": self.records,
                 "commits": self.commits, "head": {"seq": self.head_seq, "hash": self.head_hash},
                 "problems": [p.to_json() for p in self.problems]}
 
 
 def verify_branch(repo: pygit2.Repository, branch: str, *, since_head: str | None = None,
-                  allowed_signers: str | None = None) -> Verification:
+                  allowed_signers: str | None = None, progress: Progress | None = None) -> Verification:
+    """Verify ``branch`` of ``repo``; ``progress`` (if given) advances once per record checked."""
     ref = repo.references.get(f"refs/heads/{branch}") or repo.references.get(f"refs/remotes/origin/{branch}")
     if ref is None:
-        result = Verification(branch, None)
+        result = Verification(branch, None, absent=True)
         result.problems.append(Problem("missing", f"no branch {branch!r} in the repository"))
         return result
     tip = ref.peel(pygit2.Commit)
@@ -97,7 +108,7 @@ def verify_branch(repo: pygit2.Repository, branch: str, *, since_head: str | Non
     history = Verification(branch, str(tip.id))
     stated = _check_history(repo, tip, history, allowed_signers)
     result.commits = history.commits
-    _check_records(repo, tip.tree, result, stated)
+    _check_records(repo, tip.tree, result, stated, progress or NullProgress())
     if not result.problems:  # a broken chain already explains a head mismatch
         _check_head(repo, tip.tree, result)
     if since_head:
@@ -140,15 +151,17 @@ def _parse_files(files: list[tuple[int, str, bytes]]) -> list[tuple[str, int, st
 
 
 def _check_records(repo: pygit2.Repository, tree: pygit2.Tree, result: Verification,
-                   stated: dict[int, list[tuple[str, str]]]) -> None:
+                   stated: dict[int, list[tuple[str, str]]], progress: Progress) -> None:
     files = _records_files(repo, tree, result)
     lines = _parse_files(files)
+    progress.start("gitopsq: verifying audit records", len(lines))
     all_seqs = {v.get("seq") for *_, v in lines if isinstance(v, dict)}
     ranges = {path: (first, int(path.rsplit("-", 1)[1].removesuffix(".jsonl"))) for first, path, _ in files}
     last_line = {path: number for path, number, _, _ in lines}
     expected, prev = 1, GENESIS_HASH
     seen: set[int] = set()
     for path, number, _text, entry in lines:
+        progress.advance()
         problem = _check_line(path, number, entry, expected=expected, prev=prev, seen=seen, all_seqs=all_seqs)
         if problem is None:
             first, last = ranges[path]

@@ -55,7 +55,9 @@ def command(ctx: click.Context, *, repo: str, rev: str, dry_run: bool, prune: bo
         backoff = Backoff(deadline=parse_duration(retry_timeout))
     except ValueError as err:
         raise UsageError(str(err)) from err
-    source = open_any(repo)
+    from gitopsq.commands.repo import locate
+
+    source = open_any(locate(repo))  # from a subdirectory: its repository's root, as git does
     ref = SourceRef(namespace, source_name or default_source_name(repo))
     with load_api_client(kubeconfig, context) as api_client:
         syncer = Syncer(source, KubeRest(api_client, backoff=backoff), ref, url=source.display)

@@ -21,12 +21,14 @@ from typing import Any, ClassVar
 
 import click
 
-from gitopsq.errors import EXIT_OK, EXIT_REJECTED
+from gitopsq.commands.repo import locate, warn_if_dirty, why_plain
+from gitopsq.errors import EXIT_OK, EXIT_REJECTED, SourceError
 from gitopsq.manifests import DEFAULT_CACHE, FileResult, LoadedObject, Report
 from gitopsq.manifests.pipeline import CACHE_VERSION
+from gitopsq.progress import CountingCache, for_stderr
 
-NOTE_PLAIN_DIRECTORY = ("note: {repo} is not the root of a Git repository; checking the files on disk as revision "
-                        "WORKTREE (commit them to check what the controller will see)")
+NOTE_PLAIN_DIRECTORY = ("note: {why}; checking the files on disk as revision WORKTREE (commit them to check what "
+                        "the controller will see)")
 
 
 def _construct(cls: type, fields: dict[str, Any]) -> Any:
@@ -198,16 +200,33 @@ def load_report(repo: str, rev: str, *, worktree: bool = False, use_cache: bool 
     from gitopsq.source import DirectorySource, open_any, open_directory
     from gitopsq.validation import validate_revision
 
+    repo = locate(repo)  # from a subdirectory: its repository's root, as git does
     source = open_directory(repo) if worktree else open_any(repo)
     if isinstance(source, DirectorySource) and not worktree:
-        click.echo(NOTE_PLAIN_DIRECTORY.format(repo=repo), err=True)
+        click.echo(NOTE_PLAIN_DIRECTORY.format(why=why_plain(repo)), err=True)
     commit = source.resolve(rev)
+    if not isinstance(source, DirectorySource):
+        warn_if_dirty(repo, source.display, commit, _head(source))
     cache = DiskCache(cache_file(str(Path(repo).resolve()) if Path(repo).exists() else source.display)
                       if use_cache else None)
     base_sha: str | bool = source.resolve(base) if base is not None else True
-    report = validate_revision(source, commit, base=base_sha, cache=cache, backend=backend_from_env()).report
+    progress = for_stderr()
+    progress.start("gitopsq: reading files")
+    try:
+        report = validate_revision(source, commit, base=base_sha, cache=CountingCache(cache, progress),
+                                   backend=backend_from_env()).report
+    finally:
+        progress.done()
     cache.save()
     return report, source.display
+
+
+def _head(source: Any) -> str | None:
+    try:
+        head: str = source.resolve("HEAD")
+    except SourceError:
+        return None
+    return head
 
 
 def format_text(report: Report, display: str) -> str:
@@ -259,8 +278,10 @@ def command(ctx: click.Context, *, repo: str, rev: str, base: str | None, output
             no_cache: bool) -> None:
     """Validate REPO at REV: gitopsq.yaml, YAML, Kueue's schema and rules, references, signatures, CEL policies.
 
-    REPO is a local path (Git repository or plain directory) or a URL. Exit 0 when there is no error (warnings
-    allowed), 1 when there is, 2 for a usage error, 3 when the repository or revision cannot be read.
+    REPO is a local path (Git repository or plain directory; a subdirectory stands for its repository, as in
+    git) or a URL. A Git repository's commit is checked, not its uncommitted files (a note names them; add
+    --worktree for the files on disk). Exit 0 when there is no error (warnings allowed), 1 when there is, 2 for
+    a usage error, 3 when the repository or revision cannot be read.
     """
     report, display = load_report(repo, rev, worktree=worktree, use_cache=not no_cache, base=base)
     if output == "json":

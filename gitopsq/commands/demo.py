@@ -62,7 +62,7 @@ def describe(outcome: object) -> str:
     lines += ["", "Next:"]
     if outcome.audit_branch:
         lines.append(f"  gitopsq audit verify {outcome.repository}")
-        lines.append(f"  gitopsq audit export {outcome.repository} --format html > audit.html")
+        lines.append(f"  gitopsq audit export {outcome.repository} --output html --to audit.html")
     lines.append(f"  gitopsq simulate {outcome.repository / 'traces' / 'sample.yaml'} --output text")
     lines.append(f"  gitopsq check {outcome.repository}")
     return "\n".join(lines)

@@ -20,6 +20,7 @@ from gitopsq.api import model as m
 from gitopsq.api.codec import encode
 from gitopsq.commands.check import DiskCache, cache_file
 from gitopsq.commands.policy import backend_from_env
+from gitopsq.commands.repo import locate
 from gitopsq.errors import ClusterError, ScenarioError, SourceError, UsageError
 from gitopsq.manifests import CONFIG_PATH, check_revision
 from gitopsq.manifests.config_model import RepoConfig
@@ -135,6 +136,7 @@ def make_plan(repo: str, base_rev: str, head_rev: str, *, cluster: str | None = 
     """Everything `gitopsq plan` computes, as a `PrPlan` (used by the command, tests and benchmarks)."""
     from gitopsq.source import DirectorySource, open_any
 
+    repo = locate(repo)  # from a subdirectory: its repository's root, as git does
     source = open_any(repo)
     if isinstance(source, DirectorySource):
         raise UsageError(f"{repo} is not the root of a Git repository: plan compares two revisions of one")

@@ -7,15 +7,22 @@ library is tested. ``GITOPSQ_CEL_BACKEND`` (read here, in the shell) picks the b
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
+from gitopsq.commands.groups import group
 from gitopsq.errors import EXIT_OK, EXIT_REJECTED, UsageError
 from gitopsq.policy import available_backends, load_policies, parse_policies, run_policy_tests
 from gitopsq.policy.backend import BACKEND_NAMES, default_backend_name
 from gitopsq.policy.model import Policy
+from gitopsq.policy.testing import TestReport
+
+POLICY_TEST_JSON_VERSION = 1
 
 BACKEND_ENV = "GITOPSQ_CEL_BACKEND"
 
@@ -48,9 +55,20 @@ def read_policy_dir(directory: Path) -> list[Policy]:
     return policies
 
 
-@click.group(name="policy")
+@group(name="policy")
 def command() -> None:
     """Policy tools."""
+
+
+def test_report_json(report: TestReport, policies: list[Policy], backends: Sequence[str]) -> dict[str, Any]:
+    """The stable JSON form of `policy test` (docs/policy.md)."""
+    failed = sum(not o.passed for o in report.outcomes)
+    return {"version": POLICY_TEST_JSON_VERSION, "ok": report.ok, "backends": list(backends),
+            "summary": {"policies": len(policies), "tests": len({(o.policy, o.test) for o in report.outcomes}),
+                        "failed": failed, "disagreements": len(report.disagreements)},
+            "outcomes": [{"policy": o.policy, "test": o.test, "backend": o.backend, "passed": o.passed,
+                          "detail": o.detail or None} for o in report.outcomes],
+            "disagreements": list(report.disagreements)}
 
 
 @command.command(name="test")
@@ -58,8 +76,10 @@ def command() -> None:
 @click.option("--backend", "backends", multiple=True, type=click.Choice(BACKEND_NAMES),
               help="Run on this backend only (repeatable). Default: every installed backend.")
 @click.option("--verbose", "-v", is_flag=True, help="List every test, not only failures.")
+@click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="json: every outcome and the summary as one stable document.")
 @click.pass_context
-def test(ctx: click.Context, directory: Path | None, backends: tuple[str, ...], verbose: bool) -> None:
+def test(ctx: click.Context, directory: Path | None, backends: tuple[str, ...], verbose: bool, output: str) -> None:
     """Run the tests embedded in the policies of DIRECTORY (default: the built-in library)."""
     chosen = backends or available_backends()
     for name in chosen:
@@ -67,6 +87,9 @@ def test(ctx: click.Context, directory: Path | None, backends: tuple[str, ...], 
             raise UsageError(f"CEL backend {name!r} is not installed")
     policies = read_policy_dir(directory) if directory else load_policies(builtin=True, backend=BACKEND_NAMES[0])
     report = run_policy_tests(policies, chosen)
+    if output == "json":
+        click.echo(json.dumps(test_report_json(report, policies, chosen), indent=2, ensure_ascii=False))
+        ctx.exit(EXIT_OK if report.ok else EXIT_REJECTED)
     for outcome in report.outcomes:
         if verbose or not outcome.passed:
             mark = "ok  " if outcome.passed else "FAIL"

@@ -1,16 +1,32 @@
-"""`gitopsq render REPO [--rev REV]`: validated, normalised v1beta2 manifests on stdout (docs/check.md).
+"""`gitopsq render REPO [--rev REV] [--output yaml|json]`: validated, normalised v1beta2 manifests on stdout
+(docs/check.md).
 
 Made for Argo CD config-management plugins and `kubectl apply -f -`: stdout carries only YAML; findings go to
-stderr. An invalid revision prints nothing on stdout and exits 1.
+stderr. An invalid revision prints nothing on stdout and exits 1. ``--output json`` prints one stable JSON
+document instead (version, repository, revision, ok, findings, items), also when the revision is invalid.
 """
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 import click
 
 from gitopsq.commands.check import format_text, load_report
 from gitopsq.errors import EXIT_OK, EXIT_REJECTED
-from gitopsq.manifests import render_documents
+from gitopsq.manifests import Report, render_documents
+from gitopsq.manifests.render import render_order
+from gitopsq.manifests.report import finding_json
+
+RENDER_JSON_VERSION = 1
+
+
+def render_json(report: Report, display: str) -> dict[str, Any]:
+    """The stable JSON form of `render` (docs/check.md): the documents in apply order under ``items``."""
+    return {"version": RENDER_JSON_VERSION, "repository": display, "revision": report.revision, "ok": report.ok,
+            "findings": [finding_json(f) for f in report.findings],
+            "items": render_order(report) if report.ok else []}
 
 
 @click.command(name="render")
@@ -18,13 +34,19 @@ from gitopsq.manifests import render_documents
 @click.option("--rev", default="HEAD", show_default=True, help="Branch, tag or commit to render.")
 @click.option("--worktree", is_flag=True, help="Render the files on disk in REPO (a directory), not a commit.")
 @click.option("--no-cache", is_flag=True, help="Parse every file again instead of reusing earlier results.")
+@click.option("--output", "-o", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True,
+              help="json: one document with the manifests under items and the findings.")
 @click.pass_context
-def command(ctx: click.Context, *, repo: str, rev: str, worktree: bool, no_cache: bool) -> None:
+def command(ctx: click.Context, *, repo: str, rev: str, worktree: bool, no_cache: bool, output: str) -> None:
     """Print REPO at REV as normalised kueue.x-k8s.io/v1beta2 manifests, in apply order.
 
     Warnings go to stderr and do not stop rendering; any error prints the findings on stderr and exits 1.
+    With --output json everything, findings included, is in the one JSON document on stdout.
     """
     report, display = load_report(repo, rev, worktree=worktree, use_cache=not no_cache)
+    if output == "json":
+        click.echo(json.dumps(render_json(report, display), indent=2, ensure_ascii=False))
+        ctx.exit(EXIT_OK if report.ok else EXIT_REJECTED)
     if not report.ok:
         click.echo(format_text(report, display), err=True)
         ctx.exit(EXIT_REJECTED)

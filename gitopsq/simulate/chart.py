@@ -4,6 +4,10 @@ One panel per (ClusterQueue, resource), in name order; in each panel one stepped
 resource's own unit (printed the way Kubernetes prints quantities). When ``nominal`` quotas are given (see
 `nominal_quotas`), each flavor's nominal quota is drawn as a dashed line of the same colour, so borrowing shows
 as the line climbing over its dash. Pure and deterministic: the same result gives the same bytes.
+
+The legend sits right of the plots. Its column is as wide as its longest label measured conservatively (every
+character counted as wide as a wide glyph of a common sans-serif font), and a panel is as tall as its legend, so
+the legend never runs past the picture's right edge or into the next panel whatever font the viewer has.
 """
 
 from __future__ import annotations
@@ -20,9 +24,16 @@ if TYPE_CHECKING:
     from gitopsq.admission.quota import FlavorResource
     from gitopsq.simulate.result import Result
 
-WIDTH = 860
-PANEL_HEIGHT = 150
-LEFT, RIGHT, TOP, BOTTOM = 70, 170, 28, 26
+PLOT_WIDTH = 620
+PANEL_HEIGHT = 150  # at least; taller when a panel's legend needs more rows
+LEFT, RIGHT, TOP, BOTTOM = 70, 170, 28, 26  # RIGHT: the legend column, at least
+FONT_SIZE = 12
+LEGEND_ROW = 16
+LEGEND_TEXT_X = 27   # from the plot's right edge to the legend text (swatch at 12, 10 wide)
+LEGEND_PAD = 12      # after the longest legend label
+# Width of one character in ems, on the generous side: DejaVu Sans (what system-ui falls back to on many Linux
+# systems) averages under 0.62 em for these; capitals and m/w reach 0.9-1.0 em.
+_WIDE = set("MWmw@%")
 # Colour-blind-safe palette (Okabe–Ito), one colour per flavor in order of first appearance in a panel.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 _STYLE = ("font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:12px")
@@ -127,27 +138,57 @@ def _tick_label(seconds: float) -> str:
     return f"{_num(seconds)}s"
 
 
-def _panel_svg(panel: Panel, index: int, start: float, end: float) -> list[str]:
-    top = index * PANEL_HEIGHT
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, PANEL_HEIGHT - TOP - BOTTOM
-    peak = max([1, *(v for s in panel.series for _, v in s.points), *(s.nominal or 0 for s in panel.series)])
+def text_width(text: str, size: float = FONT_SIZE) -> float:
+    """A conservative (never too small) width of ``text`` in pixels at ``size``, for layout without a font."""
+    return size * sum(1.0 if c in _WIDE or c.isupper() else 0.5 if c in " .,:;'|!il()[]" else 0.68 for c in text)
+
+
+def _label(panel: Panel, series: Series) -> str:
+    return series.flavor + (f" (nominal {amount(panel.resource, series.nominal)})" if series.nominal else "")
+
+
+def legend_width(drawn: tuple[Panel, ...]) -> int:
+    """Width of the legend column: the longest label's conservative width plus swatch and padding."""
+    widest = max((text_width(_label(p, s)) for p in drawn for s in p.series), default=0.0)
+    return max(RIGHT, int(LEGEND_TEXT_X + widest + LEGEND_PAD + 0.999))
+
+
+def panel_height(panel: Panel) -> int:
+    """A panel's height: the plot's, or more when its legend has more rows than the plot is tall."""
+    return max(PANEL_HEIGHT, TOP + 12 + len(panel.series) * LEGEND_ROW + 4)
+
+
+def _peak(panel: Panel) -> int:
+    return max([1, *(v for s in panel.series for _, v in s.points), *(s.nominal or 0 for s in panel.series)])
+
+
+def left_margin(drawn: tuple[Panel, ...]) -> int:
+    """Room left of the plots for the widest y-axis label (the peak of a panel), at least LEFT."""
+    widest = max((text_width(amount(p.resource, _peak(p))) for p in drawn), default=0.0)
+    return max(LEFT, int(widest + 10.999))
+
+
+def _panel_svg(panel: Panel, top: int, start: float, end: float, left: int = LEFT) -> list[str]:
+    plot_w, plot_h = PLOT_WIDTH, panel_height(panel) - TOP - BOTTOM
+    bottom = top + panel_height(panel)
+    peak = _peak(panel)
     span = max(end - start, 1e-9)
 
     def x(t: float) -> str:
-        return _num(LEFT + (min(max(t, start), end) - start) / span * plot_w)
+        return _num(left + (min(max(t, start), end) - start) / span * plot_w)
 
     def y(v: float) -> str:
         return _num(top + TOP + plot_h - v / peak * plot_h)
 
     title = f"{panel.cluster_queue} · {panel.resource}"
-    out = [f'<g class="panel"><text x="{LEFT}" y="{top + 16}" font-weight="600">{escape(title)}</text>',
-           f'<rect x="{LEFT}" y="{top + TOP}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#bbb"/>',
-           f'<text x="{LEFT - 6}" y="{y(peak)}" text-anchor="end" dominant-baseline="middle">'
+    out = [f'<g class="panel"><text x="{left}" y="{top + 16}" font-weight="600">{escape(title)}</text>',
+           f'<rect x="{left}" y="{top + TOP}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#bbb"/>',
+           f'<text x="{left - 6}" y="{y(peak)}" text-anchor="end" dominant-baseline="middle">'
            f"{escape(amount(panel.resource, peak))}</text>",
-           f'<text x="{LEFT - 6}" y="{y(0)}" text-anchor="end" dominant-baseline="middle">0</text>']
+           f'<text x="{left - 6}" y="{y(0)}" text-anchor="end" dominant-baseline="middle">0</text>']
     for frac in (0.0, 0.5, 1.0):
         t = start + frac * span
-        out.append(f'<text x="{x(t)}" y="{top + PANEL_HEIGHT - 8}" text-anchor="middle" fill="#555">'
+        out.append(f'<text x="{x(t)}" y="{bottom - 8}" text-anchor="middle" fill="#555">'
                    f"{escape(_tick_label(t))}</text>")
     for i, s in enumerate(panel.series):
         colour = PALETTE[i % len(PALETTE)]
@@ -158,12 +199,12 @@ def _panel_svg(panel: Panel, index: int, start: float, end: float) -> list[str]:
         path.append(f"H{x(end)}")
         out.append(f'<path d="{" ".join(path)}" fill="none" stroke="{colour}" stroke-width="2"/>')
         if s.nominal:
-            out.append(f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y(s.nominal)}" y2="{y(s.nominal)}" '
+            out.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y(s.nominal)}" y2="{y(s.nominal)}" '
                        f'stroke="{colour}" stroke-dasharray="5 4" stroke-width="1"/>')
-        label = s.flavor + (f" (nominal {amount(panel.resource, s.nominal)})" if s.nominal else "")
-        ly = top + TOP + 12 + i * 16
-        out.append(f'<rect x="{LEFT + plot_w + 12}" y="{ly - 8}" width="10" height="10" fill="{colour}"/>'
-                   f'<text x="{LEFT + plot_w + 27}" y="{ly + 1}">{escape(label)}</text>')
+        ly = top + TOP + 12 + i * LEGEND_ROW
+        out.append(f'<rect x="{left + plot_w + 12}" y="{ly - 8}" width="10" height="10" fill="{colour}"/>'
+                   f'<text class="legend" x="{left + plot_w + LEGEND_TEXT_X}" y="{ly + 1}">'
+                   f"{escape(_label(panel, s))}</text>")
     out.append("</g>")
     return out
 
@@ -173,15 +214,19 @@ def render_svg(result: Result, nominal: Nominal | None = None) -> str:
     drawn = panels(result, nominal)
     start = result.timeline[0][0] if result.timeline else 0.0
     end = max(result.end, start)
-    height = max(1, len(drawn)) * PANEL_HEIGHT
+    left = left_margin(drawn)
+    width = left + PLOT_WIDTH + legend_width(drawn)
     body: list[str] = []
-    for i, panel in enumerate(drawn):
-        body.extend(_panel_svg(panel, i, start, end))
+    top = 0
+    for panel in drawn:
+        body.extend(_panel_svg(panel, top, start, end, left))
+        top += panel_height(panel)
+    height = max(top, PANEL_HEIGHT)
     if not drawn:
         body.append(f'<text x="{LEFT}" y="{PANEL_HEIGHT // 2}">No ClusterQueue used any quota.</text>')
     return "\n".join([
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
-        f'viewBox="0 0 {WIDTH} {height}" style="{_STYLE}" role="img">',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" style="{_STYLE}" role="img">',
         f"<title>Usage over time per ClusterQueue: {escape(result.scenario)}</title>",
         *body, "</svg>"])
 

@@ -158,7 +158,7 @@ def populated(remote: Path, tmp_path: Path) -> Path:
 def test_cli_export_formats(populated: Path, tmp_path: Path, fmt: str, check: Any) -> None:
     """Each export format writes the period's evidence to the output file and exits 0."""
     out = tmp_path / f"out.{fmt}"
-    result = CliRunner().invoke(command, ["export", str(populated), "--format", fmt, "--output", str(out)])
+    result = CliRunner().invoke(command, ["export", str(populated), "--output", fmt, "--to", str(out)])
     assert result.exit_code == 0, result.output
     assert check(out.read_text())
 
@@ -167,7 +167,7 @@ def test_cli_bundle_checksums_match_its_files(populated: Path, tmp_path: Path) -
     """The bundle holds records, report, verification and checksums that match every file."""
     bundle = tmp_path / "evidence.zip"
     result = CliRunner().invoke(command, ["export", str(populated), "--since", "2026-03-01", "--until",
-                                          "2026-03-02", "--output", str(tmp_path / "r.html"),
+                                          "2026-03-02", "--to", str(tmp_path / "r.html"),
                                           "--bundle", str(bundle)])
     assert result.exit_code == 0, result.output
     with zipfile.ZipFile(bundle) as archive:
@@ -191,7 +191,7 @@ def test_cli_export_of_a_broken_branch_still_writes_and_exits_1(populated: Path,
     path = record_files(read_files(repo, repo.references["refs/heads/gitopsq/audit"].peel(pygit2.Commit).tree))[0]
     commit_on_tip(populated, edit_lines(path, lambda ls: [ls[0].replace("c1", "c9"), *ls[1:]]))
     out = tmp_path / "r.html"
-    result = CliRunner().invoke(command, ["export", str(populated), "--output", str(out)])
+    result = CliRunner().invoke(command, ["export", str(populated), "-f", str(out)])
     assert result.exit_code == 1
     assert "FAILED verification" in out.read_text()
 
@@ -207,7 +207,36 @@ def test_cli_export_refuses_a_bad_period(populated: Path) -> None:
 def test_cli_export_verifies_against_a_previous_head(populated: Path, tmp_path: Path) -> None:
     """--since-head on export fails the export's verification when that head is not in the chain."""
     out = tmp_path / "r.html"
-    result = CliRunner().invoke(command, ["export", str(populated), "--output", str(out),
+    result = CliRunner().invoke(command, ["export", str(populated), "--to", str(out),
                                           "--since-head", "1:" + "f" * 64])
     assert result.exit_code == 1
     assert "rewritten" in out.read_text()
+
+
+def test_cli_export_output_is_the_format_and_to_the_file(populated: Path, tmp_path: Path) -> None:
+    """--output names the format (as in every command) and -f/--to the file; to stdout without --to."""
+    runner = CliRunner()
+    piped = runner.invoke(command, ["export", str(populated), "-o", "jsonl"])
+    assert piped.exit_code == 0 and [json.loads(x)["seq"] for x in piped.stdout.splitlines()] == [1, 2, 3, 4]
+    out = tmp_path / "e.csv"
+    assert runner.invoke(command, ["export", str(populated), "-o", "csv", "-f", str(out)]).exit_code == 0
+    assert out.read_text().startswith("seq,time,type")
+
+
+def test_cli_export_old_spellings_still_work_with_a_deprecation_warning(populated: Path, tmp_path: Path) -> None:
+    """The earlier `--format FMT --output FILE` still writes the file, warning that both spellings are deprecated."""
+    out = tmp_path / "old.csv"
+    result = CliRunner().invoke(command, ["export", str(populated), "--format", "csv", "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.read_text().startswith("seq,time,type")
+    assert "--format is deprecated, use --output csv" in result.stderr
+    assert f"--output FILE is deprecated (--output is the format), use --to {out}" in result.stderr
+
+
+def test_cli_export_refuses_an_output_that_is_neither_format_nor_path(populated: Path) -> None:
+    """--output pdf is a usage error naming the formats and --to."""
+    from gitopsq.errors import UsageError
+
+    result = CliRunner().invoke(command, ["export", str(populated), "--output", "pdf"])
+    assert isinstance(result.exception, UsageError)
+    assert "jsonl, csv, html" in str(result.exception) and "--to FILE" in str(result.exception)

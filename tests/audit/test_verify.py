@@ -162,10 +162,31 @@ def test_cli_verify_reads_a_url(branch: Path) -> None:
     assert result.exit_code == 0, result.output
 
 
-def test_a_missing_branch_fails_verification(remote: Path) -> None:
-    """A repository without the audit branch does not verify."""
+def test_a_missing_branch_is_absent_not_broken(remote: Path) -> None:
+    """A repository without the audit branch exits 4 saying there is nothing to verify, never "BROKEN" (exit 1)."""
     result = CliRunner().invoke(command, ["verify", str(remote)])
-    assert result.exit_code == 1 and "no branch" in result.output
+    assert result.exit_code == 4, result.output
+    assert result.output.startswith("no audit branch gitopsq/audit: nothing to verify")
+    assert "BROKEN" not in result.output
+    as_json = json.loads(CliRunner().invoke(command, ["verify", str(remote), "--output", "json"]).output)
+    assert as_json["state"] == "absent" and as_json["ok"] is False
+    assert as_json["problems"][0]["kind"] == "missing"
+
+
+def test_an_intact_and_a_broken_branch_state_themselves_in_json(branch: Path) -> None:
+    """verify's JSON names the state: intact before tampering, broken after."""
+    runner = CliRunner()
+    assert json.loads(runner.invoke(command, ["verify", str(branch), "--output", "json"]).output)["state"] == "intact"
+    commit_on_tip(branch, edit_lines(_second(branch), _set("reason", "x")))
+    assert json.loads(runner.invoke(command, ["verify", str(branch), "--output", "json"]).output)["state"] == "broken"
+
+
+def test_export_of_a_repository_without_audit_branch_exits_4(remote: Path, tmp_path: Path) -> None:
+    """export with no audit branch writes nothing, says why on stderr and exits 4."""
+    out = tmp_path / "r.html"
+    result = CliRunner().invoke(command, ["export", str(remote), "--to", str(out)])
+    assert result.exit_code == 4 and not out.exists()
+    assert "no audit branch gitopsq/audit" in result.output
 
 
 def test_verify_reads_the_branch_of_a_clone(branch: Path, tmp_path: Path) -> None:
