@@ -26,9 +26,9 @@ from kubernetes.client.exceptions import ApiException
 from gitopsq.api.model import ObjectKey
 from gitopsq.cluster.kube import ClusterConflict, ClusterNotFound, ClusterUnavailable, api_errors
 from gitopsq.errors import ClusterError
-from gitopsq.plan.normalize import FIELD_MANAGER
-from gitopsq.plan.ordering import apply_rank
-from gitopsq.plan.sync_plan import ApplyAction, Plan, PruneAction
+from gitopsq.sync.normalize import FIELD_MANAGER
+from gitopsq.sync.ordering import apply_rank
+from gitopsq.sync.plan import ApplyAction, Plan, PruneAction
 
 # (group, kind) -> (plural, namespaced): the kinds a queue repository may hold, plus what the sync writes.
 RESOURCES: Final[Mapping[tuple[str, str], tuple[str, bool]]] = {

@@ -13,7 +13,7 @@ import yaml
 from chart_helm import CHART, ROOT, Helm, Rendered
 
 from gitopsq.commands.controller import command as controller_command
-from gitopsq.webhook_certs import webhook_configurations
+from gitopsq.webhook.certs import webhook_configurations
 
 WEBHOOK: dict[str, Any] = {"webhook": {"enabled": True}}
 
