@@ -22,6 +22,7 @@ from gitopsq.sync.syncer import Syncer
 
 pytestmark = pytest.mark.envtest
 
+
 @pytest.fixture
 def repo(tmp_path: Path) -> QueueRepo:
     r = QueueRepo(tmp_path / "queues", f"t{uuid.uuid4().hex[:6]}")
@@ -85,6 +86,29 @@ def test_no_change_reconcile_writes_nothing(rig: Envtest, repo: QueueRepo) -> No
     again = syncer.sync()
     assert again.outcome == "unchanged" and syncer.store.writes == writes
     assert (gitsource(rig, repo)["metadata"]["resourceVersion"], cq_live(rig, repo.team_a)) == before
+
+
+def test_unreadable_inventory_marks_the_source_stalled_and_prunes_nothing(rig: Envtest, repo: QueueRepo) -> None:
+    """An inventory entry that does not parse stalls the sync: Ready False and Stalled True with reason
+    InventoryUnreadable, nothing applied or pruned, and a second pass writes nothing more."""
+    syncer = make_syncer(rig, repo)
+    assert syncer.sync(SyncOptions(prune=True)).outcome == "applied"
+    path = f"/apis/gitopsq.dev/v1alpha1/namespaces/{NS}/gitsources/{repo.tag}/status"
+    KubeRest(rig.api_client()).request("PATCH", path, content_type="application/merge-patch+json",
+                                       body={"status": {"inventory": {"entries": [{"id": "not-an-id", "v": "v1"}]}}})
+    repo.remove("queues/team-b.yaml")
+    repo.commit("drop team-b")
+    fresh = make_syncer(rig, repo)
+    result = fresh.sync(SyncOptions(prune=True))
+    assert result.outcome == "stalled" and result.exit_code == 3
+    assert "unreadable inventory" in (result.error or "") and "not-an-id" in (result.error or "")
+    assert result.plan is None and result.execution is None
+    assert conditions(gitsource(rig, repo)) == {"Ready": ("False", "InventoryUnreadable"),
+                                                "Stalled": ("True", "InventoryUnreadable")}
+    assert cq_live(rig, repo.team_b) is not None  # not pruned from a guess
+    writes = fresh.store.writes
+    assert fresh.sync(SyncOptions(prune=True)).outcome == "stalled" and fresh.store.writes == writes
+    assert [e["reason"] for e in fresh.store.events()].count("SyncFailed") == 1
 
 
 def test_deleting_a_file_prunes_its_objects(rig: Envtest, repo: QueueRepo) -> None:
