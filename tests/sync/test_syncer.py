@@ -14,11 +14,12 @@ from envtest_rig import Envtest
 from queue_repo import NS, QueueRepo, cpu_of, cq_live, get
 
 from gitopsq.cluster.apply import KubeRest
+from gitopsq.cluster.kube import ClusterUnavailable
 from gitopsq.cluster.status import SourceRef
 from gitopsq.source import open_source
 from gitopsq.sync.inventory import Inventory
 from gitopsq.sync.model import SyncOptions
-from gitopsq.sync.syncer import Syncer
+from gitopsq.sync.syncer import PROGRESS_THRESHOLD, Syncer
 
 pytestmark = pytest.mark.envtest
 
@@ -109,6 +110,27 @@ def test_unreadable_inventory_marks_the_source_stalled_and_prunes_nothing(rig: E
     writes = fresh.store.writes
     assert fresh.sync(SyncOptions(prune=True)).outcome == "stalled" and fresh.store.writes == writes
     assert [e["reason"] for e in fresh.store.events()].count("SyncFailed") == 1
+
+
+def test_a_pass_interrupted_after_marking_progress_records_the_failure(rig: Envtest, repo: QueueRepo) -> None:
+    """A long plan marks the GitSource Reconciling first; when the execution then raises, the status written in
+    the ``finally`` says the revision was not applied and why, instead of "Applying revision" for ever."""
+    for i in range(PROGRESS_THRESHOLD + 5):
+        repo.write(f"many/cq-{i}.yaml", repo.cq(f"{repo.tag}-many-{i}"))
+    sha = repo.commit("many queues")
+    syncer = make_syncer(rig, repo)
+
+    def execute(plan: Any, dry_run: bool = False) -> Any:
+        raise ClusterUnavailable("connection reset by peer")
+
+    syncer.executor.execute = execute  # type: ignore[method-assign]
+    with pytest.raises(ClusterUnavailable):
+        syncer.sync()
+    status = gitsource(rig, repo)
+    assert conditions(status) == {"Ready": ("False", "ReconciliationFailed"),
+                                  "Reconciling": ("True", "ProgressingWithRetry")}
+    assert status["status"]["conditions"][0]["message"] == f"Revision {sha} not applied: connection reset by peer"
+    assert status["status"]["lastAttemptedRevision"] == sha and "lastAppliedRevision" not in status["status"]
 
 
 def test_deleting_a_file_prunes_its_objects(rig: Envtest, repo: QueueRepo) -> None:
