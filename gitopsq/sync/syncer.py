@@ -269,7 +269,6 @@ class Syncer:
                               attempted=sha, message=message, reason=INVENTORY_UNREADABLE)
         if self.store.write(state, status):
             self.store.event(state, "SyncFailed", message, warning=True)
-        _log().error("inventory unreadable: sync stalled", source=str(self.store.ref), error=str(err))
         return result
 
     def _interrupted(self, state: SourceState, sha: str, error: str) -> None:
