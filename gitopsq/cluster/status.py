@@ -4,7 +4,7 @@ One GitSource per synced source holds Flux/kstatus-style status:
 - conditions ``Ready``, ``Reconciling``, ``Stalled`` (kstatus: ``Reconciling`` and ``Stalled`` are present only
   while true; ``observedGeneration`` advances only when the result is final, Ready or Stalled);
 - ``lastAttemptedRevision``, ``lastAppliedRevision``, ``lastRejection`` (revision, time, findings);
-- ``inventory`` (gitopsq.plan.inventory), from which the next sync prunes.
+- ``inventory`` (gitopsq.sync.inventory), from which the next sync prunes.
 The status is written with a JSON merge patch of the fields that changed on the status subresource, and only
 when something changed, so a no-change reconcile writes nothing.
 Events (core/v1) name the GitSource: ``Synced``, ``DriftCorrected``, ``Rejected``, ``SyncFailed``,
@@ -23,7 +23,7 @@ from gitopsq.cluster.apply import APPLY_CONTENT_TYPE, KubeRest
 from gitopsq.cluster.kinds import GIT_SOURCE
 from gitopsq.cluster.kube import ClusterNotFound
 from gitopsq.errors import ClusterError
-from gitopsq.plan.normalize import FIELD_MANAGER
+from gitopsq.sync.normalize import FIELD_MANAGER
 
 GROUP: Final = "gitopsq.dev"
 VERSION: Final = "v1alpha1"

@@ -3,19 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import click
 
 from gitopsq.errors import UsageError
-
-
-def default_source_name(repo: str) -> str:
-    """A GitSource name from the repository's last path component (``…/queues.git`` → ``queues``)."""
-    tail = re.split(r"[/:]", repo.rstrip("/"))[-1].removesuffix(".git").lower()
-    name = re.sub(r"[^a-z0-9-]+", "-", tail).strip("-")[:63].strip("-")
-    return name or "gitopsq"
 
 
 @click.command(name="apply")
@@ -45,9 +37,10 @@ def command(ctx: click.Context, *, repo: str, rev: str, dry_run: bool, prune: bo
     from gitopsq.cluster.apply import Backoff, KubeRest
     from gitopsq.cluster.kube import load_api_client
     from gitopsq.cluster.status import SourceRef
-    from gitopsq.controller import parse_duration
+    from gitopsq.controller.manager import parse_duration
     from gitopsq.source import open_any
-    from gitopsq.sync import Syncer, SyncOptions
+    from gitopsq.sync.model import SyncOptions
+    from gitopsq.sync.syncer import Syncer, default_source_name
 
     if allow_empty and not prune:
         raise UsageError("--allow-empty only makes sense with --prune")

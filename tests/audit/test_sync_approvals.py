@@ -15,8 +15,8 @@ from gitopsq.audit import records as r
 from gitopsq.audit.evidence import build_evidence
 from gitopsq.audit.trail import AuditTrail
 from gitopsq.commands.audit import command as audit_command
-from gitopsq.controller import SyncAuditRecords
 from gitopsq.source import open_directory, open_source
+from gitopsq.sync.audit import SyncAuditRecords
 
 from .conftest import fast_settings, verified
 

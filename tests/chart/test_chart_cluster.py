@@ -18,7 +18,7 @@ from chart_helm import ROOT, Helm, Rendered
 from chart_pod import PodFiles, PodProcess, secret_manifest
 from envtest_rig import Envtest
 
-from gitopsq.webhook_git import sign
+from gitopsq.webhook.push import sign
 
 pytestmark = pytest.mark.envtest
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -13,7 +13,7 @@ import yaml
 from chart_helm import CHART, ROOT, Helm, Rendered
 
 from gitopsq.commands.controller import command as controller_command
-from gitopsq.webhook_certs import webhook_configurations
+from gitopsq.webhook.certs import webhook_configurations
 
 WEBHOOK: dict[str, Any] = {"webhook": {"enabled": True}}
 
@@ -269,7 +269,7 @@ def test_schema_rejects_bad_values(helm: Helm, values: dict[str, Any], with_repo
 
 
 def test_webhook_configurations_match_the_ones_gitopsq_writes(helm: Helm) -> None:
-    """Webhook names, paths, rules and operations are those of gitopsq.webhook_certs, so the controller's
+    """Webhook names, paths, rules and operations are those of gitopsq.webhook.certs, so the controller's
     caBundle patch and its HTTPS handlers line up with what Helm installed."""
     r = helm.render(WEBHOOK)
     ours = {o["kind"]: o for o in webhook_configurations(b"ca", service=("gitopsq-system", "gitopsq-webhook", 443))}

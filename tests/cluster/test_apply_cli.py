@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from controller_process import ROOT
 from envtest_rig import Envtest
-from test_controller import ROOT
-from test_sync import QueueRepo, cpu_of, cq_live
+from queue_repo import QueueRepo, cpu_of, cq_live
 
 pytestmark = pytest.mark.envtest
 

@@ -6,48 +6,17 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from cluster_rig import admitted, apply, create_job, job, job_manifest, workload_of
+from controller_process import Controller, wait_for
 from envtest_rig import Envtest
-from test_controller import ROOT, free_port, wait_for
-from test_sync import QueueRepo, cpu_of, cq_live, cq_yaml
+from queue_repo import QueueRepo, cpu_of, cq_live, cq_yaml
 
 pytestmark = pytest.mark.envtest
-
-
-class Controller:
-    """One `gitopsq controller` subprocess with its own health and metrics ports; log lines go to a file."""
-
-    def __init__(self, env: Envtest, tmp: Path, name: str, *args: str) -> None:
-        self.health, self.metrics = free_port(), free_port()
-        self.log = tmp / f"{name}.log"
-        argv = ["controller", "--kubeconfig", str(env.kubeconfig), "--health-addr", f"127.0.0.1:{self.health}",
-                "--metrics-addr", f"127.0.0.1:{self.metrics}", "--no-leader-elect", "--log-format", "json", *args]
-        with self.log.open("wb") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "gitopsq", *argv], cwd=ROOT, stdout=out,
-                                         stderr=subprocess.STDOUT)
-
-    def events(self) -> list[str]:
-        return [json.loads(line).get("event", "") for line in self.log.read_text(errors="replace").splitlines()
-                if line.startswith("{")]
-
-    def scrape(self) -> str:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics}/metrics", timeout=30) as answer:
-                return str(answer.read().decode())
-        except OSError:
-            return ""
-
-    def stop(self, sig: int = signal.SIGTERM) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        return self.proc.wait(timeout=60)
 
 
 @pytest.fixture

@@ -15,8 +15,9 @@ from envtest_rig import Envtest
 
 from gitopsq.errors import ClusterError
 from gitopsq.policy import parse_policies
-from gitopsq.webhook import JobWebhook, JobWebhookOptions, WebhookServer
-from gitopsq.webhook_certs import ensure_certificates, webhook_configurations
+from gitopsq.webhook.certs import ensure_certificates, webhook_configurations
+from gitopsq.webhook.jobs import JobWebhook, JobWebhookOptions
+from gitopsq.webhook.server import WebhookServer
 
 POLICY = """
 apiVersion: gitopsq.dev/v1alpha1

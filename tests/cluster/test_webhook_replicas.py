@@ -17,12 +17,11 @@ from typing import Any
 
 import pytest
 from cluster_rig import rest
+from controller_process import Controller, free_port, wait_for
 from cryptography import x509
 from envtest_rig import Envtest
-from test_controller import free_port, wait_for
-from test_controller_modes import Controller
 
-from gitopsq.webhook_certs import MUTATE_PATH, ensure_certificates, webhook_configurations
+from gitopsq.webhook.certs import MUTATE_PATH, ensure_certificates, webhook_configurations
 
 pytestmark = pytest.mark.envtest
 
@@ -188,7 +187,7 @@ def test_jobs_are_judged_by_the_applied_revisions_policies(kueue_clean: Envtest,
                                                           started: list[Controller]) -> None:
     """In the combined mode the Job webhook applies the CEL policies of the revision the sync applied: a Job over
     the repository's limit is refused with the policy's message, one within it is allowed."""
-    from test_sync import QueueRepo
+    from queue_repo import QueueRepo
 
     repo = QueueRepo(tmp_path / "queues", f"p{uuid.uuid4().hex[:6]}")
     config = (repo.path / "gitopsq.yaml").read_text()

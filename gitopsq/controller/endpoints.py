@@ -1,5 +1,5 @@
 """The controller's HTTP endpoints on one address: ``/healthz`` (alive), ``/readyz`` (ready) and the Git push
-webhook (``POST /hooks/git``, gitopsq.webhook_git). Metrics and the Job admission webhook serve elsewhere."""
+webhook (``POST /hooks/git``, gitopsq.webhook.push). Metrics and the Job admission webhook serve elsewhere."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from gitopsq.webhook_git import PATH as WEBHOOK_PATH
-from gitopsq.webhook_git import GitWebhook
+from gitopsq.webhook.push import PATH as WEBHOOK_PATH
+from gitopsq.webhook.push import GitWebhook
 
 
 class HttpEndpoints:

@@ -7,16 +7,18 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from gitopsq.cluster.apply import KubeRest
 from gitopsq.errors import GitopsqError, UsageError
+from gitopsq.sync.repo_config import job_policies
+from gitopsq.webhook.certs import CertificateKeeper, default_cert_dir, service_hosts
+from gitopsq.webhook.follower import PolicyFollower
+from gitopsq.webhook.jobs import JobWebhook, JobWebhookOptions
+from gitopsq.webhook.server import WebhookServer
 
 
 def start_job_webhook(wiring: Any) -> Any:
     """Serve the Job webhook on ``--webhook-addr`` for the controller `Wiring` ``wiring`` (its flags, API client,
     source, stop event and closers); returns the running WebhookServer."""
-    from gitopsq.cluster.apply import KubeRest
-    from gitopsq.webhook import JobWebhook, JobWebhookOptions, WebhookServer
-    from gitopsq.webhook_certs import CertificateKeeper, default_cert_dir, service_hosts
-
     f = wiring.f
     directory = Path(f["webhook_cert_dir"]) if f["webhook_cert_dir"] else \
         default_cert_dir(Path(f["cache_dir"]) if f["cache_dir"] else None)
@@ -45,9 +47,6 @@ def start_job_webhook(wiring: Any) -> Any:
     wiring.closers.append(server.close)
     server.watch(wiring.stopping, 5.0)
     if wiring.source is not None:
-        from gitopsq.controller_config import job_policies
-        from gitopsq.webhook import PolicyFollower
-
         source = wiring.source
         path = f"/apis/gitopsq.dev/v1alpha1/namespaces/{f['namespace']}/gitsources/{wiring.source_name()}"
         follower = PolicyFollower(KubeRest(wiring.api_client), path, source, f["branch"], hook,

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from gitopsq.api.model import ObjectKey
-from gitopsq.plan.inventory import Inventory, InventoryEntry
-from gitopsq.plan.sync_plan import Plan, build_plan, inventory_after, key_of_document
+from gitopsq.sync.inventory import Inventory, InventoryEntry
+from gitopsq.sync.plan import Plan, build_plan, inventory_after, key_of_document
 
 KQ = "kueue.x-k8s.io"
 V2 = "kueue.x-k8s.io/v1beta2"

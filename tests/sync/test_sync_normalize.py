@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from gitopsq.plan.diff import ByName
-from gitopsq.plan.normalize import foreign_manager, normalize_live, owned_fields, strip_foreign_markers
+from gitopsq.sync.diff import ByName
+from gitopsq.sync.normalize import foreign_manager, normalize_live, owned_fields, strip_foreign_markers
 
 
 def test_normalize_live_drops_server_fields() -> None:

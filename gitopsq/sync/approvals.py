@@ -15,8 +15,8 @@ from typing import Any
 
 from gitopsq.audit.approvals import approvals_from_commits
 from gitopsq.audit.records import Approval
-from gitopsq.controller_config import repo_config
 from gitopsq.plan.approval_check import TeamApproval, changed_global_objects, check_approvals
+from gitopsq.sync.repo_config import repo_config
 from gitopsq.validation import first_parent
 
 YAML_SUFFIXES = (".yaml", ".yml")

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from gitopsq.errors import GitopsqError
+from gitopsq.errors import GitopsqError, PolicyError
+from gitopsq.manifests.config import parse_config
+from gitopsq.manifests.config_model import CONFIG_PATH
+from gitopsq.policy import load_policies
 
 
 def repo_config(source: Any, commit: str) -> Any:
     """The RepoConfig of gitopsq.yaml at ``commit`` (None when it cannot be read or parsed)."""
-    from gitopsq.manifests.config import parse_config
-    from gitopsq.manifests.config_model import CONFIG_PATH
-
     try:
         entry = next(iter(source.list_files(commit, [CONFIG_PATH], [])), None)
         return parse_config(source.read_blob(entry.blob_id)).config if entry is not None else None
@@ -24,9 +24,6 @@ def repo_config(source: Any, commit: str) -> Any:
 def job_policies(source: Any, commit: str) -> list[Any]:
     """The repository's own policies (``policyPaths``) at ``commit``, for the Job webhook (those matching kind
     Job judge Jobs); [] when there are none or they do not load (the sync rejects such a revision anyway)."""
-    from gitopsq.errors import PolicyError
-    from gitopsq.policy import load_policies
-
     config = repo_config(source, commit)
     if config is None or not config.policy_paths:
         return []

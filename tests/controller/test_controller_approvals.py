@@ -9,9 +9,9 @@ from typing import Any
 
 import pygit2
 import pytest
+from controller_process import ControllerProcess, applied_revision, wait_for
 from envtest_rig import Envtest
-from test_controller import ControllerProcess, applied_revision, wait_for
-from test_sync import QueueRepo
+from queue_repo import QueueRepo
 
 from gitopsq.audit.evidence import build_evidence
 from gitopsq.audit.verify import verify_branch

@@ -1,92 +1,49 @@
-"""One sync of a Git source to the cluster: fetch → validate → plan → apply → status (the shell pipeline).
+"""One sync of a Git source to the cluster, as a pipeline of named steps (docs/sync.md):
+
+resolve the revision → validate it → read the live objects → plan → execute, then write the GitSource status.
 
 The same `Syncer` serves ``gitopsq apply`` (one pass) and the controller's sync loop (many passes; it keeps
 the last validated revision in memory so a no-change reconcile neither re-reads Git nor re-validates).
 
-A revision is validated whole by the same pipeline as ``gitopsq check`` (gitopsq.sync_validate) before the
-first write; a rejected revision writes nothing but its status, and the last applied revision stays live.
+A revision is validated whole by the same pipeline as ``gitopsq check`` (gitopsq.sync.validate) before the
+first write; a rejected revision writes nothing but its status, and the last applied revision stays live. The
+status of an executed plan is written in a ``finally``, so a pass that fails half-way never leaves the GitSource
+saying it is still applying. An inventory that cannot be read marks the GitSource Stalled: pruning from it
+would be a guess, and retrying cannot fix it (a person must).
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from gitopsq import logs
 from gitopsq.api.model import ObjectKey
 from gitopsq.cluster.apply import Execution, Executor, KubeRest, read_live, read_objects
 from gitopsq.cluster.status import SourceRef, SourceState, StatusStore, build_status
-from gitopsq.errors import EXIT_OK, EXIT_REJECTED, EXIT_RUNTIME, ClusterError, SourceError
-from gitopsq.plan.inventory import Inventory, InventoryFormatError, version_of
-from gitopsq.plan.sync_plan import Plan, build_plan, inventory_after, key_of_document
+from gitopsq.errors import GitopsqError, SourceError
 from gitopsq.source.port import Source
-from gitopsq.sync_report import audit_records, summary
-from gitopsq.sync_validate import check_pipeline_validator, from_report
-
-# Import paths other modules use: reporting and validation live in their own modules.
-__all__ = ["SOURCE_LABEL", "SyncOptions", "SyncOutcome", "SyncResult", "Syncer", "Validated", "Validator",
-           "audit_records", "check_pipeline_validator", "from_report", "source_label_value", "summary"]
+from gitopsq.sync.inventory import Inventory, InventoryFormatError, version_of
+from gitopsq.sync.model import SyncOptions, SyncOutcome, SyncResult, Validated, Validator
+from gitopsq.sync.plan import Plan, build_plan, inventory_after, key_of_document
+from gitopsq.sync.report import audit_records
+from gitopsq.sync.validate import check_pipeline_validator
 
 
 def _log() -> Any:
-    """The logger, looked up at use: a module-level bound logger would freeze the configuration of import time."""
+    """The logger, looked up at use: structlog caches a logger on first use, and a module-level one would keep
+    writing to the stream of the `logs.configure` in force then."""
     return logs.get("sync")
-SyncOutcome = Literal["applied", "unchanged", "rejected", "failed"]
+
 TARGETED_READ_LIMIT = 200  # above this many changed objects, LISTs beat one GET each
 SOURCE_LABEL = "gitopsq.dev/source"  # on every applied object: <namespace>.<name> of its GitSource
 PROGRESS_THRESHOLD = 20  # plans with more writes than this first mark the GitSource Reconciling
-
-
-@dataclass(frozen=True, slots=True)
-class Validated:
-    """A validated revision: its objects as v1beta2 wire documents, the findings, and whether it is refused.
-
-    ``reason_code`` is the Ready condition reason for a refusal: ``ValidationFailed`` or ``PolicyDenied``.
-    Findings are JSON objects (severity, reason, message, path, line, object) as ``status.lastRejection`` holds.
-    """
-
-    documents: tuple[Mapping[str, Any], ...]
-    findings: tuple[Mapping[str, Any], ...] = ()
-    rejected: bool = False
-    reason: str = ""
-    reason_code: str = "ValidationFailed"
-
-
-Validator = Callable[[Source, str, "str | None"], Validated]
-"""(source, commit, last applied commit or None) -> Validated: the same pipeline as `gitopsq check`."""
-
-
-@dataclass(frozen=True, slots=True)
-class SyncOptions:
-    rev: str = "HEAD"
-    prune: bool = True
-    dry_run: bool = False
-    allow_empty: bool = False
-    drift_check: bool = True  # False: when the revision is the applied one, trust the last check and read no live
-
-
-@dataclass(frozen=True, slots=True)
-class SyncResult:
-    """What one sync did; ``exit_code`` is what ``gitopsq apply`` returns (0 / 1 rejected / 3 failed)."""
-
-    outcome: SyncOutcome
-    revision: str | None
-    dry_run: bool
-    plan: Plan | None = None
-    execution: Execution | None = None
-    validated: Validated | None = None
-    error: str | None = None
-    timings: Mapping[str, float] = field(default_factory=dict)
-
-    @property
-    def exit_code(self) -> int:
-        return {"applied": EXIT_OK, "unchanged": EXIT_OK, "rejected": EXIT_REJECTED}.get(self.outcome, EXIT_RUNTIME)
-
-    def to_json(self) -> dict[str, Any]:
-        return summary(self)
+DEFAULT_OPTIONS = SyncOptions()
+INVENTORY_UNREADABLE = "InventoryUnreadable"  # the Ready/Stalled reason of a GitSource whose inventory is broken
 
 
 class Syncer:
@@ -111,7 +68,7 @@ class Syncer:
 
     # -- pipeline --------------------------------------------------------------------------------------------
 
-    def sync(self, options: SyncOptions = SyncOptions()) -> SyncResult:
+    def sync(self, options: SyncOptions = DEFAULT_OPTIONS) -> SyncResult:
         """One pass. Raises ClusterError only when even the status cannot be read or written."""
         timings: dict[str, float] = {}
         started = time.perf_counter()
@@ -120,25 +77,20 @@ class Syncer:
         except SourceError as err:
             return self._source_failed(err, options)
         timings["fetch"] = time.perf_counter() - started
-        state = self.store.read()
-        if not state.exists and not options.dry_run:
-            state = self.store.ensure(url=self.url, ref=options.rev, prune=options.prune)
+        state = self._read_status(options)
         validated = self._validate(sha, state)
         timings["validate"] = time.perf_counter() - started
         if validated.rejected:
             return self._rejected(sha, state, validated, options)
-        if not options.drift_check and not options.dry_run and sha == state.last_applied and _ready(state) \
-                and self._verified is not None and self._verified[0] == sha:
+        if self._trusted_unchanged(sha, state, options):
             return SyncResult("unchanged", sha, False, validated=validated, timings=timings)
         try:
             inventory = Inventory.from_status((state.status or {}).get("inventory"))
         except InventoryFormatError as err:
-            raise ClusterError(f"GitSource {self.store.ref} has an unreadable inventory: {err}") from err
-        docs = validated.documents
-        live, assumed = self._read_live(sha, state, docs, inventory)
-        plan = build_plan(sha, docs, live, inventory, prune=options.prune, allow_empty=options.allow_empty,
-                          previous=self._previous(sha, state, validated), assume_unchanged=assumed,
-                          labels={SOURCE_LABEL: self.label_value})
+            return self._stalled(sha, state, validated, err, options)
+        live, assumed = self._read_live(sha, state, validated.documents, inventory)
+        plan = self._plan(sha, state, validated=validated, live=live, assumed=assumed, inventory=inventory,
+                          options=options)
         timings["plan"] = time.perf_counter() - started
         if options.dry_run:
             execution = self.executor.execute(plan, dry_run=True)
@@ -146,27 +98,65 @@ class Syncer:
                               timings=timings)
         if plan.is_noop and not plan.conflicts and state.last_applied == sha and _ready(state):
             nothing = Execution(False)
-            self._applied_docs = (sha, {key_of_document(d): d for d in docs})
+            self._applied_docs = (sha, {key_of_document(d): d for d in validated.documents})
             self._remember_verified(sha, plan, nothing, live)
             return SyncResult("unchanged", sha, False, plan, nothing, validated, timings=timings)
+        result = self._execute(sha, state, validated=validated, plan=plan, live=live, timings=timings,
+                               started=started)
+        timings["status"] = time.perf_counter() - started
+        return result
+
+    def _read_status(self, options: SyncOptions) -> SourceState:
+        """The GitSource as it is, created first (spec only) on a first real sync."""
+        state = self.store.read()
+        if not state.exists and not options.dry_run:
+            state = self.store.ensure(url=self.url, ref=options.rev, prune=options.prune)
+        return state
+
+    def _trusted_unchanged(self, sha: str, state: SourceState, options: SyncOptions) -> bool:
+        """A poll between drift checks, on the revision applied and verified last: nothing to read or write."""
+        return not options.drift_check and not options.dry_run and sha == state.last_applied and _ready(state) \
+            and self._verified is not None and self._verified[0] == sha
+
+    def _plan(self, sha: str, state: SourceState, *, validated: Validated, live: Mapping[ObjectKey, Any],
+              assumed: frozenset[ObjectKey], inventory: Inventory, options: SyncOptions) -> Plan:
+        return build_plan(sha, validated.documents, live, inventory, prune=options.prune,
+                          allow_empty=options.allow_empty, previous=self._previous(sha, state, validated),
+                          assume_unchanged=assumed, labels={SOURCE_LABEL: self.label_value})
+
+    def _execute(self, sha: str, state: SourceState, *, validated: Validated, plan: Plan,
+                 live: Mapping[ObjectKey, Any], timings: dict[str, float], started: float) -> SyncResult:
+        """Carry the plan out and write its status in a ``finally``: a pass interrupted after it marked the
+        GitSource Reconciling records the failure instead of leaving "Applying revision" behind."""
+        marked = False
         if len(plan.applies) + len(plan.prunes) > PROGRESS_THRESHOLD:  # long enough for Reconciling to mean much
             self.store.write(state, build_status(state.status, outcome="progressing", now=self.clock(),
                                                  generation=state.generation, attempted=sha,
                                                  message=f"Applying revision {sha}"))
-            state = self.store.read()
-        execution = self.executor.execute(plan)
-        timings["apply"] = time.perf_counter() - started
-        outcome: SyncOutcome = "failed" if not execution.ok else \
-            ("applied" if execution.applied or execution.pruned or sha != state.last_applied else "unchanged")
-        result = SyncResult(outcome, sha, False, plan, execution, validated, timings=timings)
-        self._report(state, result, inventory_after(plan, set(execution.applied), set(execution.pruned)))
-        if execution.ok:
-            self._applied_docs = (sha, {key_of_document(d): d for d in docs})
-            self._remember_verified(sha, plan, execution, live)
-        else:
-            self._verified = None
-        timings["status"] = time.perf_counter() - started
-        return result
+            state, marked = self.store.read(), True
+        result: SyncResult | None = None
+        interrupted = "interrupted"
+        try:
+            execution = self.executor.execute(plan)
+            timings["apply"] = time.perf_counter() - started
+            outcome: SyncOutcome = "failed" if not execution.ok else \
+                ("applied" if execution.applied or execution.pruned or sha != state.last_applied else "unchanged")
+            result = SyncResult(outcome, sha, False, plan, execution, validated, timings=timings)
+            return result
+        except GitopsqError as err:
+            interrupted = str(err)
+            raise
+        finally:
+            if result is not None and result.execution is not None:
+                execution = result.execution
+                self._report(state, result, inventory_after(plan, set(execution.applied), set(execution.pruned)))
+                if execution.ok:
+                    self._applied_docs = (sha, {key_of_document(d): d for d in validated.documents})
+                    self._remember_verified(sha, plan, execution, live)
+                else:
+                    self._verified = None
+            elif marked:
+                self._interrupted(state, sha, interrupted)
 
     def _read_live(self, sha: str, state: SourceState, docs: tuple[Mapping[str, Any], ...],
                    inventory: Inventory) -> tuple[dict[ObjectKey, Any], frozenset[ObjectKey]]:
@@ -213,6 +203,13 @@ class Syncer:
                 seen[key] = rv
         self._verified = (sha, seen)
 
+    def validated_at(self, revision: str) -> Validated | None:
+        """The validation of ``revision`` when it is the one this syncer validated last (audit records read its
+        policy verdicts), else None."""
+        if self._validated is not None and self._validated[0] == revision:
+            return self._validated[1]
+        return None
+
     def _validate(self, sha: str, state: SourceState) -> Validated:
         if self._validated is not None and self._validated[0] == sha:
             return self._validated[1]
@@ -256,8 +253,32 @@ class Syncer:
         self.store.write(state, status)
         if first_time:
             self.store.event(state, "Rejected", message, warning=True)
-            self._audit(audit_records(self, result, state))
+            self._audit(audit_records(result, now=self.clock(), source_url=self.url,
+                                      previous_revision=state.last_applied))
         return result
+
+    def _stalled(self, sha: str, state: SourceState, validated: Validated, err: InventoryFormatError,
+                 options: SyncOptions) -> SyncResult:
+        """The inventory in the status does not parse: nothing is pruned or applied from a guess, and the
+        GitSource says Stalled (final until someone repairs or clears ``status.inventory``)."""
+        message = f"GitSource {self.store.ref} has an unreadable inventory: {err}"
+        result = SyncResult("stalled", sha, options.dry_run, validated=validated, error=message)
+        if options.dry_run:
+            return result
+        status = build_status(state.status, outcome="rejected", now=self.clock(), generation=state.generation,
+                              attempted=sha, message=message, reason=INVENTORY_UNREADABLE)
+        if self.store.write(state, status):
+            self.store.event(state, "SyncFailed", message, warning=True)
+        return result
+
+    def _interrupted(self, state: SourceState, sha: str, error: str) -> None:
+        """Best effort: the API that failed the pass may refuse this write too; the pass's error is the news."""
+        status = build_status(state.status, outcome="failed", now=self.clock(), generation=state.generation,
+                              attempted=sha, message=f"Revision {sha} not applied: {error}")
+        try:
+            self.store.write(state, status)
+        except GitopsqError as err:
+            _log().warning("status of an interrupted sync not written", error=str(err))
 
     def _report(self, state: SourceState, result: SyncResult, inventory: Inventory) -> None:
         plan, execution = result.plan, result.execution
@@ -296,7 +317,8 @@ class Syncer:
         if conflicts and conflicts != old_conflicts:
             self.store.event(state, "ConflictDetected", "; ".join(conflicts), warning=True)
         if changed or drifted or not execution.ok:
-            self._audit(audit_records(self, result, state))
+            self._audit(audit_records(result, now=self.clock(), source_url=self.url,
+                                      previous_revision=state.last_applied))
 
     def _audit(self, records: list[Any]) -> None:
         if self.audit is None:
@@ -308,13 +330,18 @@ class Syncer:
                 _log().warning("audit record not written", error=str(err))
 
 
+def default_source_name(repo: str) -> str:
+    """A GitSource name from the repository's last path component (``…/queues.git`` → ``queues``)."""
+    tail = re.split(r"[/:]", repo.rstrip("/"))[-1].removesuffix(".git").lower()
+    name = re.sub(r"[^a-z0-9-]+", "-", tail).strip("-")[:63].strip("-")
+    return name or "gitopsq"
+
+
 def source_label_value(ref: SourceRef) -> str:
     """``<namespace>.<name>`` of the GitSource, or a digest of it when longer than a label value may be."""
     value = f"{ref.namespace}.{ref.name}"
     if len(value) <= 63:
         return value
-    import hashlib
-
     return "h" + hashlib.sha256(value.encode()).hexdigest()[:40]
 
 

@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from controller_process import free_port, wait_for
 from cryptography import x509
 from envtest_rig import Envtest
-from test_controller import free_port, wait_for
 
-from gitopsq.webhook_certs import default_cert_dir
+from gitopsq.webhook.certs import default_cert_dir
 
 HOME = Path.home()
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from gitopsq.api.quantity import QuantityError, parse_quantity
-from gitopsq.plan.diff import ByName, FieldPath
+from gitopsq.sync.diff import ByName, FieldPath
 
 FIELD_MANAGER: Final = "gitopsq"
 

@@ -31,16 +31,16 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from gitopsq.api.model import KINDS, ObjectKey
-from gitopsq.plan.diff import FieldChange, diff
-from gitopsq.plan.inventory import Inventory, InventoryEntry, version_of
-from gitopsq.plan.normalize import (
+from gitopsq.sync.diff import FieldChange, diff
+from gitopsq.sync.inventory import Inventory, InventoryEntry, version_of
+from gitopsq.sync.normalize import (
     foreign_manager,
     normalize_live,
     owned_fields,
     quantity_equal,
     strip_foreign_markers,
 )
-from gitopsq.plan.ordering import apply_rank
+from gitopsq.sync.ordering import apply_rank
 
 PRUNE_ANNOTATION: Final = "gitopsq.dev/prune"
 ApplyReason = Literal["create", "changed", "drift", "adopt"]

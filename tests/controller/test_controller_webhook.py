@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from gitopsq.controller import parse_duration
-from gitopsq.webhook_git import GitWebhook, sign
+from gitopsq.controller.manager import parse_duration
+from gitopsq.webhook.push import GitWebhook, sign
 
 SECRET = b"s3cret"
 PUSH_MAIN = json.dumps({"ref": "refs/heads/main"}).encode()

@@ -10,6 +10,7 @@ a CA rotation the bundle holds both the old and the new CA, so in-flight API ser
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import ipaddress
 import os
@@ -22,6 +23,9 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from gitopsq.cluster.kube import ClusterConflict
+from gitopsq.errors import ClusterError
 
 CA_DAYS, SERVING_DAYS = 3650, 365
 MUTATE_PATH, VALIDATE_PATH = "/mutate-batch-v1-job", "/validate-batch-v1-job"
@@ -154,8 +158,6 @@ def webhook_configurations(ca_pem: bytes, *, url: str | None = None, service: tu
                            namespace_selector: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The Mutating (and Validating) WebhookConfiguration for batch/v1 Jobs, pointing at ``url`` (base URL,
     e.g. ``https://127.0.0.1:9443``) or at a Service ``(namespace, name, port)``."""
-    import base64
-
     def client_config(path: str) -> dict[str, Any]:
         bundle = base64.b64encode(ca_pem).decode()
         if url is not None:
@@ -237,16 +239,12 @@ class CertificateKeeper:
         return f"/api/v1/namespaces/{namespace}/secrets/{name}"
 
     def _read_secret(self) -> tuple[dict[str, Any] | None, str]:
-        from gitopsq.errors import ClusterError
-
         try:
             return dict(self.rest.request("GET", self._path(), retry=False)), ""
         except ClusterError as err:
             return None, f"cannot read the certificate Secret {'/'.join(self.secret or ())}: {err}"
 
     def _adopt(self, secret: Mapping[str, Any]) -> None:
-        import base64
-
         data = secret.get("data") or {}
         if not all(data.get(k) for k in ("ca.crt", "ca.key", "tls.crt", "tls.key")):
             return
@@ -259,17 +257,10 @@ class CertificateKeeper:
                     _write(target, content)
 
     def _differs(self, secret: Mapping[str, Any]) -> bool:
-        import base64
-
         data = secret.get("data") or {}
         return any(base64.b64decode(data.get(k) or "") != (self.directory / k).read_bytes() for k in SECRET_FILES)
 
     def _write_secret(self, secret: Mapping[str, Any]) -> str:
-        import base64
-
-        from gitopsq.cluster.kube import ClusterConflict
-        from gitopsq.errors import ClusterError
-
         body = {**secret, "data": {**(secret.get("data") or {}), **{
             k: base64.b64encode((self.directory / k).read_bytes()).decode() for k in SECRET_FILES}}}
         try:
@@ -281,10 +272,6 @@ class CertificateKeeper:
             return f"cannot write the certificate Secret: {err}"
 
     def _patch_bundles(self, ca_pem: bytes) -> list[str]:
-        import base64
-
-        from gitopsq.errors import ClusterError
-
         bundle = base64.b64encode(ca_pem).decode()
         problems = []
         for plural in CONFIG_KINDS:

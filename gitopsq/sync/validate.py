@@ -3,11 +3,13 @@ to the `Validated` the `Syncer` works with."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from gitopsq.source.port import Source
-    from gitopsq.sync import Validated, Validator
+from gitopsq.api.codec import encode
+from gitopsq.manifests import finding_json
+from gitopsq.source.port import Source
+from gitopsq.sync.model import Validated, Validator
+from gitopsq.validation import ValidationCache, validate_revision
 
 
 def check_pipeline_validator() -> Validator:
@@ -16,8 +18,6 @@ def check_pipeline_validator() -> Validator:
     applied last, or on a first sync the change the head commit brings (against its first parent: the history
     before it is what the admin installed gitopsq on). Parsed files, reports by commit and compiled policies are
     cached across revisions (gitopsq.validation.ValidationCache)."""
-    from gitopsq.validation import ValidationCache, validate_revision
-
     cache = ValidationCache()
 
     def validate(source: Source, commit: str, previous: str | None) -> Validated:
@@ -29,10 +29,6 @@ def check_pipeline_validator() -> Validator:
 
 def from_report(report: Any) -> Validated:
     """Adapt a check Report (objects, pass-through documents, findings including policy verdicts) to Validated."""
-    from gitopsq.api.codec import encode
-    from gitopsq.manifests import finding_json
-    from gitopsq.sync import Validated  # at call time: gitopsq.sync imports this module
-
     findings = []
     for f in report.findings:
         item = {**finding_json(f), "reason": f.code}

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from gitopsq.plan.diff import ByName, FieldChange, diff, render_path
-from gitopsq.plan.normalize import quantity_equal
+from gitopsq.sync.diff import ByName, FieldChange, diff, render_path
+from gitopsq.sync.normalize import quantity_equal
 
 
 def _cq(*flavors: tuple[str, str]) -> dict[str, Any]:

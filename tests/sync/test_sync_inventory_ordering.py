@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gitopsq.api.model import ObjectKey
-from gitopsq.plan.inventory import Inventory, InventoryEntry, InventoryFormatError, format_id, parse_id
-from gitopsq.plan.ordering import apply_order, prune_order
+from gitopsq.sync.inventory import Inventory, InventoryEntry, InventoryFormatError, format_id, parse_id
+from gitopsq.sync.ordering import apply_order, prune_order
 
 
 def k(kind: str, name: str, ns: str = "", group: str = "kueue.x-k8s.io") -> ObjectKey:

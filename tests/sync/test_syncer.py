@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 import uuid
@@ -12,93 +11,17 @@ from typing import Any
 
 import pytest
 from envtest_rig import Envtest
+from queue_repo import NS, QueueRepo, cpu_of, cq_live, get
 
 from gitopsq.cluster.apply import KubeRest
-from gitopsq.cluster.kube import ClusterNotFound
+from gitopsq.cluster.kube import ClusterUnavailable
 from gitopsq.cluster.status import SourceRef
-from gitopsq.plan.inventory import Inventory
 from gitopsq.source import open_source
-from gitopsq.sync import Syncer, SyncOptions
+from gitopsq.sync.inventory import Inventory
+from gitopsq.sync.model import SyncOptions
+from gitopsq.sync.syncer import PROGRESS_THRESHOLD, Syncer
 
 pytestmark = pytest.mark.envtest
-
-NS = "gitopsq-system"
-CONFIG = """apiVersion: gitopsq.dev/v1alpha1
-kind: RepositoryConfig
-include: [namespaces.yaml, flavors.yaml, queues/, many/]
-platformTeam: platform
-teams:
-  - name: platform
-    paths: ["**"]
-    namespaces: [{tag}-a, {tag}-b, {tag}-later]
-    maintainers: [{{name: t, email: t@example.com}}]
-capacity:
-  {tag}-default: {{cpu: "1000", memory: 100Ti}}
-"""
-
-
-def cq_yaml(name: str, cpu: str = "8", extra: str = "") -> str:
-    return f"""apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata:
-  name: {name}{extra}
-spec:
-  namespaceSelector: {{}}
-  resourceGroups:
-  - coveredResources: [cpu, memory]
-    flavors:
-    - name: default
-      resources:
-      - name: cpu
-        nominalQuota: "{cpu}"
-      - name: memory
-        nominalQuota: 32Gi
-"""
-
-
-class QueueRepo:
-    """A real Git repository of queue definitions, written and committed with the git CLI."""
-
-    def __init__(self, path: Path, tag: str) -> None:
-        self.path = path
-        self.tag = tag
-        self.team_a, self.team_b = f"{tag}-a", f"{tag}-b"
-        path.mkdir(parents=True)
-        self._git("init", "-q", "-b", "main")
-        self.write("gitopsq.yaml", CONFIG.format(tag=tag))
-        self.write("namespaces.yaml", "".join(
-            f"---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: {n}\n" for n in (self.team_a, self.team_b)))
-        self.write("flavors.yaml", f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\n"
-                                   f"metadata:\n  name: {tag}-default\n")
-        self.write("queues/team-a.yaml", self.cq(self.team_a) + self.lq(self.team_a))
-        self.write("queues/team-b.yaml", self.cq(self.team_b) + self.lq(self.team_b))
-
-    def cq(self, name: str, cpu: str = "8", extra: str = "") -> str:
-        return cq_yaml(name, cpu, extra).replace("name: default", f"name: {self.tag}-default")
-
-    @staticmethod
-    def lq(ns: str) -> str:
-        return (f"---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  name: main\n"
-                f"  namespace: {ns}\nspec:\n  clusterQueue: {ns}\n")
-
-    def _git(self, *args: str, author: tuple[str, str] = ("t", "t@example.com")) -> str:
-        env = {"GIT_AUTHOR_NAME": author[0], "GIT_AUTHOR_EMAIL": author[1], "GIT_COMMITTER_NAME": author[0],
-               "GIT_COMMITTER_EMAIL": author[1], "PATH": "/usr/bin:/bin"}
-        done = subprocess.run(["git", *args], cwd=self.path, env=env, capture_output=True, text=True, check=True)
-        return done.stdout.strip()
-
-    def write(self, rel: str, text: str) -> None:
-        target = self.path / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-
-    def remove(self, rel: str) -> None:
-        (self.path / rel).unlink()
-
-    def commit(self, message: str = "change", author: tuple[str, str] = ("t", "t@example.com")) -> str:
-        self._git("add", "-A")
-        self._git("commit", "-q", "--allow-empty", "-m", message, author=author)
-        return self._git("rev-parse", "HEAD")
 
 
 @pytest.fixture
@@ -118,18 +41,6 @@ def make_syncer(env: Envtest, repo: QueueRepo, rest: KubeRest | None = None) -> 
     return Syncer(open_source(str(repo.path)), rest, SourceRef(NS, repo.tag), url=str(repo.path))
 
 
-def get(env: Envtest, path: str) -> dict[str, Any] | None:
-    try:
-        answer: dict[str, Any] = KubeRest(env.api_client()).request("GET", path)
-    except ClusterNotFound:
-        return None
-    return answer
-
-
-def cq_live(env: Envtest, name: str) -> dict[str, Any] | None:
-    return get(env, f"/apis/kueue.x-k8s.io/v1beta2/clusterqueues/{name}")
-
-
 def gitsource(env: Envtest, repo: QueueRepo) -> dict[str, Any]:
     obj = get(env, f"/apis/gitopsq.dev/v1alpha1/namespaces/{NS}/gitsources/{repo.tag}")
     assert obj is not None
@@ -138,11 +49,6 @@ def gitsource(env: Envtest, repo: QueueRepo) -> dict[str, Any]:
 
 def conditions(obj: dict[str, Any]) -> dict[str, tuple[str, str]]:
     return {c["type"]: (c["status"], c["reason"]) for c in obj["status"]["conditions"]}
-
-
-def cpu_of(obj: dict[str, Any] | None) -> str:
-    assert obj is not None
-    return str(obj["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"])
 
 
 def test_apply_template_then_a_quota_change_touches_only_that_object(rig: Envtest, repo: QueueRepo) -> None:
@@ -181,6 +87,50 @@ def test_no_change_reconcile_writes_nothing(rig: Envtest, repo: QueueRepo) -> No
     again = syncer.sync()
     assert again.outcome == "unchanged" and syncer.store.writes == writes
     assert (gitsource(rig, repo)["metadata"]["resourceVersion"], cq_live(rig, repo.team_a)) == before
+
+
+def test_unreadable_inventory_marks_the_source_stalled_and_prunes_nothing(rig: Envtest, repo: QueueRepo) -> None:
+    """An inventory entry that does not parse stalls the sync: Ready False and Stalled True with reason
+    InventoryUnreadable, nothing applied or pruned, and a second pass writes nothing more."""
+    syncer = make_syncer(rig, repo)
+    assert syncer.sync(SyncOptions(prune=True)).outcome == "applied"
+    path = f"/apis/gitopsq.dev/v1alpha1/namespaces/{NS}/gitsources/{repo.tag}/status"
+    KubeRest(rig.api_client()).request("PATCH", path, content_type="application/merge-patch+json",
+                                       body={"status": {"inventory": {"entries": [{"id": "not-an-id", "v": "v1"}]}}})
+    repo.remove("queues/team-b.yaml")
+    repo.commit("drop team-b")
+    fresh = make_syncer(rig, repo)
+    result = fresh.sync(SyncOptions(prune=True))
+    assert result.outcome == "stalled" and result.exit_code == 3
+    assert "unreadable inventory" in (result.error or "") and "not-an-id" in (result.error or "")
+    assert result.plan is None and result.execution is None
+    assert conditions(gitsource(rig, repo)) == {"Ready": ("False", "InventoryUnreadable"),
+                                                "Stalled": ("True", "InventoryUnreadable")}
+    assert cq_live(rig, repo.team_b) is not None  # not pruned from a guess
+    writes = fresh.store.writes
+    assert fresh.sync(SyncOptions(prune=True)).outcome == "stalled" and fresh.store.writes == writes
+    assert [e["reason"] for e in fresh.store.events()].count("SyncFailed") == 1
+
+
+def test_a_pass_interrupted_after_marking_progress_records_the_failure(rig: Envtest, repo: QueueRepo) -> None:
+    """A long plan marks the GitSource Reconciling first; when the execution then raises, the status written in
+    the ``finally`` says the revision was not applied and why, instead of "Applying revision" for ever."""
+    for i in range(PROGRESS_THRESHOLD + 5):
+        repo.write(f"many/cq-{i}.yaml", repo.cq(f"{repo.tag}-many-{i}"))
+    sha = repo.commit("many queues")
+    syncer = make_syncer(rig, repo)
+
+    def execute(plan: Any, dry_run: bool = False) -> Any:
+        raise ClusterUnavailable("connection reset by peer")
+
+    syncer.executor.execute = execute  # type: ignore[method-assign]
+    with pytest.raises(ClusterUnavailable):
+        syncer.sync()
+    status = gitsource(rig, repo)
+    assert conditions(status) == {"Ready": ("False", "ReconciliationFailed"),
+                                  "Reconciling": ("True", "ProgressingWithRetry")}
+    assert status["status"]["conditions"][0]["message"] == f"Revision {sha} not applied: connection reset by peer"
+    assert status["status"]["lastAttemptedRevision"] == sha and "lastAppliedRevision" not in status["status"]
 
 
 def test_deleting_a_file_prunes_its_objects(rig: Envtest, repo: QueueRepo) -> None:

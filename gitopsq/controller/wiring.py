@@ -1,0 +1,191 @@
+"""`gitopsq controller`'s parts built from its flags: the sources, the sync and admission runnables, leader
+election, metrics, the audit trail, the HTTP endpoints and the Job webhook; run until SIGTERM/SIGINT, then torn
+down in reverse order (docs/controller.md)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import GC_COLLECTOR, PLATFORM_COLLECTOR, PROCESS_COLLECTOR, CollectorRegistry
+
+from gitopsq import logs
+from gitopsq.audit import AuditTrail, audit_target, settings_from_config
+from gitopsq.cluster.admission.loop import AdmissionLoop, LoopOptions
+from gitopsq.cluster.apply import KubeRest
+from gitopsq.cluster.kube import load_api_client
+from gitopsq.cluster.leader import LeaderElector, LeaseConfig
+from gitopsq.cluster.status import SourceRef
+from gitopsq.controller.audit import LeaderAudit
+from gitopsq.controller.endpoints import HttpEndpoints
+from gitopsq.controller.job_webhook import start_job_webhook
+from gitopsq.controller.manager import Controller, LeadershipHook, RoleHook, Runnable, WakingRunnable, parse_duration
+from gitopsq.errors import GitopsqError, UsageError
+from gitopsq.metrics import KueueMetrics, SyncMetrics, serve
+from gitopsq.source import open_source
+from gitopsq.sync.audit import SyncAuditRecords
+from gitopsq.sync.loop import SyncLoop
+from gitopsq.sync.model import SyncOptions
+from gitopsq.sync.repo_config import audit_config
+from gitopsq.sync.syncer import Syncer, default_source_name
+from gitopsq.webhook.push import GitWebhook, read_secret
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+
+
+class Wiring:
+    """Builds the controller from the flags, runs it until SIGTERM/SIGINT, and tears it down."""
+
+    def __init__(self, flags: dict[str, Any]) -> None:
+        self.f = flags
+        if flags["sync_only"] and flags["admission_only"]:
+            raise UsageError("--sync-only and --admission-only exclude each other")
+        self.sync_on, self.admission_on = not flags["admission_only"], not flags["sync_only"]
+        if self.sync_on and not flags["repo"]:
+            raise UsageError("--repo is required (unless --admission-only)")
+        if flags["audit_wal_dir"] and not (flags["repo"] or flags["audit_repo"]):
+            raise UsageError("--audit-wal-dir needs --audit-repo when there is no --repo")
+        if flags["webhook_addr"] and not self.admission_on:
+            raise UsageError("--webhook-addr serves the Job webhook of the admission loop: not with --sync-only")
+        self.poll, self.drift = _duration(flags["interval"]), _duration(flags["drift_interval"])
+        try:
+            self.lease = LeaseConfig(flags["namespace"], flags["lease_name"],
+                                     flags["identity"] or f"{socket.gethostname()}_{os.getpid()}",
+                                     _duration(flags["lease_duration"]), _duration(flags["renew_deadline"]),
+                                     _duration(flags["retry_period"]))
+        except ValueError as err:
+            raise UsageError(str(err)) from err
+
+    def run(self) -> None:
+        f = self.f
+        logs.configure(json=f["log_format"] == "json")
+        self.log = logs.get("controller")
+        self.stopping = threading.Event()
+        self.api_client = load_api_client(f["kubeconfig"], f["context"])
+        self.closers: list[Any] = []
+        try:
+            self._build()
+            self._serve()
+        finally:
+            self.stopping.set()
+            for close in reversed(self.closers):
+                try:
+                    close()
+                except Exception as err:  # shutdown goes on whatever one part says
+                    self.log.warning("shutdown step failed", error=str(err))
+            self.api_client.close()  # type: ignore[no-untyped-call]
+            self.log.info("controller stopped")
+
+    # -- parts -------------------------------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        f = self.f
+        # Our own registry: the default one describes collectors by collecting them, which refuses Kueue's
+        # gauge kueue_finished_workloads beside the counter kueue_finished_workloads_total.
+        registry = CollectorRegistry()
+        for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+            registry.register(collector)
+        self.source: Any = None
+        if self.sync_on:
+            self.source = open_source(f["repo"], cache_dir=Path(f["cache_dir"]) if f["cache_dir"] else None)
+        self.elector = LeaderElector(KubeRest(self.api_client), self.lease) if f["leader_elect"] else None
+        self.sync_metrics = SyncMetrics(registry, source=f"{f['namespace']}/{self.source_name()}")
+        self.kueue_metrics = KueueMetrics(registry, replica_role="follower" if self.elector else "standalone")
+        hooks: list[LeadershipHook] = [RoleHook(self.kueue_metrics)] if self.elector else []
+        self.audit: LeaderAudit | None = None
+        if f["audit_wal_dir"]:
+            self.audit = LeaderAudit(self._open_trail)
+            hooks.append(self.audit)
+        runnables: list[Runnable] = []
+        self.loop: Any = None
+        if self.sync_on:
+            self.loop = self._sync_loop()
+            runnables.append(self.loop)
+        self.admission: Any = None
+        if self.admission_on:
+            self.admission = AdmissionLoop(self.api_client, LoopOptions(qps=f["qps"], burst=f["burst"]),
+                                           metrics=self.kueue_metrics, audit=self.audit)
+            runnables.append(WakingRunnable(self.admission, lambda: self.admission.cache.changed))
+        self.controller = Controller(runnables, self.elector, hooks=hooks)
+        if f["metrics_addr"]:
+            try:
+                server = serve(f["metrics_addr"], registry)
+            except (OSError, ValueError) as err:
+                raise UsageError(f"cannot listen on --metrics-addr {f['metrics_addr']}: {err}") from err
+            self.closers.append(server.shutdown)
+        if self.audit is not None:
+            threading.Thread(target=self._sample_audit, name="gitopsq-audit-metrics", daemon=True).start()
+
+    def source_name(self) -> str:
+        return str(self.f["source_name"] or (default_source_name(self.f["repo"]) if self.f["repo"] else ""))
+
+    def _sync_loop(self) -> Any:
+        f = self.f
+        syncer = Syncer(self.source, KubeRest(self.api_client), SourceRef(f["namespace"], self.source_name()),
+                        url=self.source.display)
+        if self.audit is not None:
+            syncer.audit = SyncAuditRecords(self.audit, self.source, syncer.validated_at)
+        return SyncLoop(syncer, SyncOptions(rev=f["branch"], prune=f["prune"]), interval=self.poll,
+                        drift_interval=self.drift, on_result=self.sync_metrics.observe)
+
+    def _open_trail(self) -> Any:
+        f = self.f
+        config = audit_config(self.source, f["branch"]) if self.source is not None else {}
+        target = f["audit_repo"] or audit_target(config, f["repo"])
+        overrides = {"signing_key": f["audit_signing_key"]} if f["audit_signing_key"] else {}
+        return AuditTrail.open(target, f["audit_wal_dir"], settings=settings_from_config(config, **overrides))
+
+    def _sample_audit(self) -> None:
+        assert self.audit is not None
+        while not self.stopping.wait(2.0):
+            status = self.audit.status()
+            if status is not None:
+                self.sync_metrics.observe_audit(status, time.time())
+
+    def _ready(self) -> bool:
+        if self.webhook is not None and not self.webhook.serving():
+            return False
+        if self.elector is not None:
+            contact = self.elector.last_contact
+            return contact is not None and time.monotonic() - contact < 3 * self.lease.lease_duration
+        synced = self.loop is not None and self.loop.stats.passes > 0 and self.loop.stats.last_success is not None
+        return synced or (self.admission is not None and self.admission.synced.is_set())
+
+    def _serve(self) -> None:
+        f = self.f
+        self.webhook = start_job_webhook(self) if f["webhook_addr"] else None
+        secret = read_secret(f["webhook_secret_file"]) if f["webhook_secret_file"] else None
+        git_hook = GitWebhook(secret, self.loop.trigger, branch=f["branch"]) if self.loop is not None else None
+        try:
+            http = HttpEndpoints(f["health_addr"], ready=self._ready, webhook=git_hook)
+        except (OSError, ValueError) as err:
+            raise UsageError(f"cannot listen on --health-addr {f['health_addr']}: {err}") from err
+        http.start()
+        self.closers.append(http.close)
+
+        def on_signal(signum: int, _: Any) -> None:
+            self.log.info("shutting down", signal=signal.Signals(signum).name)
+            self.controller.stop()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        if self.elector is not None:
+            try:
+                self.elector.ensure_namespace()
+            except GitopsqError as err:  # the API may be down at start: the elector keeps trying
+                self.log.warning("cannot ensure the lease namespace yet", error=str(err))
+        self.log.info("controller started", repo=self.source.display if self.source else None, branch=f["branch"],
+                      sync=self.sync_on, admission=self.admission_on, interval=self.poll, health=http.port,
+                      webhook=self.webhook.port if self.webhook else None, leader_election=f["leader_elect"],
+                      identity=self.lease.identity)
+        self.controller.run()

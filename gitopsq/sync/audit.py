@@ -1,0 +1,72 @@
+"""The audit sink the `Syncer` writes to: ``sync.attempt`` records gain the commit (author, committer,
+signature), the approvals the history of the change carries (merge commits, ``Reviewed-by`` /
+``Approved-by`` trailers), the policy verdicts of the validated revision, and the approvals its ownership
+requires (``requiredApprovals``, ``approvalRequired``; gitopsq.sync.approvals). The record id stays: it does
+not depend on these fields."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gitopsq import logs
+from gitopsq.audit.approvals import commit_info
+from gitopsq.audit.records import PolicyVerdict, Record
+from gitopsq.audit.redact import redact
+from gitopsq.errors import GitopsqError
+from gitopsq.sync.approvals import change_approvals
+from gitopsq.sync.model import Validated
+
+
+def _log() -> Any:
+    """The logger, looked up at use: structlog caches a logger on first use, and a module-level one would keep
+    writing to the stream of the `logs.configure` in force then."""
+    return logs.get("controller")
+
+
+class SyncAuditRecords:
+    """Enriches sync records on their way to ``sink``, reading the change from ``source`` and the verdicts from
+    ``validated_at`` (revision -> its validation when it is the one validated last, else None; the Syncer's
+    `validated_at`; by default no verdicts are known)."""
+
+    def __init__(self, sink: Any, source: Any,
+                 validated_at: Callable[[str], Validated | None] = lambda _revision: None) -> None:
+        self.sink = sink
+        self.source = source
+        self.validated_at = validated_at
+
+    def record(self, record: Any) -> None:
+        self.sink.record(self.enrich(record))
+
+    def submit(self, record: Any) -> int:
+        return int(self.sink.submit(self.enrich(record)))
+
+    def wait_durable(self, ticket: int | None = None, timeout: float | None = None) -> None:
+        self.sink.wait_durable(ticket, timeout)
+
+    def enrich(self, record: Any) -> Any:
+        data = getattr(record, "data", record)
+        if data.get("type") != "sync.attempt" or data.get("commit"):
+            return record
+        revision, previous = str(data["revision"]), data.get("previousRevision")
+        extra: dict[str, Any] = {}
+        try:
+            extra["commit"] = commit_info(self.source.commit_info(revision)).to_json()
+        except (GitopsqError, ValueError, KeyError) as err:
+            _log().warning("commit facts not added to the audit record", revision=revision, error=str(err))
+        try:
+            facts = change_approvals(self.source, revision, previous)
+            extra["approvals"] = [a.to_json() for a in facts.approvals]
+            extra["requiredApprovals"] = facts.required_json()
+            extra["approvalRequired"] = bool(facts.required)
+        except Exception as err:  # the record must still be written, whatever the history reading hit
+            # Unknown is not "not required": the export lists the change with this error as its reason.
+            _log().warning("approvals not checked for the audit record", revision=revision, error=str(err))
+            extra["approvalRequired"] = True
+            extra["approvalError"] = str(err)
+        validated = self.validated_at(revision)
+        findings = validated.findings if validated is not None else ()
+        verdicts = [PolicyVerdict(str(f["policy"]), str(f.get("object") or ""), str(f.get("severity", "")),
+                                  False, str(f.get("message", ""))) for f in findings if f.get("policy")]
+        extra["verdicts"] = [v.to_json() for v in verdicts]
+        return Record({**data, **redact(extra)})

@@ -1,0 +1,97 @@
+"""What a sync is asked and what it answers: a leaf every sync module imports and that imports none of them.
+
+`Validated` is a revision judged by the validation pipeline; a `Validator` produces one; `SyncOptions` is what
+one pass is asked; `SyncResult` what it did, with its stable JSON form (``gitopsq apply --output json``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from gitopsq.errors import EXIT_OK, EXIT_REJECTED, EXIT_RUNTIME
+from gitopsq.sync.plan import Plan
+
+if TYPE_CHECKING:
+    from gitopsq.cluster.apply import Execution
+    from gitopsq.source.port import Source
+
+SyncOutcome = Literal["applied", "unchanged", "rejected", "failed", "stalled"]
+"""``stalled``: the GitSource's inventory cannot be read; the pass wrote Stalled and changed nothing."""
+
+
+@dataclass(frozen=True, slots=True)
+class Validated:
+    """A validated revision: its objects as v1beta2 wire documents, the findings, and whether it is refused.
+
+    ``reason_code`` is the Ready condition reason for a refusal: ``ValidationFailed`` or ``PolicyDenied``.
+    Findings are JSON objects (severity, reason, message, path, line, object) as ``status.lastRejection`` holds.
+    """
+
+    documents: tuple[Mapping[str, Any], ...]
+    findings: tuple[Mapping[str, Any], ...] = ()
+    rejected: bool = False
+    reason: str = ""
+    reason_code: str = "ValidationFailed"
+
+
+Validator = Callable[["Source", str, "str | None"], Validated]
+"""(source, commit, last applied commit or None) -> Validated: the same pipeline as `gitopsq check`."""
+
+
+@dataclass(frozen=True, slots=True)
+class SyncOptions:
+    rev: str = "HEAD"
+    prune: bool = True
+    dry_run: bool = False
+    allow_empty: bool = False
+    drift_check: bool = True  # False: when the revision is the applied one, trust the last check and read no live
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    """What one sync did; ``exit_code`` is what ``gitopsq apply`` returns (0 / 1 rejected / 3 failed)."""
+
+    outcome: SyncOutcome
+    revision: str | None
+    dry_run: bool
+    plan: Plan | None = None
+    execution: Execution | None = None
+    validated: Validated | None = None
+    error: str | None = None
+    timings: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return {"applied": EXIT_OK, "unchanged": EXIT_OK, "rejected": EXIT_REJECTED}.get(self.outcome, EXIT_RUNTIME)
+
+    def to_json(self) -> dict[str, Any]:
+        """The stable JSON form of a sync (``gitopsq apply --output json``; docs/sync.md)."""
+        plan, execution = self.plan, self.execution
+        out: dict[str, Any] = {"outcome": self.outcome, "revision": self.revision, "dryRun": self.dry_run,
+                               "error": self.error}
+        if self.validated is not None:
+            out["findings"] = [dict(f) for f in self.validated.findings]
+        if plan is not None:
+            applied = set(execution.applied) if execution else set()
+            out["applied"] = [{"object": str(a.key), "reason": a.reason, "done": a.key in applied,
+                               "changes": [c.to_json() for c in a.changes] if a.reason != "create" else [],
+                               **({"droppedMarkers": list(a.dropped_markers)} if a.dropped_markers else {})}
+                              for a in plan.applies]
+            pruned = set(execution.pruned) if execution else set()
+            out["pruned"] = [{"object": str(p.key), "done": p.key in pruned} for p in plan.prunes]
+            out["unchanged"] = len(plan.unchanged)
+            out["conflicts"] = [{"object": str(c.key), "manager": c.manager, "wanted": c.wanted}
+                                for c in plan.conflicts]
+            out["pendingPrune"] = [str(k) for k in plan.pending_prune]
+            out["orphaned"] = [str(k) for k in plan.orphaned]
+            out["emptyGuard"] = plan.empty_guard
+        if execution is not None:
+            out["failed"] = [f.to_json() for f in execution.failed]
+            out["notAttempted"] = [str(k) for k in execution.not_attempted]
+            out["retries"] = execution.retries
+            if execution.unverified:
+                out["unverified"] = [str(k) for k in execution.unverified]
+        out["timings"] = {k: round(v, 4) for k, v in self.timings.items()}
+        return out

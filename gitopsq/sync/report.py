@@ -1,0 +1,39 @@
+"""The audit records of a sync pass (``sync.attempt``, ``sync.rejected``, ``sync.drift_corrected``), made from
+what the pass hands over: the time, the source URL, the result and the revision applied before it. The JSON
+summary of a pass is `gitopsq.sync.model.SyncResult.to_json`."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from gitopsq.audit import records
+from gitopsq.sync.model import SyncResult
+
+
+def audit_records(result: SyncResult, *, now: datetime, source_url: str,
+                  previous_revision: str | None) -> list[records.Record]:
+    """sync.attempt / sync.rejected / sync.drift_corrected records for the audit trail."""
+    sha = result.revision or ""
+    if result.outcome == "rejected":
+        return [records.sync_rejected(time=now, source_url=source_url, revision=sha,
+                                      reason=result.error or "rejected",
+                                      message="; ".join(str(f.get("message", "")) for f in
+                                                        (result.validated.findings if result.validated else ())))]
+    plan, execution = result.plan, result.execution
+    assert plan is not None and execution is not None
+    pruned = set(execution.pruned)
+    changes = [records.ObjectChange(kind=k.kind, name=k.name, namespace=k.namespace or None,
+                                    action="pruned" if k in pruned else
+                                    ("created" if any(a.key == k and a.reason == "create" for a in plan.applies)
+                                     else "updated"))
+               for k in (*execution.applied, *execution.pruned)]
+    result_word = "applied" if execution.ok else ("partial" if execution.applied or execution.pruned else "failed")
+    out = [records.sync_attempt(time=now, source_url=source_url, revision=sha,
+                                previous_revision=previous_revision, result=result_word, changes=changes,
+                                actor="gitopsq", message=result.error or "")]
+    drifted = set(plan.drifted) & set(execution.applied)
+    if drifted:
+        out.append(records.sync_drift_corrected(time=now, source_url=source_url, revision=sha, changes=[
+            c for c in changes if (c.kind, c.namespace or "", c.name) in {(k.kind, k.namespace, k.name)
+                                                                             for k in drifted}]))
+    return out

@@ -1,0 +1,88 @@
+"""The Job admission webhook's decisions (pure: the HTTPS server is gitopsq.webhook.server, its certificates
+gitopsq.webhook.certs).
+
+- ``POST /mutate-batch-v1-job``: a Job labelled ``kueue.x-k8s.io/queue-name`` is created suspended, so no pod
+  starts before the admission loop admits it (Kueue's ``ApplyDefaultForSuspend``).
+- ``POST /validate-batch-v1-job``: in the namespaces the repository marks as managed, a Job without a queue
+  label is refused; every Job created or updated is judged by the CEL policies that match kind ``Job``
+  (gitopsq.policy, the same engine as ``gitopsq check``); a Deny verdict refuses it, a Warn verdict is
+  returned as an admission warning.
+Requests and answers are ``admission.k8s.io/v1`` AdmissionReviews. A malformed review is answered 400.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gitopsq.manifests.validate import QUEUE_NAME_LABEL as QUEUE_LABEL
+from gitopsq.policy import Change, ObjectKey, Operation, Policy, PolicyInput, evaluate
+
+
+@dataclass(frozen=True, slots=True)
+class JobWebhookOptions:
+    managed_namespaces: frozenset[str] = frozenset()  # Jobs here must carry a queue label
+    policies: Sequence[Policy] = field(default_factory=tuple)
+
+
+def _answer(uid: str, allowed: bool, *, message: str = "", patch: list[dict[str, Any]] | None = None,
+            warnings: Sequence[str] = ()) -> dict[str, Any]:
+    response: dict[str, Any] = {"uid": uid, "allowed": allowed}
+    if not allowed:
+        response["status"] = {"code": 403, "reason": "Forbidden", "message": message}
+    if patch:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(json.dumps(patch).encode()).decode()
+    if warnings:
+        response["warnings"] = list(warnings)
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+
+
+class JobWebhook:
+    """Decides AdmissionReviews for batch/v1 Jobs (no I/O: gitopsq.webhook.server feeds it). `mutate` is where a
+    queued Job is created suspended, `validate` where a Job admission request is allowed or refused."""
+
+    def __init__(self, options: JobWebhookOptions | None = None) -> None:
+        self.options = options or JobWebhookOptions()
+
+    def mutate(self, review: Mapping[str, Any]) -> dict[str, Any]:
+        request = review["request"]
+        job = request.get("object") or {}
+        labels = (job.get("metadata") or {}).get("labels") or {}
+        if request.get("operation") == "CREATE" and labels.get(QUEUE_LABEL) and \
+                (job.get("spec") or {}).get("suspend") is not True:
+            return _answer(request["uid"], True, patch=[{"op": "add", "path": "/spec/suspend", "value": True}])
+        return _answer(request["uid"], True)
+
+    def validate(self, review: Mapping[str, Any]) -> dict[str, Any]:
+        request = review["request"]
+        job = request.get("object") or {}
+        meta = job.get("metadata") or {}
+        namespace = request.get("namespace") or meta.get("namespace") or ""
+        labels = meta.get("labels") or {}
+        if request.get("operation") == "CREATE" and namespace in self.options.managed_namespaces \
+                and not labels.get(QUEUE_LABEL):
+            return _answer(request["uid"], False, message=(
+                f"namespace {namespace} is managed by gitopsq: Jobs there need the label {QUEUE_LABEL} "
+                "naming a LocalQueue"))
+        denied, warnings = self._policies(request, job)
+        if denied:
+            return _answer(request["uid"], False, message="; ".join(denied), warnings=warnings)
+        return _answer(request["uid"], True, warnings=warnings)
+
+    def _policies(self, request: Mapping[str, Any], job: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+        if not self.options.policies:
+            return [], []
+        obj = {"apiVersion": "batch/v1", "kind": "Job", **job}
+        old = request.get("oldObject")
+        operation = Operation.UPDATE if request.get("operation") == "UPDATE" else Operation.CREATE
+        key = ObjectKey.of(obj)
+        change = Change(operation=operation, path=f"cluster/{key.namespace}/jobs/{key.name}", key=key, object=obj,
+                        old_object={"apiVersion": "batch/v1", "kind": "Job", **old} if old else None)
+        verdicts = evaluate(self.options.policies, PolicyInput(changes=(change,), desired={}, repo={}))
+        denied = [f"{v.policy}: {v.message}" for v in verdicts if not v.allowed and v.severity.value == "Deny"]
+        warnings = [f"{v.policy}: {v.message}" for v in verdicts if not v.allowed and v.severity.value == "Warn"]
+        return denied, warnings
