@@ -9,6 +9,7 @@ from gitopsq.api.codec import encode
 from gitopsq.manifests import finding_json
 from gitopsq.source.port import Source
 from gitopsq.sync.model import Validated, Validator
+from gitopsq.sync.plan import key_of_document
 from gitopsq.validation import ValidationCache, validate_revision
 
 
@@ -37,7 +38,9 @@ def from_report(report: Any) -> Validated:
         findings.append(item)
     errors = [f for f in report.findings if f.is_error]
     documents = tuple(encode(o) for o in report.objects) + tuple(dict(p.doc) for p in report.passthrough)
+    places = [(e.path, e.line) for e in report.entries] + [(p.path, p.line) for p in report.passthrough]
+    locations = {key_of_document(d): place for d, place in zip(documents, places, strict=True)}
     reason = f"{len(errors)} error(s), first: {errors[0]}" if errors else ""
     policy_only = bool(errors) and all(f.code.startswith("policy") for f in errors)
     return Validated(documents, tuple(findings), bool(errors), reason,
-                     "PolicyDenied" if policy_only else "ValidationFailed")
+                     "PolicyDenied" if policy_only else "ValidationFailed", locations)
