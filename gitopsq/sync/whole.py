@@ -47,6 +47,7 @@ def attempt(executor: Executor, plan: Plan, *, dry_run_first: bool = True,
     staged_live: dict[ObjectKey, Mapping[str, Any]] = {}
     rest = plan
     started = time.perf_counter()
+    retries_before = executor.rest.retries  # the dry run's retries count too (an API restart during it)
     if dry_run_first:
         dry = executor.execute(plan, dry_run=True)
         if dry.failed:
@@ -67,7 +68,8 @@ def attempt(executor: Executor, plan: Plan, *, dry_run_first: bool = True,
             rest = replace(plan, applies=tuple(a for a in plan.applies if a.key not in set(staged)))
     dry_seconds = time.perf_counter() - started
     done = executor.execute(rest, advance=advance)
-    execution = replace(done, applied=staged + done.applied, live_after={**staged_live, **done.live_after})
+    execution = replace(done, applied=staged + done.applied, live_after={**staged_live, **done.live_after},
+                        retries=executor.rest.retries - retries_before)
     return Attempt("applied" if execution.ok else "failed", execution, (), dry_seconds)
 
 
