@@ -42,9 +42,9 @@ class SyncLoop:
 
     def __init__(self, syncer: Syncer, options: SyncOptions, *, interval: float, drift_interval: float = 300.0,
                  max_backoff: float = 300.0, on_result: Callable[[Any], None] | None = None,
-                 health_timeout: float = HEALTH_TIMEOUT) -> None:
+                 health_timeout: float | None = HEALTH_TIMEOUT) -> None:
         self.syncer = syncer
-        # the controller always checks the applied queues' health (docs/sync.md, "Health after apply")
+        # the controller checks the applied queues' health (docs/sync.md, "Health after apply"); None: it does not
         self.options = options if options.health_timeout is not None else \
             replace(options, health_timeout=health_timeout)
         self.interval = interval
