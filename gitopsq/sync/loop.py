@@ -22,8 +22,9 @@ def _log() -> Any:
 
 # Outcomes after which polling goes on at the normal interval: the pass reached a final answer. A stalled
 # source waits for a person, so backing off would only delay noticing the repair.
-FINAL_OUTCOMES = ("applied", "unchanged", "rejected", "refused", "unhealthy", "suspended", "stalled")
-HEALTH_TIMEOUT = 120.0  # seconds the controller waits for a new revision's queues to be healthy
+FINAL_OUTCOMES = ("applied", "unchanged", "rejected", "refused", "health-pending", "unhealthy", "suspended",
+                  "stalled")
+HEALTH_TIMEOUT = 120.0  # seconds a new revision's queues have to become healthy before it is reported unhealthy
 
 
 @dataclass
@@ -46,7 +47,7 @@ class SyncLoop:
         self.syncer = syncer
         # the controller checks the applied queues' health (docs/sync.md, "Health after apply"); None: it does not
         self.options = options if options.health_timeout is not None else \
-            replace(options, health_timeout=health_timeout)
+            replace(options, health_timeout=health_timeout, health_wait=False)
         self.interval = interval
         self.drift_interval = drift_interval  # polls in between only look at Git (Flux: source vs apply interval)
         self._last_drift_check: float | None = None

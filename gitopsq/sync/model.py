@@ -19,11 +19,12 @@ if TYPE_CHECKING:
     from gitopsq.source.port import Source
     from gitopsq.sync.health import ObjectHealth
 
-SyncOutcome = Literal["applied", "unchanged", "rejected", "refused", "failed", "rolled-back", "unhealthy",
-                      "suspended", "stalled"]
+SyncOutcome = Literal["applied", "unchanged", "rejected", "refused", "failed", "rolled-back", "health-pending",
+                      "unhealthy", "suspended", "stalled"]
 """``refused``: the API server's dry run refused an object, nothing was written; ``rolled-back``: a write failed
-on every attempt and the last good revision was put back; ``unhealthy``: applied, but a queue was not healthy
-within the health timeout; ``suspended``: the GitSource's ``spec.suspend`` is true, nothing was applied;
+on every attempt and the last good revision was put back; ``health-pending``: applied, queues not healthy yet,
+judged again at the next pass (the controller); ``unhealthy``: applied, but a queue was not healthy within the
+health timeout; ``suspended``: the GitSource's ``spec.suspend`` is true, nothing was applied;
 ``stalled``: the GitSource's inventory cannot be read; the pass wrote Stalled and changed nothing."""
 
 
@@ -54,7 +55,8 @@ class SyncOptions:
     dry_run: bool = False
     allow_empty: bool = False
     drift_check: bool = True  # False: when the revision is the applied one, trust the last check and read no live
-    health_timeout: float | None = None  # seconds to wait for the applied queues to be healthy; None: no check
+    health_timeout: float | None = None  # seconds for the applied queues to become healthy; None: no check
+    health_wait: bool = True  # wait in the pass (gitopsq apply); False: judge once per pass (the controller)
     dry_run_first: bool = True  # False only to measure what the dry-run phase costs (benchmarks/sync_bench.py)
 
 

@@ -20,6 +20,7 @@ from gitopsq.sync.report import audit_records
 from gitopsq.sync.whole import Attempt
 
 INVENTORY_UNREADABLE = "InventoryUnreadable"  # the Ready/Stalled reason of a GitSource whose inventory is broken
+HEALTH_PENDING = "HealthCheckPending"  # the Ready reason while the applied queues' health is awaited
 
 
 def _log() -> Any:
@@ -102,11 +103,16 @@ class OutcomeReports:
             parts.append(f"{len(conflicts)} left to another manager ({'; '.join(conflicts)})")
         if plan.pending_prune:
             parts.append(f"{len(plan.pending_prune)} no longer in Git but not pruned")
+        healthy = result.outcome not in ("unhealthy", "health-pending")
         if health:
-            parts.insert(0 if result.outcome == "unhealthy" else len(parts), summary(health))
-        status = build_status(state.status, outcome="unhealthy" if result.outcome == "unhealthy" else "applied",
+            parts.insert(len(parts) if healthy else 0, summary(health))
+        if result.outcome == "health-pending":
+            parts.insert(0, "waiting for the queues to be healthy")
+        status = build_status(state.status, outcome="unhealthy" if result.outcome == "unhealthy" else
+                              "progressing" if result.outcome == "health-pending" else "applied",
                               now=self.clock(), generation=state.generation, attempted=sha, applied=sha,
-                              inventory=inventory.to_status(), message="; ".join(parts))
+                              inventory=inventory.to_status(), message="; ".join(parts),
+                              reason=HEALTH_PENDING if result.outcome == "health-pending" else None)
         status["conflicts"] = conflicts
         if health is not None:
             status["health"] = status_field(health)

@@ -32,11 +32,11 @@ from gitopsq.source.port import Source
 from gitopsq.sync.health import ObjectHealth, checked, summary, wait_healthy
 from gitopsq.sync.inventory import Inventory, InventoryFormatError, version_of
 from gitopsq.sync.model import SyncOptions, SyncOutcome, SyncResult, Validated, Validator
-from gitopsq.sync.outcomes import OutcomeReports
+from gitopsq.sync.outcomes import HEALTH_PENDING, OutcomeReports
 from gitopsq.sync.plan import Plan, build_plan, inventory_after, key_of_document
 from gitopsq.sync.report import audit_records
-from gitopsq.sync.validate import check_pipeline_validator
-from gitopsq.sync.whole import attempt, rollback_plan
+from gitopsq.sync.validate import check_pipeline_validator, within_paths
+from gitopsq.sync.whole import attempt, keys_of, rollback_plan
 
 
 def _log() -> Any:
@@ -50,7 +50,6 @@ PROGRESS_THRESHOLD = 20  # plans with more writes than this first mark the GitSo
 DEFAULT_OPTIONS = SyncOptions()
 
 APPLY_ATTEMPTS = 3  # a failed write is retried from fresh state this many times in all, then rolled back
-HEALTH_PENDING = "HealthCheckPending"  # the Ready reason while the applied queues' health is awaited
 
 
 class Syncer(OutcomeReports):
@@ -72,7 +71,7 @@ class Syncer(OutcomeReports):
         self._applied_docs: tuple[str, Mapping[ObjectKey, Mapping[str, Any]]] | None = None
         # (revision, key -> resourceVersion at which live was seen equal to that revision's desired object)
         self._verified: tuple[str, dict[ObjectKey, str]] | None = None
-        self._health_waited: str | None = None  # the revision whose health was last waited for
+        self._health_since: tuple[str, float] | None = None  # (revision, monotonic time its health was first asked)
         self.progress: Progress = NullProgress()  # `gitopsq apply` on a terminal sets a progress line
         self.interval: float | None = None  # the GitSource's spec.interval, as read by the last pass
 
@@ -91,7 +90,7 @@ class Syncer(OutcomeReports):
         self.interval = state.interval
         if state.suspended and not options.dry_run:
             return self._suspended(sha, state)
-        validated = _within(self._validate(sha, state), state.paths)
+        validated = within_paths(self._validate(sha, state), state.paths)
         timings["validate"] = time.perf_counter() - started
         if validated.rejected:
             return self._rejected(sha, state, validated, options)
@@ -192,7 +191,7 @@ class Syncer(OutcomeReports):
                 return self._succeeded(state, result, options, live)
             if number < APPLY_ATTEMPTS:  # fresh state: what this attempt wrote is now in the inventory
                 inventory = inventory_after(plan, made, set(execution.pruned))
-                live = read_live(self.rest, _keys(validated.documents, inventory),
+                live = read_live(self.rest, keys_of(validated.documents, inventory),
                                  selector=f"{SOURCE_LABEL}={self.label_value}")
                 plan = self._plan(sha, state, validated=validated, live=live, assumed=frozenset(),
                                   inventory=inventory, options=options)
@@ -201,40 +200,53 @@ class Syncer(OutcomeReports):
 
     def _succeeded(self, state: SourceState, result: SyncResult, options: SyncOptions,
                    live: Mapping[ObjectKey, Any]) -> SyncResult:
-        """Record a complete apply, after waiting for the queues' health when asked."""
+        """Record a complete apply, with the queues' health when asked."""
         plan, execution, sha = result.plan, result.execution, result.revision
         assert plan is not None and execution is not None and sha is not None and result.validated is not None
         self._applied_docs = (sha, {key_of_document(d): d for d in result.validated.documents})
         self._remember_verified(sha, plan, execution, live)
         inventory = inventory_after(plan, set(execution.applied), set(execution.pruned))
-        health = self._health(state, sha, plan, options)
-        if health is not None:
+        judged = self._health(state, sha, plan, options)
+        if judged is not None:
+            health, pending = judged
             result = replace(result, health=tuple(health))
             if not all(h.healthy for h in health):
-                result = replace(result, outcome="unhealthy", error=summary(health))
+                result = replace(result, outcome="health-pending" if pending else "unhealthy", error=summary(health))
         self._report(state, result, inventory)
         return result
 
-    def _health(self, state: SourceState, sha: str, plan: Plan, options: SyncOptions) -> list[ObjectHealth] | None:
-        """The applied queues' health, waiting up to ``options.health_timeout`` (once per revision: a revision
-        already found unhealthy is judged again at each pass without waiting)."""
+    def _health(self, state: SourceState, sha: str, plan: Plan,
+                options: SyncOptions) -> tuple[list[ObjectHealth], bool] | None:
+        """The applied queues' health and whether a verdict is still pending (None: not asked).
+
+        ``gitopsq apply`` waits in the pass, up to ``options.health_timeout``. The controller judges once per
+        pass and reports Reconciling (HealthCheckPending) until the timeout, counted from the first pass that
+        applied the revision, has passed; then the revision is unhealthy (Stalled)."""
         if options.health_timeout is None:
             return None
         keys = checked(plan.desired_inventory.key_set())
         versions = {e.key: e.version for e in plan.desired_inventory.entries}
-        timeout = options.health_timeout if self._health_waited != sha else 0.0
-        if keys and timeout > 0:
-            self.store.write(state, build_status(
-                state.status, outcome="progressing", now=self.clock(), generation=state.generation,
-                attempted=sha, reason=HEALTH_PENDING,
-                message=f"Revision {sha} applied; waiting up to {timeout:g}s for {len(keys)} queues to be healthy"))
-        self._health_waited = sha
+        if self._health_since is None or self._health_since[0] != sha:
+            self._health_since = (sha, time.monotonic())
+            first = True
+        else:
+            first = False
+        waited = time.monotonic() - self._health_since[1]
 
         def read(wanted: list[ObjectKey]) -> Mapping[ObjectKey, Any]:
             return read_live(self.rest, [(k, versions[k]) for k in wanted],
                              selector=f"{SOURCE_LABEL}={self.label_value}")
 
-        return wait_healthy(read, keys, timeout=timeout)
+        if not options.health_wait:
+            verdicts = wait_healthy(read, keys, timeout=0.0)
+            return verdicts, waited < options.health_timeout
+        timeout = options.health_timeout if first else 0.0  # a revision already found unhealthy: judged again
+        if keys and timeout > 0:
+            self.store.write(state, build_status(
+                state.status, outcome="progressing", now=self.clock(), generation=state.generation,
+                attempted=sha, reason=HEALTH_PENDING,
+                message=f"Revision {sha} applied; waiting up to {timeout:g}s for {len(keys)} queues to be healthy"))
+        return wait_healthy(read, keys, timeout=timeout), False
 
     def _read_live(self, sha: str, state: SourceState, docs: tuple[Mapping[str, Any], ...],
                    inventory: Inventory) -> tuple[dict[ObjectKey, Any], frozenset[ObjectKey]]:
@@ -317,7 +329,7 @@ class Syncer(OutcomeReports):
             before = Inventory.from_status((state.status or {}).get("inventory"))
             extra = [e for e in plan.desired_inventory.entries if e.key in created and e.key not in before.key_set()]
             tracked = Inventory.of([*before.entries, *extra])
-            live = read_live(self.rest, _keys(old_docs, tracked), selector=f"{SOURCE_LABEL}={self.label_value}")
+            live = read_live(self.rest, keys_of(old_docs, tracked), selector=f"{SOURCE_LABEL}={self.label_value}")
             back = rollback_plan(build_plan(good or sha, old_docs, live, tracked, prune=True, allow_empty=True,
                                             previous={key_of_document(d): d for d in old_docs},
                                             labels={SOURCE_LABEL: self.label_value}), created)
@@ -346,7 +358,7 @@ class Syncer(OutcomeReports):
             return ()
         if self._applied_docs is not None and self._applied_docs[0] == revision:
             return tuple(self._applied_docs[1].values())
-        return _within(self.validator(self.source, revision, None), state.paths).documents
+        return within_paths(self.validator(self.source, revision, None), state.paths).documents
 
 def default_source_name(repo: str) -> str:
     """A GitSource name from the repository's last path component (``…/queues.git`` → ``queues``)."""
@@ -361,27 +373,6 @@ def source_label_value(ref: SourceRef) -> str:
     if len(value) <= 63:
         return value
     return "h" + hashlib.sha256(value.encode()).hexdigest()[:40]
-
-
-def _keys(docs: tuple[Mapping[str, Any], ...], inventory: Inventory) -> set[tuple[ObjectKey, str]]:
-    """(key, version) of every object in ``docs`` or ``inventory``."""
-    return {(key_of_document(d), version_of(str(d.get("apiVersion")))) for d in docs} | \
-        {(e.key, e.version) for e in inventory.entries}
-
-
-def _within(validated: Validated, paths: tuple[str, ...]) -> Validated:
-    """Only the objects from files under ``paths`` (the GitSource's ``spec.paths``; all when empty). The
-    revision is validated whole all the same: references between files need every file."""
-    roots = [p.strip("/").removeprefix("./").strip("/") for p in paths]
-    if not roots or "" in roots or "." in roots:
-        return validated
-    where = validated.locations
-
-    def inside(doc: Mapping[str, Any]) -> bool:
-        path = where.get(key_of_document(doc), ("", 0))[0]
-        return any(path == r or path.startswith(r + "/") for r in roots)
-
-    return replace(validated, documents=tuple(d for d in validated.documents if inside(d)))
 
 
 def _ready(state: SourceState) -> bool:

@@ -24,7 +24,8 @@ from typing import Any, Literal
 
 from gitopsq.api.model import ObjectKey
 from gitopsq.cluster.apply import Execution, Executor, Failure
-from gitopsq.sync.plan import Plan
+from gitopsq.sync.inventory import Inventory, version_of
+from gitopsq.sync.plan import Plan, key_of_document
 
 AttemptOutcome = Literal["applied", "refused", "failed"]
 
@@ -85,3 +86,9 @@ def rollback_plan(plan: Plan, created: Iterable[ObjectKey]) -> Plan:
     attempts created are kept, so nothing the last good revision left in place is deleted by a rollback."""
     made = set(created)
     return replace(plan, prunes=tuple(p for p in plan.prunes if p.key in made))
+
+
+def keys_of(docs: tuple[Mapping[str, Any], ...], inventory: Inventory) -> set[tuple[ObjectKey, str]]:
+    """(key, version) of every object in ``docs`` or ``inventory``."""
+    return {(key_of_document(d), version_of(str(d.get("apiVersion")))) for d in docs} | \
+        {(e.key, e.version) for e in inventory.entries}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -146,3 +147,20 @@ def test_with_the_admission_loop_the_applied_queues_become_healthy(kueue_clean: 
     obj = source(rig, repo)
     assert conditions(obj) == {"Ready": ("True", "ReconciliationSucceeded")}
     assert obj["status"]["health"] == {"checked": 4, "healthy": 4, "objects": []}
+
+
+def test_the_controller_reports_health_as_reconciling_until_the_timeout(kueue_clean: Envtest,
+                                                                        repo: QueueRepo) -> None:
+    """The controller's sync loop does not block on health: while the queues have no verdict and the timeout
+    has not passed the GitSource is Reconciling (HealthCheckPending, Ready Unknown); after it, Stalled."""
+    rig = kueue_clean
+    loop = SyncLoop(make_syncer(rig, repo), SyncOptions(), interval=5.0, health_timeout=1.5)
+    first = loop.once()
+    assert first.outcome == "health-pending" and loop.stats.consecutive_failures == 0
+    obj = source(rig, repo)
+    assert conditions(obj) == {"Ready": ("Unknown", "HealthCheckPending"), "Reconciling": ("True", "Progressing")}
+    assert obj["status"]["lastAppliedRevision"] == first.revision
+    time.sleep(1.6)
+    assert loop.once().outcome == "unhealthy"
+    assert conditions(source(rig, repo)) == {"Ready": ("False", "HealthCheckFailed"),
+                                             "Stalled": ("True", "HealthCheckFailed")}
