@@ -49,6 +49,7 @@ SOURCE_LABEL = "gitopsq.dev/source"  # on every applied object: <namespace>.<nam
 PROGRESS_THRESHOLD = 20  # plans with more writes than this first mark the GitSource Reconciling
 DEFAULT_OPTIONS = SyncOptions()
 
+HEALTH_GRACE = 10.0  # seconds the controller's pass waits for a new revision's health before reporting it pending
 APPLY_ATTEMPTS = 3  # a failed write is retried from fresh state this many times in all, then rolled back
 
 
@@ -219,9 +220,10 @@ class Syncer(OutcomeReports):
                 options: SyncOptions) -> tuple[list[ObjectHealth], bool] | None:
         """The applied queues' health and whether a verdict is still pending (None: not asked).
 
-        ``gitopsq apply`` waits in the pass, up to ``options.health_timeout``. The controller judges once per
-        pass and reports Reconciling (HealthCheckPending) until the timeout, counted from the first pass that
-        applied the revision, has passed; then the revision is unhealthy (Stalled)."""
+        ``gitopsq apply`` waits in the pass, up to ``options.health_timeout``. The controller waits up to
+        HEALTH_GRACE in the pass that applied the revision, then judges once per pass and reports Reconciling
+        (HealthCheckPending) until the timeout, counted from that first pass, has passed; then the revision is
+        unhealthy (Stalled)."""
         if options.health_timeout is None:
             return None
         keys = checked(plan.desired_inventory.key_set())
@@ -231,15 +233,15 @@ class Syncer(OutcomeReports):
             first = True
         else:
             first = False
-        waited = time.monotonic() - self._health_since[1]
 
         def read(wanted: list[ObjectKey]) -> Mapping[ObjectKey, Any]:
             return read_live(self.rest, [(k, versions[k]) for k in wanted],
                              selector=f"{SOURCE_LABEL}={self.label_value}")
 
-        if not options.health_wait:
-            verdicts = wait_healthy(read, keys, timeout=0.0)
-            return verdicts, waited < options.health_timeout
+        if not options.health_wait:  # a short grace on the pass that applied it: a running Kueue is that quick
+            grace = min(HEALTH_GRACE, options.health_timeout / 2) if first else 0.0
+            verdicts = wait_healthy(read, keys, timeout=grace)
+            return verdicts, time.monotonic() - self._health_since[1] < options.health_timeout
         timeout = options.health_timeout if first else 0.0  # a revision already found unhealthy: judged again
         if keys and timeout > 0:
             self.store.write(state, build_status(
