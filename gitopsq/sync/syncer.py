@@ -6,7 +6,11 @@ The same `Syncer` serves ``gitopsq apply`` (one pass) and the controller's sync 
 the last validated revision in memory so a no-change reconcile neither re-reads Git nor re-validates).
 
 A revision is validated whole by the same pipeline as ``gitopsq check`` (gitopsq.sync.validate) before the
-first write; a rejected revision writes nothing but its status, and the last applied revision stays live. The
+first write; a rejected revision writes nothing but its status, and the last applied revision stays live. An
+accepted one is applied all or nothing (gitopsq.sync.whole): every object is dry-run on the API server first,
+a write that fails is retried from fresh state, and one that keeps failing is rolled back to the last good
+revision. After the apply, the queues' health is checked when asked (gitopsq.sync.health). A GitSource with
+``spec.suspend`` gets a Suspended condition and nothing else; ``spec.paths`` narrows the objects applied. The
 status of an executed plan is written in a ``finally``, so a pass that fails half-way never leaves the GitSource
 saying it is still applying. An inventory that cannot be read marks the GitSource Stalled: pruning from it
 would be a guess, and retrying cannot fix it (a person must).

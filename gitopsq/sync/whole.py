@@ -57,7 +57,7 @@ def attempt(executor: Executor, plan: Plan, *, dry_run_first: bool = True,
             waiting = {k.namespace for k in dry.unverified}
             first = tuple(a for a in plan.applies if a.key.kind == "Namespace" and a.key.group == ""
                           and a.key.name in waiting)
-            made = executor.execute(replace(plan, applies=first, prunes=()))
+            made = executor.execute(replace(plan, applies=first, prunes=()), advance=advance)
             staged, staged_live = made.applied, dict(made.live_after)
             if made.failed:
                 return Attempt("failed", _merge(made, Execution(False)), (), time.perf_counter() - started)

@@ -198,3 +198,27 @@ def test_a_transient_write_failure_is_retried_from_fresh_state(kueue_clean: Envt
     result = make_syncer(rig, repo, FlakyRest(rig.api_client())).sync()
     assert result.outcome == "applied" and result.attempts == 2, result.to_json()
     assert len(failures) == 1 and lq_live(rig, repo.team_a) is not None and lq_live(rig, repo.team_b) is not None
+
+
+def test_the_apply_step_reports_progress(kueue_clean: Envtest, repo: QueueRepo) -> None:
+    """The apply step tells the syncer's progress line its total (the plan's writes) and every object done, and
+    closes it (what `gitopsq apply` shows on a terminal)."""
+    calls: list[tuple[str, int | None]] = []
+
+    class Recording:
+        def start(self, label: str, total: int | None = None) -> None:
+            calls.append(("start", total))
+
+        def advance(self, count: int = 1) -> None:
+            calls.append(("advance", count))
+
+        def done(self) -> None:
+            calls.append(("done", None))
+
+    syncer = make_syncer(kueue_clean, repo)
+    syncer.progress = Recording()
+    result = syncer.sync()
+    assert result.outcome == "applied"
+    assert calls[0] == ("start", 7) and calls[-1] == ("done", None)
+    advanced = sum(n for kind, n in calls if kind == "advance" and n is not None)
+    assert advanced == 7  # the two new Namespaces (created before the dry run of the queues in them) included
