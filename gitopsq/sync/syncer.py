@@ -174,12 +174,7 @@ class Syncer(OutcomeReports):
         dry_seconds = 0.0
         execution = Execution(False)
         for number in range(1, APPLY_ATTEMPTS + 1):
-            self.progress.start(f"applying {sha[:12]}", len(plan.applies) + len(plan.prunes))
-            try:
-                tried = attempt(self.executor, plan, dry_run_first=options.dry_run_first,
-                                advance=self.progress.advance)
-            finally:
-                self.progress.done()
+            tried = attempt(self.executor, plan, dry_run_first=options.dry_run_first, progress=self.progress)
             dry_seconds += tried.dry_run_seconds
             execution = tried.execution
             made = set(execution.applied)

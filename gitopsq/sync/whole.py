@@ -18,12 +18,13 @@ timeout) is the caller's to retry from fresh state and, if it persists, to roll 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from gitopsq.api.model import ObjectKey
 from gitopsq.cluster.apply import Execution, Executor, Failure
+from gitopsq.progress import NullProgress, Progress
 from gitopsq.sync.inventory import Inventory, version_of
 from gitopsq.sync.plan import Plan, key_of_document
 
@@ -42,33 +43,44 @@ class Attempt:
 
 
 def attempt(executor: Executor, plan: Plan, *, dry_run_first: bool = True,
-            advance: Callable[[int], None] | None = None) -> Attempt:
-    """Dry-run ``plan`` whole, create the Namespaces the rest needs, dry-run what waited for them, then apply."""
+            progress: Progress | None = None) -> Attempt:
+    """Dry-run ``plan`` whole, create the Namespaces the rest needs, dry-run what waited for them, then apply;
+    each step shows on ``progress`` (a line on a terminal) as it goes."""
+    shown = progress or NullProgress()
+
+    def run(label: str, part: Plan, *, dry_run: bool) -> Execution:
+        shown.start(label, len(part.applies) + len(part.prunes))
+        try:
+            return executor.execute(part, dry_run=dry_run, advance=shown.advance)
+        finally:
+            shown.done()
+
     staged: tuple[ObjectKey, ...] = ()
     staged_live: dict[ObjectKey, Mapping[str, Any]] = {}
     rest = plan
     started = time.perf_counter()
     retries_before = executor.rest.retries  # the dry run's retries count too (an API restart during it)
     if dry_run_first:
-        dry = executor.execute(plan, dry_run=True)
+        dry = run(f"dry run of {plan.revision[:12]}", plan, dry_run=True)
         if dry.failed:
             return Attempt("refused", Execution(False), dry.failed, time.perf_counter() - started)
         if dry.unverified:
             waiting = {k.namespace for k in dry.unverified}
             first = tuple(a for a in plan.applies if a.key.kind == "Namespace" and a.key.group == ""
                           and a.key.name in waiting)
-            made = executor.execute(replace(plan, applies=first, prunes=()), advance=advance)
+            made = run("creating namespaces", replace(plan, applies=first, prunes=()), dry_run=False)
             staged, staged_live = made.applied, dict(made.live_after)
             if made.failed:
                 return Attempt("failed", _merge(made, Execution(False)), (), time.perf_counter() - started)
             unchecked = set(dry.unverified)
-            second = executor.execute(replace(plan, applies=tuple(a for a in plan.applies if a.key in unchecked),
-                                              prunes=()), dry_run=True)
+            second = run("dry run in the new namespaces",
+                         replace(plan, applies=tuple(a for a in plan.applies if a.key in unchecked), prunes=()),
+                         dry_run=True)
             if second.failed:
                 return Attempt("refused", made, second.failed, time.perf_counter() - started)
             rest = replace(plan, applies=tuple(a for a in plan.applies if a.key not in set(staged)))
     dry_seconds = time.perf_counter() - started
-    done = executor.execute(rest, advance=advance)
+    done = run(f"applying {plan.revision[:12]}", rest, dry_run=False)
     execution = replace(done, applied=staged + done.applied, live_after={**staged_live, **done.live_after},
                         retries=executor.rest.retries - retries_before)
     return Attempt("applied" if execution.ok else "failed", execution, (), dry_seconds)

@@ -201,24 +201,25 @@ def test_a_transient_write_failure_is_retried_from_fresh_state(kueue_clean: Envt
 
 
 def test_the_apply_step_reports_progress(kueue_clean: Envtest, repo: QueueRepo) -> None:
-    """The apply step tells the syncer's progress line its total (the plan's writes) and every object done, and
-    closes it (what `gitopsq apply` shows on a terminal)."""
-    calls: list[tuple[str, int | None]] = []
+    """The dry run, the namespaces staged before it and the apply each show on the syncer's progress line with
+    their total, every object counted and the line closed (what `gitopsq apply` shows on a terminal)."""
+    steps: list[list[Any]] = []
 
     class Recording:
         def start(self, label: str, total: int | None = None) -> None:
-            calls.append(("start", total))
+            steps.append([label, total, 0, False])
 
         def advance(self, count: int = 1) -> None:
-            calls.append(("advance", count))
+            steps[-1][2] += count
 
         def done(self) -> None:
-            calls.append(("done", None))
+            steps[-1][3] = True
 
     syncer = make_syncer(kueue_clean, repo)
     syncer.progress = Recording()
     result = syncer.sync()
-    assert result.outcome == "applied"
-    assert calls[0] == ("start", 7) and calls[-1] == ("done", None)
-    advanced = sum(n for kind, n in calls if kind == "advance" and n is not None)
-    assert advanced == 7  # the two new Namespaces (created before the dry run of the queues in them) included
+    assert result.outcome == "applied" and result.revision is not None
+    short = result.revision[:12]
+    # the first dry run cannot check the two LocalQueues (their namespaces do not exist yet): they wait for them
+    assert steps == [[f"dry run of {short}", 7, 7, True], ["creating namespaces", 2, 2, True],
+                     ["dry run in the new namespaces", 2, 2, True], [f"applying {short}", 5, 5, True]]
