@@ -106,7 +106,7 @@ class SyncResult:
             out["orphaned"] = [str(k) for k in plan.orphaned]
             out["emptyGuard"] = plan.empty_guard
         if execution is not None:
-            out["failed"] = [f.to_json() for f in execution.failed]
+            out["failed"] = [f.to_json() for f in execution.failed if f not in self.refusals]  # not twice
             out["notAttempted"] = [str(k) for k in execution.not_attempted]
             out["retries"] = execution.retries
             if execution.unverified:

@@ -44,6 +44,9 @@ def test_a_refused_revision_exits_1_and_names_the_object(kueue_clean: Envtest, r
     assert cpu_of(cq_live(kueue_clean, repo.team_a)) == "8"
     as_json = json.loads(gitopsq(kueue_clean, "apply", str(repo.path), "--name", repo.tag, "-o", "json").stdout)
     assert as_json["outcome"] == "refused" and as_json["refused"][0]["path"] == "queues/extra.yaml"
+    dry = gitopsq(kueue_clean, "apply", str(repo.path), "--name", repo.tag, "--dry-run")
+    assert dry.returncode == 1 and dry.stdout.count("refused by the API server") == 1
+    assert "apply failed" not in dry.stdout  # listed once, as refused
 
 
 def test_wait_health_without_kueue_reports_each_queue_and_exits_3(kueue_clean: Envtest, repo: QueueRepo) -> None:
