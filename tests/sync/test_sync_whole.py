@@ -223,3 +223,48 @@ def test_the_apply_step_reports_progress(kueue_clean: Envtest, repo: QueueRepo) 
     # the first dry run cannot check the two LocalQueues (their namespaces do not exist yet): they wait for them
     assert steps == [[f"dry run of {short}", 7, 7, True], ["creating namespaces", 2, 2, True],
                      ["dry run in the new namespaces", 2, 2, True], [f"applying {short}", 5, 5, True]]
+
+
+def test_a_refusal_inside_a_new_namespace_leaves_only_that_namespace(kueue_clean: Envtest, repo: QueueRepo) -> None:
+    """A LocalQueue in a Namespace the same revision creates is dry-run after that Namespace is created (as
+    Flux does); when the server refuses it, only the new, empty Namespace was written, and it is in the
+    inventory so that a later revision can prune it."""
+    rig = kueue_clean
+    syncer = make_syncer(rig, repo)
+    assert syncer.sync().outcome == "applied"
+    fresh = f"{repo.tag}-later"  # a namespace the repository's team may use
+    repo.write("namespaces.yaml", (repo.path / "namespaces.yaml").read_text()
+               + f"---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: {fresh}\n")
+    queue = repo.lq(fresh).replace(f"clusterQueue: {fresh}", f"clusterQueue: {repo.team_a}")
+    repo.write("queues/later.yaml", queue.replace("name: main", "name: refused"))
+    repo.commit("a new namespace and a queue in it the server refuses")
+    with deny_policy(rig, f"{repo.tag}-ns", "localqueues", "object.metadata.name != 'refused'",
+                     repo.lq(repo.team_a).replace("name: main", "name: refused")):
+        result = syncer.sync()
+    assert result.outcome == "refused", result.to_json()
+    assert [str(f.key) for f in result.refusals] == [f"LocalQueue/{fresh}/refused"]
+    assert get(rig, f"/api/v1/namespaces/{fresh}") is not None and lq_live(rig, fresh, "refused") is None
+    assert f"except the new Namespaces {fresh}" in (result.error or "")
+    entries = {e["id"] for e in source_status(rig, repo)["inventory"]["entries"]}
+    assert f"_{fresh}__Namespace" in entries
+
+
+def test_a_first_sync_that_keeps_failing_removes_what_it_created(kueue_clean: Envtest, repo: QueueRepo) -> None:
+    """With no last good revision to go back to, a rollback deletes the objects the failed attempts created: the
+    cluster ends without the revision's queues, and the GitSource has no applied revision."""
+    rig = kueue_clean
+
+    class FailingRest(KubeRest):
+        def request(self, method: str, path: str, **kw: Any) -> Any:
+            dry = ("dryRun", "All") in list(kw.get("query") or ())
+            if method == "PATCH" and "localqueues" in path and not dry:
+                raise ClusterUnavailable("context deadline exceeded calling webhook")
+            return super().request(method, path, **kw)
+
+    result = make_syncer(rig, repo, FailingRest(rig.api_client())).sync()
+    assert result.outcome == "rolled-back" and result.rolled_back_to is None, result.to_json()
+    assert cq_live(rig, repo.team_a) is None and cq_live(rig, repo.team_b) is None
+    assert result.rollback is not None and len(result.rollback.pruned) >= 3  # 2 ClusterQueues and the flavor
+    status = source_status(rig, repo)
+    assert "lastAppliedRevision" not in status and conditions(status)["Ready"] == ("False", "RolledBack")
+    assert "rolled back to revision none" in status["conditions"][0]["message"]
