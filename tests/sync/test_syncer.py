@@ -120,7 +120,7 @@ def test_a_pass_interrupted_after_marking_progress_records_the_failure(rig: Envt
     sha = repo.commit("many queues")
     syncer = make_syncer(rig, repo)
 
-    def execute(plan: Any, dry_run: bool = False) -> Any:
+    def execute(plan: Any, dry_run: bool = False, **_: Any) -> Any:
         raise ClusterUnavailable("connection reset by peer")
 
     syncer.executor.execute = execute  # type: ignore[method-assign]
