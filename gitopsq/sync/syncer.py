@@ -113,7 +113,8 @@ class Syncer(OutcomeReports):
             execution = self.executor.execute(plan, dry_run=True)
             return SyncResult("applied" if execution.ok else "refused", sha, True, plan, execution, validated,
                               timings=timings, refusals=execution.failed)
-        if plan.is_noop and not plan.conflicts and state.last_applied == sha and _ready(state):
+        asked = options.health_timeout is not None and options.health_wait  # `apply --wait-health`: always judge
+        if plan.is_noop and not plan.conflicts and state.last_applied == sha and _ready(state) and not asked:
             nothing = Execution(False)
             self._applied_docs = (sha, {key_of_document(d): d for d in validated.documents})
             self._remember_verified(sha, plan, nothing, live)
@@ -208,7 +209,7 @@ class Syncer(OutcomeReports):
         inventory = inventory_after(plan, set(execution.applied), set(execution.pruned))
         judged = self._health(state, sha, plan, options)
         if judged is not None:
-            health, pending = judged
+            health, pending, state = judged
             result = replace(result, health=tuple(health))
             if not all(h.healthy for h in health):
                 result = replace(result, outcome="health-pending" if pending else "unhealthy", error=summary(health))
@@ -216,8 +217,9 @@ class Syncer(OutcomeReports):
         return result
 
     def _health(self, state: SourceState, sha: str, plan: Plan,
-                options: SyncOptions) -> tuple[list[ObjectHealth], bool] | None:
-        """The applied queues' health and whether a verdict is still pending (None: not asked).
+                options: SyncOptions) -> tuple[list[ObjectHealth], bool, SourceState] | None:
+        """The applied queues' health, whether a verdict is still pending, and the GitSource as it now is
+        (None: not asked).
 
         ``gitopsq apply`` waits in the pass, up to ``options.health_timeout``. The controller waits up to
         HEALTH_GRACE in the pass that applied the revision, then judges once per pass and reports Reconciling
@@ -240,14 +242,15 @@ class Syncer(OutcomeReports):
         if not options.health_wait:  # a short grace on the pass that applied it: a running Kueue is that quick
             grace = min(HEALTH_GRACE, options.health_timeout / 2) if first else 0.0
             verdicts = wait_healthy(read, keys, timeout=grace)
-            return verdicts, time.monotonic() - self._health_since[1] < options.health_timeout
+            return verdicts, time.monotonic() - self._health_since[1] < options.health_timeout, state
         timeout = options.health_timeout if first else 0.0  # a revision already found unhealthy: judged again
         if keys and timeout > 0:
             self.store.write(state, build_status(
                 state.status, outcome="progressing", now=self.clock(), generation=state.generation,
                 attempted=sha, reason=HEALTH_PENDING,
                 message=f"Revision {sha} applied; waiting up to {timeout:g}s for {len(keys)} queues to be healthy"))
-        return wait_healthy(read, keys, timeout=timeout), False
+            state = self.store.read()  # the final status is written against this one
+        return wait_healthy(read, keys, timeout=timeout), False, state
 
     def _read_live(self, sha: str, state: SourceState, docs: tuple[Mapping[str, Any], ...],
                    inventory: Inventory) -> tuple[dict[ObjectKey, Any], frozenset[ObjectKey]]:

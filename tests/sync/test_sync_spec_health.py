@@ -127,7 +127,8 @@ def test_without_kueue_health_times_out_as_stalled(kueue_clean: Envtest, repo: Q
 
 def test_with_the_admission_loop_the_applied_queues_become_healthy(kueue_clean: Envtest, repo: QueueRepo) -> None:
     """With gitopsq's admission loop running (it writes the queues' Active conditions as Kueue does), a sync
-    waiting for health reports every ClusterQueue and LocalQueue Healthy and the GitSource Ready."""
+    waiting for health reports every ClusterQueue and LocalQueue Healthy and the GitSource Ready; asking again
+    on the applied revision judges it again and leaves the GitSource Ready."""
     rig = kueue_clean
     api = rig.api_client()
     loop = AdmissionLoop(api, LoopOptions(qps=200, burst=400, resync=1.0, message_refresh=0.0,
@@ -138,6 +139,7 @@ def test_with_the_admission_loop_the_applied_queues_become_healthy(kueue_clean: 
     try:
         assert loop.synced.wait(30)
         result = make_syncer(rig, repo).sync(SyncOptions(health_timeout=60.0))
+        again = make_syncer(rig, repo).sync(SyncOptions(health_timeout=60.0))  # asked again: judged again
     finally:
         stop.set()
         loop.cache.changed.set()
@@ -147,6 +149,8 @@ def test_with_the_admission_loop_the_applied_queues_become_healthy(kueue_clean: 
     obj = source(rig, repo)
     assert conditions(obj) == {"Ready": ("True", "ReconciliationSucceeded")}
     assert obj["status"]["health"] == {"checked": 4, "healthy": 4, "objects": []}
+    assert again.outcome == "unchanged" and again.health is not None and all(h.healthy for h in again.health)
+    assert conditions(source(rig, repo)) == {"Ready": ("True", "ReconciliationSucceeded")}  # not left waiting
 
 
 def test_the_controller_reports_health_as_reconciling_until_the_timeout(kueue_clean: Envtest,
