@@ -35,10 +35,7 @@ from gitopsq.cluster.admission.writer import workload_path
 from gitopsq.cluster.kinds import WORKLOAD
 from gitopsq.errors import ClusterError
 
-
-def _log() -> Any:
-    """Looked up at use, so that the configuration `logs.configure` sets later applies."""
-    return logs.get("jobs")
+_log = logs.get("jobs")
 
 
 _PREFIX_MAX = 253 - 1 - 5
@@ -135,7 +132,7 @@ class JobReconciler:
                 try:
                     self._job(integration, job, owned.get(f"{meta['namespace']}/{meta['uid']}", []))
                 except ClusterError as err:
-                    _log().info("job step deferred", job=f"{meta.get('namespace')}/{meta.get('name')}", error=str(err))
+                    _log.info("job step deferred", job=f"{meta.get('namespace')}/{meta.get('name')}", error=str(err))
         kinds = {i.kind for i in self.integrations}
         for key, workloads in owned.items():
             for wl in workloads:
@@ -150,7 +147,7 @@ class JobReconciler:
             self.writer.delete("workloads", workload_path(meta["namespace"], meta["name"]),
                                f"{meta['namespace']}/{meta['name']}", f"Workload/{meta['namespace']}/{meta['name']}")
         except ClusterError as err:
-            _log().info("orphan workload not deleted", workload=meta["name"], error=str(err))
+            _log.info("orphan workload not deleted", workload=meta["name"], error=str(err))
 
     def _job(self, integration: Integration, job: dict[str, Any], workloads: list[dict[str, Any]]) -> None:
         meta = job["metadata"]
