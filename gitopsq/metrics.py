@@ -10,6 +10,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client.core import GaugeMetricFamily
+
+from gitopsq import __version__
 
 # Kueue's generateExponentialBuckets(14): 1, 2.5, 5, 10, ... seconds
 BUCKETS = tuple(round(v, 3) for i in range(14) for v in ((1.0, 2.5, 5.0)[i % 3] * 10 ** (i // 3),))
@@ -70,16 +73,12 @@ class KueueMetrics:
         self.lq_admitted = gauge("kueue_local_queue_admitted_active_workloads", "Admitted workloads", lq)
         self.lq_admitted_total = counter("kueue_local_queue_admitted_workloads_total", "Workloads admitted", lq)
         self.build = Gauge("kueue_build_info", "Build information", ["git_version", "replica_role"], registry=r)
-        from gitopsq import __version__
-
         self.build.labels(__version__, self.role).set(1)
 
     def set_role(self, role: str) -> None:
         """``replica_role`` from now on (``leader`` / ``follower``). The state gauges are dropped: a follower runs
         no admission pass, so it must not keep serving the last state it saw as leader; a leader's next pass
         writes them again."""
-        from gitopsq import __version__
-
         if role == self.role:
             return
         self.build.remove(__version__, self.role)
@@ -181,8 +180,6 @@ class _FinishedGauge:
         registry.register(self)
 
     def collect(self) -> Iterable[Any]:
-        from prometheus_client.core import GaugeMetricFamily
-
         family = GaugeMetricFamily("kueue_finished_workloads", "Finished workloads still present",
                                    labels=["cluster_queue", "replica_role"])
         for cq, n in sorted(self.values.items()):

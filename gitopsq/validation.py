@@ -17,12 +17,14 @@ from typing import Any
 
 from gitopsq.api import findings
 from gitopsq.api.findings import Finding
-from gitopsq.errors import PolicyError, SourceError
+from gitopsq.errors import Location, PolicyError, SourceError
 from gitopsq.manifests import ParseCache, check_revision
 from gitopsq.manifests.config_model import RepoConfig
 from gitopsq.manifests.report import Report
 from gitopsq.policy import SourcedObject, Verdict, build_policy_input, evaluate, load_policies
 from gitopsq.policy.revision import PolicyOutcome, head_verdicts, raw_config, sourced_objects
+from gitopsq.source import DirectorySource
+from gitopsq.source.signatures import verify_signature
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,8 +130,6 @@ def touched_paths(source: Any, base: str | None, head: str) -> tuple[str, ...]:
 def commit_for_policy(source: Any, commit: str, trust: RepoConfig | None, touched: Sequence[str]) -> dict[str, Any]:
     """The commit as policies see it (`commit`), its signature verified against the maintainers' keys of the
     trusted configuration (the base's: a revision cannot add its own key and vouch for itself)."""
-    from gitopsq.source.signatures import verify_signature
-
     info = source.commit_info(commit)
     keys: dict[str, list[str]] = {}
     for team in trust.teams if trust is not None else ():
@@ -159,8 +159,6 @@ def judge(source: Any, head: str, head_report: Report, *, base: str | None, base
     """Run the policies on the change ``base`` → ``head``; returns the outcome and the touched paths."""
     touched = touched_paths(source, base, head)
     trust = (base_report.config if base_report is not None else None) or head_report.config
-    from gitopsq.source import DirectorySource
-
     commit: dict[str, Any] | None = None  # a plain directory has no commit: identity rules do not apply
     if not isinstance(source, DirectorySource):
         try:
@@ -194,8 +192,6 @@ def _cached_verdicts(cache: ValidationCache, base: Report | None, head: Report, 
 
 def verdict_finding(verdict: Verdict) -> Finding:
     """A deny or warn verdict as a finding, so every caller prints and counts it like any other."""
-    from gitopsq.errors import Location
-
     location = Location(verdict.path, verdict.line) if verdict.path else None
     make = findings.error if verdict.denies else findings.warning
     return make(f"policy/{verdict.policy}", f"policy {verdict.policy}: {verdict.message}", location=location,
