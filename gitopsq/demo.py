@@ -1,6 +1,6 @@
 """The no-cluster tour behind `gitopsq demo` (shell: files, Git, the audit writer; docs/demo.md).
 
-Steps, each reported as a `Step` (ok, failed, or unavailable — never faked):
+Steps, each reported as a `Step` (ok or failed — never faked):
 
 1. **repository**: copy ``repo-template/`` into ``<dir>/queues`` and commit it on ``main`` (pygit2);
 2. **sync**: open it through `gitopsq.source` as the controller would, and resolve ``main``;
@@ -56,7 +56,7 @@ OK, FAILED = "ok", "failed"
 @dataclass(frozen=True, slots=True)
 class Step:
     name: str
-    status: str  # ok | failed | unavailable
+    status: str  # ok | failed
     detail: str
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 import subprocess
 import sys
@@ -184,3 +185,24 @@ def test_no_module_over_400_lines_without_a_reason() -> None:
     """Modules stay under 400 lines unless LONG_MODULES gives the reason."""
     long = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in _modules().items()}
     assert {n: lines for n, lines in long.items() if lines > 400 and n not in LONG_MODULES} == {}
+
+
+def _where_is_references() -> list[str]:
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    return sorted(set(re.findall(r"`(gitopsq/[\w/]+\.py(?:::[\w.]+)?)`", text)))
+
+
+def test_architecture_doc_names_references() -> None:
+    """docs/architecture.md's "Where is…" table names at least thirty `module::function` references."""
+    assert len([r for r in _where_is_references() if "::" in r]) >= 30
+
+
+@pytest.mark.parametrize("reference", _where_is_references())
+def test_architecture_doc_reference_exists(reference: str) -> None:
+    """Each `path.py::name` in docs/architecture.md is a module that imports and holds that (dotted) name."""
+    path, _, dotted = reference.partition("::")
+    module = path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+    target: object = importlib.import_module(module)
+    for part in dotted.split(".") if dotted else []:
+        assert hasattr(target, part), f"{module} has no {dotted}"
+        target = getattr(target, part)

@@ -17,7 +17,7 @@ from gitopsq import logs
 from gitopsq.errors import EXIT_OK, EXIT_REJECTED
 from gitopsq.simulate.report import render_text
 
-_MARK = {"ok": "✓", "failed": "✗", "unavailable": "–"}
+_MARK = {"ok": "✓", "failed": "✗"}
 
 
 def _queue_table(result: object) -> list[str]:
