@@ -206,3 +206,17 @@ def test_architecture_doc_reference_exists(reference: str) -> None:
     for part in dotted.split(".") if dotted else []:
         assert hasattr(target, part), f"{module} has no {dotted}"
         target = getattr(target, part)
+
+
+def test_loggers_are_module_level() -> None:
+    """`logs.get` is called only at module level (one lazy logger per module), never inside a function."""
+    offences = []
+    for name, path in _modules().items():
+        for func in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(func):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+                        and isinstance(node.func.value, ast.Name) and node.func.value.id == "logs"):
+                    offences.append(f"{name}:{node.lineno} in {func.name}")
+    assert offences == []
