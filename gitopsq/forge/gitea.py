@@ -34,7 +34,10 @@ class Gitea:
         self.http.json("POST", f"{self._repo}/statuses/{sha}", body)
 
     def statuses(self, sha: str) -> tuple[Status, ...]:
-        rows = self.http.pages(f"{self._repo}/commits/{sha}/statuses", size_param="limit")
+        rows = self.http.pages(f"{self._repo}/commits/{sha}/statuses", size_param="limit",
+                               # newest first: Gitea's default orders by a time in whole seconds (ties are
+                               # arbitrary), and its "leastindex" means index DESC (models/git/commit_status.go)
+                               query=[("sort", "leastindex")])
         return tuple(Status(context=r.get("context") or "", state=_FROM_GITEA.get(r.get("status") or "", "pending"),
                             description=r.get("description") or "", target_url=r.get("target_url") or None)
                      for r in rows)

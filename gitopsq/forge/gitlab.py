@@ -42,7 +42,8 @@ class GitLab:
         self.http.json("POST", f"{self._project}/statuses/{sha}", body)
 
     def statuses(self, sha: str) -> tuple[Status, ...]:
-        rows = self.http.pages(f"{self._project}/repository/commits/{sha}/statuses", size_param="per_page", size=100)
+        rows = self.http.pages(f"{self._project}/repository/commits/{sha}/statuses", size_param="per_page", size=100,
+                               query=[("order_by", "id"), ("sort", "desc")])  # GitLab lists oldest first
         return tuple(Status(context=r.get("name") or "", state=_FROM_GITLAB.get(r.get("status") or "", "pending"),
                             description=r.get("description") or "", target_url=r.get("target_url") or None)
                      for r in rows)

@@ -37,6 +37,7 @@ class Scene:
         self.git("add", "-A")
         self.git("commit", "-q", "-m", "the repository template", who="forge-admin")
         self.git("push", "-q", gitea.push_url("forge-admin", ORG, name), "main", who="forge-admin")
+        self.wait_for_branch("main", self.git("rev-parse", "HEAD"))
 
     def git(self, *args: str, who: str = "member") -> str:
         user = self.gitea.users[who]
@@ -57,7 +58,18 @@ class Scene:
         file.write_text(text.replace(old, new, 1), encoding="utf-8")
         self.git("commit", "-q", "-am", message, who=who)
         self.git("push", "-q", self.gitea.push_url(who, ORG, self.slug.split("/")[1]), branch, who=who)
-        return self.git("rev-parse", "HEAD")
+        sha = self.git("rev-parse", "HEAD")
+        self.wait_for_branch(branch, sha)
+        return sha
+
+    def wait_for_branch(self, branch: str, sha: str) -> None:
+        """Gitea records a pushed branch asynchronously (its push queue): wait until its API shows ``sha``."""
+        for _ in range(100):
+            status, body = self.gitea.api("forge-admin", "GET", f"/repos/{self.slug}/branches/{branch}")
+            if status == 200 and body["commit"]["id"] == sha:
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"Gitea never showed {branch} at {sha}")
 
     def open_pr(self, branch: str, title: str, who: str = "member") -> int:
         status, body = self.gitea.api(who, "POST", f"/repos/{self.slug}/pulls",

@@ -83,9 +83,10 @@ def test_statuses_are_set_and_read_back(gitea: GiteaRig, merged: Merged) -> None
     client.set_status(merged.merge, "success", context="gitopsq/sync", description="applied 3 objects",
                       target_url="http://127.0.0.1/records/1")
     client.set_status(merged.merge, "running", context="gitopsq/validate", description="checking")
-    latest = {}
-    for s in reversed(client.statuses(merged.merge)):  # oldest first, so the newest per context wins
-        latest[s.context] = s
+    listed = client.statuses(merged.merge)  # newest first
+    assert [(s.context, s.state) for s in listed] == [("gitopsq/validate", "pending"), ("gitopsq/sync", "success"),
+                                                      ("gitopsq/sync", "pending")]
+    latest = {s.context: s for s in reversed(listed)}  # the newest per context wins
     assert (latest["gitopsq/sync"].state, latest["gitopsq/sync"].description) == ("success", "applied 3 objects")
     assert latest["gitopsq/sync"].target_url == "http://127.0.0.1/records/1"
     assert latest["gitopsq/validate"].state == "pending"

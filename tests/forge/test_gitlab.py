@@ -32,6 +32,7 @@ def test_project_id_is_the_url_encoded_path(recorder: Recorder) -> None:
     recorder.route("GET", f"{PROJECT}/repository/commits/{SHA}/statuses", (200, []))
     assert _client(recorder).statuses(SHA) == ()
     assert recorder.requests[0].path == f"{PROJECT}/repository/commits/{SHA}/statuses"
+    assert (recorder.requests[0].query["order_by"], recorder.requests[0].query["sort"]) == ("id", "desc")
 
 
 def test_statuses_read_back(recorder: Recorder) -> None:

@@ -41,18 +41,19 @@ def _marked(gitea: GiteaRig, scene: Scene, pr: int) -> list[str]:
 
 
 def test_post_creates_then_updates_one_plan_comment(gitea: GiteaRig, opened: tuple[Scene, int, Path]) -> None:
-    """Two runs of plan --post leave exactly one marked comment on the PR, holding the markdown plan."""
+    """Two runs of plan --post leave exactly one marked comment on the PR, holding the markdown plan; the exit code
+    stays the plan's (1: member is no maintainer of data-science, so the team-owns-path policy denies)."""
     scene, pr, token = opened
     post = ["--post", "--forge", "gitea", "--forge-url", gitea.url, "--repo-slug", scene.slug, "--pr", str(pr),
             "--token-file", str(token)]
     first = _plan(scene, *post)
-    assert first.returncode == 0, first.stderr
+    assert first.returncode == 1, first.stderr
     assert "posted as comment" in first.stderr and gitea.users["member"].token not in first.stderr + first.stdout
     second = _plan(scene, "--output", "markdown", *post)
-    assert second.returncode == 0, second.stderr
+    assert second.returncode == 1, second.stderr
     assert "updated in comment" in second.stderr
     (body,) = _marked(gitea, scene, pr)
-    assert body.startswith(MARKER) and "data-science" in body and "128" in body
+    assert body.startswith(MARKER) and "data-science" in body and "128" in body and "team-owns-path" in body
     assert body.strip() == second.stdout.strip()  # what was posted is the markdown the command prints
 
 
