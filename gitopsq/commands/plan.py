@@ -21,7 +21,7 @@ from gitopsq.api.codec import encode
 from gitopsq.commands.check import DiskCache, cache_file
 from gitopsq.commands.policy import backend_from_env
 from gitopsq.errors import ClusterError, ScenarioError, SourceError, UsageError
-from gitopsq.forge.post import PostTarget, post_plan
+from gitopsq.forge.post import post_plan, post_target
 from gitopsq.manifests import CONFIG_PATH, check_revision
 from gitopsq.manifests.config_model import RepoConfig
 from gitopsq.plan.impact import CurrentAdmission, CurrentWorkload, assess, compare_trace, from_trace
@@ -200,7 +200,7 @@ def command(ctx: click.Context, *, repo: str, base_rev: str, head_rev: str, clus
     Exit 0 when the head revision passes check and no policy denies it, 1 when it does not, 2 for a usage
     error, 3 when the repository or a revision cannot be read or the forge refuses --post.
     """
-    target = _post_target(post, forge=forge, url=forge_url, slug=repo_slug, pr=pr, token_file=token_file)
+    target = post_target(post, forge=forge, url=forge_url, slug=repo_slug, pr=pr, token_file=token_file)
     plan = make_plan(repo, base_rev, head_rev, cluster=cluster, workloads=workloads, trace=trace,
                      use_cache=not no_cache)
     rendered = {"json": render_json, "markdown": render_markdown}.get(output, render_text)(plan)
@@ -211,15 +211,3 @@ def command(ctx: click.Context, *, repo: str, base_rev: str, head_rev: str, clus
                    f"{target.slug}#{target.pr}", err=True)
     ctx.exit(plan.exit_code)
 
-
-def _post_target(post: bool, *, forge: str | None, url: str | None, slug: str | None, pr: int | None,
-                 token_file: str | None) -> PostTarget | None:
-    """The --post destination (None without --post); UsageError when a needed option is missing."""
-    if not post:
-        if forge or url or slug or pr is not None or token_file:
-            raise UsageError("--forge, --forge-url, --repo-slug, --pr and --token-file only apply with --post")
-        return None
-    missing = [flag for flag, value in (("--forge", forge), ("--repo-slug", slug), ("--pr", pr)) if value is None]
-    if missing:
-        raise UsageError(f"--post needs {', '.join(missing)}")
-    return PostTarget(forge=str(forge), url=url, slug=str(slug), pr=int(pr or 0), token_file=token_file)

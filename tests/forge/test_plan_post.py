@@ -70,8 +70,21 @@ def test_forge_refusal_exits_3_naming_the_forge(gitea: GiteaRig, opened: tuple[S
     assert "wrong-token-value-77" not in done.stderr + done.stdout
 
 
-def test_post_without_its_options_is_a_usage_error(tmp_path: Path) -> None:
-    """--post without --forge/--repo-slug/--pr exits 2 naming what is missing, before reading any repository."""
-    done = subprocess.run([sys.executable, "-m", "gitopsq", "plan", str(tmp_path), "--base", "a", "--head", "b",
-                           "--post", "--forge", "gitea"], capture_output=True, text=True, check=False)
-    assert done.returncode == 2 and "--post needs --repo-slug, --pr" in done.stderr
+@pytest.mark.parametrize(("args", "message"), [
+    (["--post", "--forge", "gitea"], "--post needs --repo-slug, --pr"),
+    (["--forge", "gitea"], "only apply with --post"),
+    (["--post", "--forge", "gitea", "--repo-slug", "a/b", "--pr", "0"], "--pr must be a pull request number"),
+    (["--post", "--forge", "gitea", "--repo-slug", "a/b", "--pr", "1", "--token-file", "/nonexistent/t"],
+     "cannot read the forge token file /nonexistent/t"),
+    (["--post", "--forge", "gitea", "--repo-slug", "ab", "--pr", "1", "--token-file", "TOKEN"], "is not owner/name"),
+    (["--post", "--forge", "gitea", "--repo-slug", "a/b", "--pr", "1", "--token-file", "TOKEN"],
+     "--forge-url is required for gitea"),
+])
+def test_post_options_are_checked_before_any_plan(tmp_path: Path, args: list[str], message: str) -> None:
+    """Missing or wrong --post options exit 2 with a one-line reason, before the repository is even read."""
+    token = tmp_path / "token"
+    token.write_text("t")
+    args = [str(token) if a == "TOKEN" else a for a in args]
+    done = subprocess.run([sys.executable, "-m", "gitopsq", "plan", str(tmp_path / "nowhere"), "--base", "a",
+                           "--head", "b", *args], capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
