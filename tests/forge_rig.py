@@ -16,6 +16,7 @@ import getpass
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -155,6 +156,8 @@ def _free_port() -> int:
 
 def _make_signing_key(gnupg: Path) -> str:
     """A fresh, passphrase-less ed25519 signing key in Gitea's git home; returns its fingerprint."""
+    if shutil.which("gpg") is None:
+        raise RuntimeError("the forge rig signs merges with a GPG key: install gpg (Debian: apt-get install gnupg)")
     gnupg.mkdir(parents=True, mode=0o700)
     env = {**os.environ, "GNUPGHOME": str(gnupg)}
     subprocess.run(["gpg", "--batch", "--passphrase", "", "--quick-gen-key", "Gitea Test Forge <forge@gitea.test>",
