@@ -4,16 +4,21 @@ commit, commit statuses and the plan comment updated in place."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import subprocess
+import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 from forge_rig import GiteaRig
 
 from gitopsq.forge import ForgeError, Secret, open_forge
 
+from .recorder import Recorder
 from .scene import Scene
 
 DS_CPU = '{name: cpu, nominalQuota: "96", borrowingLimit: "32"}'
@@ -111,3 +116,27 @@ def test_a_bad_token_is_a_forge_error_without_the_token(gitea: GiteaRig, merged:
     with pytest.raises(ForgeError) as err:
         client.set_status(merged.merge, "success", context="gitopsq/sync", description="x")
     assert err.value.status == 401 and "not-a-real-token-42" not in str(err.value)
+
+
+def test_push_webhooks_reach_a_loopback_receiver_signed(gitea: GiteaRig, merged: Merged, recorder: Recorder) -> None:
+    """The rig lets Gitea deliver push webhooks to 127.0.0.1 (ALLOWED_HOST_LIST=loopback), each signed with
+    X-Gitea-Signature = hex HMAC-SHA256(secret, body): what the controller's webhook receives from this forge."""
+    recorder.route("POST", "/hook", (200, {}))
+    scene = merged.scene
+    status, body = gitea.api("forge-admin", "POST", f"/repos/{scene.slug}/hooks", {
+        "type": "gitea", "active": True, "events": ["push"], "branch_filter": "*",
+        "config": {"url": f"{recorder.url}/hook", "content_type": "json", "secret": "hook-secret"}})
+    assert status == 201, body
+    pushed = scene.change("more-cpu", "teams/data-science/cluster-queue.yaml", DS_CPU,
+                          '{name: cpu, nominalQuota: "160", borrowingLimit: "32"}', "data-science: CPU -> 160")
+    deadline = time.monotonic() + 20
+
+    def ours() -> list[Any]:  # the squash merge's own push may also be delivered (Gitea queues it)
+        return [r for r in recorder.seen("POST") if r.json().get("ref") == "refs/heads/more-cpu"]
+
+    while not ours() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (delivery,) = ours()
+    assert delivery.headers["x-gitea-event"] == "push" and delivery.json()["after"] == pushed
+    mac = hmac.new(b"hook-secret", delivery.body, hashlib.sha256).hexdigest()
+    assert delivery.headers["x-gitea-signature"] == mac
