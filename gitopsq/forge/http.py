@@ -105,13 +105,14 @@ class Http:
         url = self.base_url.rstrip("/") + path + (("?" + urllib.parse.urlencode(query)) if query else "")
         data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
         headers = {"Accept": "application/json", "User-Agent": "gitopsq", **self.headers, **(extra or {})}
-        headers.update({k: v.reveal() for k, v in self.secret_headers.items()})
         if data is not None:
             headers["Content-Type"] = "application/json"
         last = ""
         status: int | None = None
         for attempt in range(self.backoff.attempts):
             req = urllib.request.Request(url, data=data, method=method, headers=headers)
+            for name, secret in self.secret_headers.items():  # not repeated to wherever a redirect points
+                req.add_unredirected_header(name, secret.reveal())
             retry_after = None
             try:
                 with urllib.request.urlopen(req, timeout=self.timeout) as resp:

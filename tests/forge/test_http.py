@@ -96,3 +96,12 @@ def test_load_token_from_file_or_env(tmp_path, monkeypatch) -> None:  # type: ig
     (tmp_path / "empty").write_text("\n")
     with pytest.raises(UsageError, match="is empty"):
         load_token(str(tmp_path / "empty"))
+
+
+def test_a_redirect_does_not_carry_the_token(recorder: Recorder) -> None:
+    """A 302 is followed, but the token is sent only to the URL gitopsq was configured with."""
+    recorder.route("GET", "/old", (302, {}, {"Location": f"{recorder.url}/new"}))
+    recorder.route("GET", "/new", (200, {"ok": 1}))
+    assert _http(recorder.url).json("GET", "/old") == {"ok": 1}
+    first, second = recorder.requests
+    assert first.headers["authorization"] == f"Bearer {TOKEN}" and "authorization" not in second.headers
