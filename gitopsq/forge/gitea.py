@@ -6,7 +6,7 @@ import urllib.parse
 from typing import Any
 
 from gitopsq.forge.http import Backoff, ForgeError, Http, Secret
-from gitopsq.forge.model import Approval, Comment, State, Status, latest_verdicts
+from gitopsq.forge.model import Approval, Comment, Review, State, Status, latest_verdicts
 
 # Gitea has no "running": a running check is pending there.
 _TO_GITEA: dict[State, str] = {"pending": "pending", "running": "pending", "success": "success",
@@ -51,7 +51,7 @@ class Gitea:
         return Comment(id=int(made["id"]), created=True)
 
     def approvals(self, pr: int) -> tuple[Approval, ...]:
-        rows: list[tuple[str, str, str | None, str | None]] = []
+        rows: list[Review] = []
         for r in self.http.pages(f"{self._repo}/pulls/{pr}/reviews", size_param="limit"):
             if r.get("dismissed"):
                 continue

@@ -74,8 +74,10 @@ class Forge(Protocol):
         ...
 
 
-def latest_verdicts(reviews: list[tuple[str, str, str | None, str | None]]) -> dict[str, tuple[str, str | None,
-                                                                                             str | None]]:
+Review = tuple[str, str, str | None, str | None]  # reviewer, verdict (forge's word), time, commit
+
+
+def latest_verdicts(reviews: list[Review]) -> dict[str, tuple[str, str | None, str | None]]:
     """Each reviewer's last verdict from ``(reviewer, verdict, at, commit)`` rows in the forge's order.
 
     Comments are not verdicts: a reviewer who approved and then only commented still approves.
