@@ -158,7 +158,7 @@ def _scalar(node: yaml.ScalarNode) -> Any:
         if ok:
             return value
         raise RefusedError("yaml-bad-value", f"{text[:40]!r} cannot be read as {tag.rsplit(':', 1)[-1]}: {value} "
-                           "(the API server refuses it)", node.start_mark.line + 1)
+                           "(Kubernetes' YAML reader refuses it)", node.start_mark.line + 1)
     if tag == BINARY:
         try:
             decoded = base64.b64decode("".join(text.split()), validate=True).decode("utf-8")
