@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation, localcontext
+from decimal import Decimal, localcontext
 from enum import Enum
 
 # Kubernetes keeps whole units in a signed 64-bit integer (`Value()`); we keep milli-units of that range.
@@ -157,11 +157,12 @@ def kubernetes_value(text: str) -> tuple[Decimal, QuantityFormat] | None:
         exponent = (wide + 2**31) % 2**32 - 2**31  # Go keeps it in an int32
     else:
         return None
-    digits = num + denom
-    if base == 10 and len(digits) > 18 or exponent - len(denom) < -9:
-        # Kubernetes' slow path re-reads the written number, which then needs a digit somewhere.
-        if not any(c.isdigit() for c in text[:len(text) - len(suffix)]):
-            return None
+    if base == 10:
+        slow = len(num) + len(denom) > 18 or exponent - len(denom) < -9
+    else:
+        slow = bool(denom) or 15 - len(num) - exponent * 3 // 10 - 1 < 0
+    if slow and not any(c.isdigit() for c in text[:len(text) - len(suffix)]):
+        return None  # Kubernetes' slow path re-reads the written number, which then needs a digit
     with localcontext() as ctx:
         ctx.prec, ctx.Emax, ctx.Emin = 100, 10**15, -(10**15)
         amount = Decimal(f"{num}.{denom or '0'}")
@@ -202,21 +203,21 @@ def parse_quantity(text: object) -> Quantity:
         if len(raw) > CRD_MAX_LENGTH:
             raise QuantityError(text, f"longer than {CRD_MAX_LENGTH} characters (the API server refuses it)")
         if not _CRD_PATTERN.fullmatch(raw):
-            raise QuantityError(text, _explain(raw))
+            raise QuantityError(raw, _explain(raw))
     else:
         raise QuantityError(str(text), f"expected a quantity string, got {type(text).__name__}")
     parsed = kubernetes_value(raw)
     if parsed is None:
-        raise QuantityError(text, "not a Kubernetes quantity (an exponent must be a whole number, e.g. 1e3)")
+        raise QuantityError(raw, "not a Kubernetes quantity (an exponent must be a whole number, e.g. 1e3)")
     amount, fmt = parsed
     if amount and amount.adjusted() > 21:
-        raise QuantityError(text, "too large (the value would not fit in 64 bits)")
+        raise QuantityError(raw, "too large (the value would not fit in 64 bits)")
     with localcontext() as ctx:
         ctx.prec = 100
         magnitude = int((abs(amount) * 1000).to_integral_value(rounding="ROUND_CEILING"))
     milli = -magnitude if amount < 0 else magnitude
     if magnitude > MAX_MILLI:
-        raise QuantityError(text, "too large (the value would not fit in 64 bits)")
+        raise QuantityError(raw, "too large (the value would not fit in 64 bits)")
     return Quantity(milli, fmt)
 
 

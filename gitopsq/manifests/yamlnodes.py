@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 import sys
 from typing import Any, Final
 
@@ -62,9 +63,9 @@ class Converter:
         if ident in self.seen:
             budget.aliases += 1
             if budget.aliases > budget.alias_limit:
-                raise RefusedError("yaml-bomb", f"aliases and merge keys expand to more than {budget.alias_limit:,} repeated "
-                                    "nodes; refusing what looks like a YAML bomb (\"billion laughs\")",
-                                    node.start_mark.line + 1)
+                raise RefusedError("yaml-bomb", "aliases and merge keys expand to more than "
+                                   f"{budget.alias_limit:,} repeated nodes; refusing what looks like a YAML bomb "
+                                   "(\"billion laughs\")", node.start_mark.line + 1)
         if budget.nodes > budget.limit:
             line = node.start_mark.line + 1
             if budget.aliases:
@@ -78,7 +79,8 @@ class Converter:
             raise RefusedError("nesting-too-deep", f"nesting deeper than {self.max_depth} levels",
                            node.start_mark.line + 1)
         if ident in self.ancestors:
-            raise RefusedError("yaml-bomb", "an alias or merge key (<<) refers to its own anchor (a recursive structure)",
+            raise RefusedError("yaml-bomb",
+                               "an alias or merge key (<<) refers to its own anchor (a recursive structure)",
                            node.start_mark.line + 1)
         self.seen.add(ident)
         self.ancestors.add(ident)
@@ -155,6 +157,9 @@ def _scalar(node: yaml.ScalarNode) -> Any:
     tag, text = node.tag, node.value
     if tag in _KNOWN:
         ok, value = explicit(tag, text)
+        if ok and isinstance(value, float) and not math.isfinite(value):
+            raise RefusedError("yaml-bad-value", f"{text[:40]!r} is not a finite number, which JSON (and so the API "
+                               "server) cannot carry; quote it if it is text", node.start_mark.line + 1)
         if ok:
             return value
         raise RefusedError("yaml-bad-value", f"{text[:40]!r} cannot be read as {tag.rsplit(':', 1)[-1]}: {value} "

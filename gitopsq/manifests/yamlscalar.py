@@ -6,6 +6,7 @@ v2's rules, not PyYAML's YAML 1.1 rules. The differences that change what a mani
 * no sexagesimal numbers: ``1:30`` is the text "1:30" (PyYAML reads 90);
 * integers are Go literals: ``0x10`` = 16, ``0o7`` = 7, ``0b101`` = 5, ``010`` = 8 (octal), ``+5`` = 5, and
   underscores are dropped anywhere (``1_000`` = 1000); ``08`` is not an octal integer but reads as the float 8;
+* an integer beyond 64 bits is held as a float, as the API server's JSON decoder holds it;
 * ``y``/``Y``/``n``/``N`` are booleans as well as yes/no/on/off/true/false (three spellings each);
 * floats need a digit on each side of an exponent sign (``1e3``, ``.5``, ``+.5``); ``1e999`` is text;
 * an explicit tag must agree with the value: ``!!null "0"``, ``!!bool maybe``, ``!!int ""`` are errors (only
@@ -25,12 +26,12 @@ INT, FLOAT, MERGE = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yam
 TIMESTAMP, BINARY = "tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:binary"
 
 _WORDS: Final[dict[str, tuple[str, Any]]] = {
-    **{w: (BOOL, True) for w in ("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON")},
-    **{w: (BOOL, False) for w in ("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF")},
-    **{w: (NULL, None) for w in ("", "~", "null", "Null", "NULL")},
-    **{w: (FLOAT, math.nan) for w in (".nan", ".NaN", ".NAN")},
-    **{w: (FLOAT, math.inf) for w in (".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF")},
-    **{w: (FLOAT, -math.inf) for w in ("-.inf", "-.Inf", "-.INF")},
+    **dict.fromkeys(("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), (BOOL, True)),
+    **dict.fromkeys(("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"), (BOOL, False)),
+    **dict.fromkeys(("", "~", "null", "Null", "NULL"), (NULL, None)),
+    **dict.fromkeys((".nan", ".NaN", ".NAN"), (FLOAT, math.nan)),
+    **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), (FLOAT, math.inf)),
+    **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), (FLOAT, -math.inf)),
     "<<": (MERGE, "<<"),
 }
 _NUMERIC_START: Final = frozenset("0123456789+-")
@@ -88,7 +89,9 @@ def resolve_plain(text: str) -> tuple[str, Any]:
     plain = text.replace("_", "")
     integer = _go_int(plain)
     if integer is not None:
-        return INT, integer
+        if -_INT64 <= integer < _INT64:
+            return INT, integer
+        return FLOAT, float(integer)  # the API server's JSON decoder holds an integer beyond int64 as a float64
     if _GO_YAML_FLOAT.fullmatch(plain):
         value = _go_float(plain)
         if value is not None:
