@@ -173,7 +173,7 @@ def kubernetes_value(text: str) -> tuple[Decimal, QuantityFormat] | None:
             amount = Decimal(_INT64 - 1)
         if fmt is QuantityFormat.BINARY_SI and 0 < amount < 1:
             fmt = QuantityFormat.DECIMAL_SI
-    return (-amount if negative else amount), fmt
+        return (-amount if negative else amount), fmt  # inside the wide context: 1e2147483647 is a value
 
 
 def parse_quantity(text: object) -> Quantity:
