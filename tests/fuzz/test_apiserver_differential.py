@@ -210,3 +210,13 @@ def test_explicit_tags_agree_with_the_api_server(probes: Any, tmp_path: Any, sca
     assert (not ours.findings) is accepted, ours.findings
     if accepted:
         assert json.loads(done.stdout)["spec"]["v"] == ours.documents[0].data["spec"]["v"]
+
+
+def test_non_text_keys_reach_the_server_as_load_yaml_reads_them(probes: Any, tmp_path: Any) -> None:
+    """Boolean and integer keys (`on:`, `n:`, `1:`, `0x10:`) reach the server as the text `load_yaml` gives them."""
+    text = f"apiVersion: {GROUP}/v1\nkind: EchoProbe\nmetadata:\n  name: e\nspec:\n  on: a\n  n: b\n  1: c\n  0x10: d\n"
+    (doc,) = load_yaml("echo.yaml", text.encode()).documents
+    path = tmp_path / "echo.yaml"
+    path.write_text(text, encoding="utf-8")
+    done = probes.kubectl("create", "--dry-run=server", "-o", "json", "-f", str(path))
+    assert json.loads(done.stdout)["spec"] == doc.data["spec"]
