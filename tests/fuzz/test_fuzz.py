@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 from gitopsq.manifests.yamldoc import load_yaml
 from tests.fuzz import harness
 
+# cel-python raises the interpreter's recursion limit when it first loads; Hypothesis notes it, harmlessly.
+pytestmark = pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
 POOL = harness.seeds()
 BOUNDED = settings(max_examples=int(os.environ.get("GITOPSQ_FUZZ_EXAMPLES", "300")), deadline=None,
                    derandomize=True, database=None,  # same inputs on every run and machine
