@@ -25,8 +25,8 @@ from gitopsq.policy.runtime import (
 )
 
 __all__ = ["BACKEND_NAMES", "FAST", "ITERATION_BUDGET", "REFERENCE", "VARIABLE_NAMES", "WORK_LIMIT", "Backend",
-           "CelCompileError", "Outcome", "Program", "available_backends", "default_backend_name", "fast_backend_installed",
-           "get_backend"]
+           "CelCompileError", "Outcome", "Program", "available_backends", "default_backend_name",
+           "fast_backend_installed", "get_backend"]
 
 
 def fast_backend_installed() -> bool:
