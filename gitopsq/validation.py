@@ -172,7 +172,8 @@ def judge(source: Any, head: str, head_report: Report, *, base: str | None, base
     files, refused = trusted_policy_files(source, trusted_at, config)
     problems.extend(refused)
     if trusted_at != head:
-        problems.extend(_head_policies_load(source, head, head_report, files, backend, cache))
+        problems.extend(_head_policies_load(source, head, head_report, trusted=files, backend=backend,
+                                                   cache=cache))
     if config is not None:
         problems.extend(cluster_scoped_findings(head_report, config, None if base is None else touched))
     if cache is None:
@@ -184,7 +185,7 @@ def judge(source: Any, head: str, head_report: Report, *, base: str | None, base
     return PolicyOutcome(outcome.verdicts, (*problems, *outcome.findings)), touched
 
 
-def _head_policies_load(source: Any, head: str, head_report: Report, trusted: Mapping[str, str],
+def _head_policies_load(source: Any, head: str, head_report: Report, *, trusted: Mapping[str, str],
                         backend: str | None, cache: ValidationCache | None) -> list[Finding]:
     """The head's own policy files do not judge it, but a change that breaks one is refused here (it would judge
     every change after it): loading them reports what does not load."""
