@@ -44,9 +44,8 @@ def base_trust(base: str | None, base_report: Report | None, base_error: str | N
     if any(f.code == "config-missing" for f in base_report.findings):
         return BaseTrust(None)  # absent: nothing governed the repository before this change
     first = next((f for f in base_report.errors), None)
-    why = f"{first.location.path if first and first.location else CONFIG_PATH}" + (
-        f":{first.location.line}" if first and first.location and first.location.line else "")
-    return BaseTrust(None, _untrusted(base, f"its {CONFIG_PATH} does not parse ({why}: "
+    where = f"{CONFIG_PATH}:{first.location.line}" if first and first.location and first.location.line else CONFIG_PATH
+    return BaseTrust(None, _untrusted(base, f"its {CONFIG_PATH} does not parse ({where}: "
                                             f"{first.message if first else 'unusable'})"))
 
 
@@ -139,3 +138,25 @@ def blob_size(source: Any, blob_id: str) -> int | None:
     except _SOURCE_FAILURES:
         return None
     return int(size) if size is not None else None
+
+
+def read_base_config(source: Any, base: str | None) -> BaseTrust:
+    """`base_trust` for a caller holding only a source (the approvals of the sync loop): the base's gitopsq.yaml
+    parsed; no base or no file → ``config`` None (the head's may judge); unreadable → ``problem`` (fail closed)."""
+    from gitopsq.manifests.config import parse_config
+
+    if base is None:
+        return BaseTrust(None)
+    try:
+        data = source.read_file(base, CONFIG_PATH)
+    except _SOURCE_FAILURES as err:
+        return BaseTrust(None, _untrusted(base, f"the base revision cannot be read ({err})"))
+    if data is None:
+        return BaseTrust(None)
+    parsed = parse_config(data)
+    if parsed.config is not None:
+        return BaseTrust(parsed.config)
+    first = next((f for f in parsed.findings if f.is_error), None)
+    where = f"{CONFIG_PATH}:{first.location.line}" if first and first.location and first.location.line else CONFIG_PATH
+    return BaseTrust(None, _untrusted(base, f"its {CONFIG_PATH} does not parse ({where}: "
+                                            f"{first.message if first else 'unusable'})"))

@@ -274,3 +274,45 @@ def test_a_huge_file_is_refused_from_its_size_without_reading_it(
     assert "teams/ml-research/huge.yaml: error: file is 52,428,803 bytes; the limit is 2,097,152" \
            in out
     assert read and huge_id not in read
+
+
+def test_a_base_the_source_cannot_read_fails_closed(template: GitRepo, keys: dict[str, SshKey]) -> None:
+    """Attack 6, a source error: a base commit the repository does not hold (as past a shallow clone's boundary)
+    is unreadable, not absent: `untrusted-base`, and the approvals' reader says the same."""
+    from gitopsq.source import open_source
+    from gitopsq.trust import read_base_config
+    from gitopsq.validation import validate_revision
+
+    head = commit(template, keys, "farid", "serving: more cpu", serving_queue(template, "120"))
+    source = open_source(str(template.path))
+    missing = "0123456789" * 4
+    report = validate_revision(source, head, base=missing).report
+    assert [f.code for f in report.errors] == ["untrusted-base"]
+    assert "the base revision cannot be read" in report.errors[0].message
+    assert read_base_config(source, missing).problem is not None
+    assert read_base_config(source, head).config is not None and read_base_config(source, head).problem is None
+
+
+def test_a_huge_file_on_disk_is_refused_without_reading_it(tmp_path: Path, keys: dict[str, SshKey],
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Attack 9 for a plain directory (`check --worktree`, `render --worktree`): a 50 MB file is refused from its
+    size on disk; its bytes are never read."""
+    root = tmp_path / "tree"
+    root.mkdir()
+    copy_template(root)
+    (root / "teams/ml-research/huge.yaml").write_bytes(b"# " + b"x" * (50 * 1024 * 1024) + b"\n")
+    read: list[str] = []
+    original = Path.read_bytes
+
+    def spy(self: Path) -> bytes:
+        read.append(self.name)
+        return original(self)
+
+    monkeypatch.setattr(Path, "read_bytes", spy)
+    with pytest.raises(SystemExit) as exited:
+        main(["check", str(root), "--worktree"])
+    out = capsys.readouterr().out
+    assert exited.value.code == 1, out
+    assert "teams/ml-research/huge.yaml: error: file is 52,428,803 bytes; the limit is 2,097,152" in out
+    assert read and "huge.yaml" not in read
