@@ -4,8 +4,8 @@
 parts), so a revision that one of them accepts the others accept too. The pure work happens in
 `gitopsq.manifests.check_revision` (files → objects and findings) and `gitopsq.policy.revision.head_verdicts`
 (changes → verdicts); this module does the reading around them: which commit is the base, which paths the change
-touched, the head commit with its signature verified against the maintainers' keys, and the repository's own
-policy files.
+touched, and, from `gitopsq.trust`, what judges it: the base's trust model (unreadable fails closed), every commit
+of the change with its own paths and verified signature, and the repository's own policy files at the base.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from gitopsq.api import findings
 from gitopsq.api.findings import Finding
 from gitopsq.errors import PolicyError, SourceError
 from gitopsq.manifests import ParseCache, check_revision
-from gitopsq.manifests.config_model import RepoConfig
 from gitopsq.manifests.report import Report
 from gitopsq.policy import SourcedObject, Verdict, build_policy_input, evaluate, load_policies
 from gitopsq.policy.placement import cluster_scoped_findings
@@ -126,20 +125,6 @@ def touched_paths(source: Any, base: str | None, head: str) -> tuple[str, ...]:
     except (SourceError, ValueError, KeyError, AttributeError):
         return ()
     return tuple(sorted({p for c in changes for p in (c.path, c.old_path) if p}))
-
-
-def commit_for_policy(source: Any, commit: str, trust: RepoConfig | None, touched: Sequence[str]) -> dict[str, Any]:
-    """The commit as policies see it (`commit`), its signature verified against the maintainers' keys of the
-    trusted configuration (the base's: a revision cannot add its own key and vouch for itself)."""
-    found, problem = commits_for_policy(source, None, commit, trust)
-    if problem is not None or not found:
-        raise SourceError(problem.message if problem is not None else f"no commit {commit}")
-    return {**found[-1], "changedPaths": list(touched)}
-
-
-def policy_files(source: Any, commit: str, report: Report) -> dict[str, str]:
-    """The repository's own policy files (``policyPaths`` of gitopsq.yaml) at ``commit``."""
-    return trusted_policy_files(source, commit, report.config)[0]
 
 
 def judge(source: Any, head: str, head_report: Report, *, base: str | None, base_report: Report | None,
