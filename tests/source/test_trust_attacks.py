@@ -316,3 +316,22 @@ def test_a_huge_file_on_disk_is_refused_without_reading_it(tmp_path: Path, keys:
     assert exited.value.code == 1, out
     assert "teams/ml-research/huge.yaml: error: file is 52,428,803 bytes; the limit is 2,097,152" in out
     assert read and "huge.yaml" not in read
+
+
+def test_a_merge_owns_what_it_wrote_and_not_what_it_took(template: GitRepo, keys: dict[str, SshKey]) -> None:
+    """A merge's own changed paths are those whose merged content differs from every parent: a path taken as is
+    from the merged branch is that branch's commit's change; one the merge rewrote is the merge's."""
+    from gitopsq.source import open_source
+    from gitopsq.trust import own_changes
+
+    template.git("checkout", "-q", "-b", "side")
+    side = commit(template, keys, "carol", "side", {"teams/ml-research/a.md": "a\n", "teams/ml-research/b.md": "b\n"})
+    template.git("checkout", "-q", "main")
+    commit(template, keys, "alice", "main moves on", {"platform/c.md": "c\n"})
+    template.git("merge", "-q", "--no-ff", "--no-commit", "side")
+    template.write({"teams/ml-research/b.md": "rewritten by the merge\n"})
+    merge = finish(template, keys, "alice", "merge side", command=("commit", "-q", "-a", "-m"))
+    source = open_source(str(template.path))
+    info = source.commit_info(merge)
+    assert info.parents[1] == side
+    assert own_changes(source, merge, info.parents) == ("teams/ml-research/b.md",)
