@@ -335,3 +335,23 @@ def test_a_merge_owns_what_it_wrote_and_not_what_it_took(template: GitRepo, keys
     info = source.commit_info(merge)
     assert info.parents[1] == side
     assert own_changes(source, merge, info.parents) == ("teams/ml-research/b.md",)
+
+
+EVERY_COMMIT = ("apiVersion: gitopsq.dev/v1alpha1\nkind: Policy\nmetadata: {name: every-commit-by-owner}\nspec:\n"
+                "  severity: Deny\n  validations:\n    - expression: >-\n        owner == null || commits.all(c, "
+                "!(path in c.changedPaths) || c.actor.platform || owner.name in c.actor.teams)\n"
+                "      message: a commit of the change is not by the path's owner\n")
+
+
+def test_a_repository_policy_can_judge_every_commits_actor(template: GitRepo, keys: dict[str, SshKey],
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Without required signatures, the documented repository policy over `commits[].actor` denies Carol's
+    commit to serving's file behind Farid's commit on top."""
+    text = (template.path / "gitopsq.yaml").read_text(encoding="utf-8").replace("mode: required", "mode: optional")
+    commit(template, keys, "alice", "optional signing, stricter ownership",
+           {"gitopsq.yaml": text, "policies/every-commit.yaml": EVERY_COMMIT})
+    commit(template, keys, "carol", "serving: less cpu", serving_queue(template, "8"), signed=False)
+    commit(template, keys, "farid", "serving: notes", {"teams/serving/NOTES.md": "ok\n"})
+    code, out = check(template, capsys, "main~2")
+    assert code == 1 and "policy every-commit-by-owner" in out, out
+    assert "signed-by-maintainer" not in out
