@@ -165,11 +165,11 @@ class Rig:
         self.state = RigState(**{**asdict(self.state), **changes})
         self._save()
 
-    def _spawn(self, argv: list[str], log_name: str) -> int:
+    def _spawn(self, argv: list[str], log_name: str, env: dict[str, str] | None = None) -> int:
         log = (self.workdir / "logs" / log_name).open("ab")
         try:
             process = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env
             )
         finally:
             log.close()
@@ -205,8 +205,12 @@ class Rig:
             f"--service-account-signing-key-file={p / 'service-account.key'}",
             "--service-account-issuer=https://kubernetes.default.svc",
             "--service-cluster-ip-range=10.0.0.0/24",
-            # bare: no controller-manager creates default service accounts, so pods would be refused
-            *([] if self.full else ["--disable-admission-plugins=ServiceAccount"]),
+            # bare: no controller-manager creates default service accounts, so pods would be refused.
+            # full: no node-lifecycle controller lifts the not-ready taint this plugin puts on every new Node
+            f"--disable-admission-plugins={'TaintNodesByCondition' if self.full else 'ServiceAccount'}",
+            # full: Debian's etcd 3.4 has no watch progress requests, so with WatchList on, every watch from
+            # resourceVersion 0 (KWOK's) is turned into a watch-list and refused: KWOK would only see re-lists
+            *(["--feature-gates=WatchList=false"] if self.full else []),
             "--allow-privileged=true", "--profiling=false", "--v=1",
         ]  # fmt: skip
 
@@ -248,8 +252,10 @@ class Rig:
 
     def _start_components(self) -> None:
         """Spawn all three at once (they wait for the API themselves), then wait for each health check."""
+        # and no client asks for watch-lists either (see the WatchList gate in apiserver_argv)
+        env = {**os.environ, "KUBE_FEATURE_WatchListClient": "false"}
         for name, field in COMPONENTS.items():
-            self._replace_state(**{field: self._spawn(self.component_argv(name), f"{name}.log")})
+            self._replace_state(**{field: self._spawn(self.component_argv(name), f"{name}.log", env)})
         insecure = ssl.create_default_context()
         insecure.check_hostname = False
         insecure.verify_mode = ssl.CERT_NONE  # self-signed serving certificates made by the components
