@@ -215,7 +215,7 @@ def _version_ldflags(version: str) -> str:
 
 
 # measured on 2 cores, see docs/envtest.md; the first of several in one `go build` pays for the shared packages
-BUILD_MINUTES = {"kube-apiserver": 6, "kube-controller-manager": 4, "kube-scheduler": 2, "kubectl": 2, "kwok": 3}
+BUILD_MINUTES = {"kube-apiserver": 6, "kube-controller-manager": 3, "kube-scheduler": 1, "kubectl": 2, "kwok": 2}
 
 
 def _run_go_build(argv: list[str], cwd: Path, what: str) -> float:
