@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from envtest_rig import EXIT_CODE, GPU, RUN_FOR, FullCluster, NodePools, wait_for
+from envtest_rig import EXIT_CODE, GPU, RUN_FOR, FullCluster, NodePools, fake_node, wait_for
 
 pytestmark = pytest.mark.envtest
 
@@ -236,3 +236,31 @@ def test_deleting_a_job_and_a_namespace_cleans_up_through_the_controllers(
     with full_cluster.api_client() as api:
         client.CoreV1Api(api).delete_namespace(namespace)
     wait_for(f"namespace {namespace} to be deleted", namespace_gone, timeout=60)
+
+
+def test_node_applied_with_kubectl_and_only_a_capacity_becomes_ready_with_that_allocatable(
+    full_cluster: FullCluster,
+) -> None:
+    """A Node applied by kubectl with the fake-node annotation and just a capacity (as docs/envtest.md shows)
+    is made Ready by KWOK with allocatable equal to that capacity, the pod count defaulting to 110."""
+    import json
+
+    from kubernetes import client
+
+    name = f"applied-{uuid.uuid4().hex[:6]}"
+    manifest = fake_node(name, gpus=8)
+    manifest["status"] = {"capacity": {"cpu": "96", "memory": "1Ti", GPU: "8"}}
+    full_cluster.kubectl("apply", "-f", "-", stdin=json.dumps(manifest))
+    try:
+
+        def ready() -> Any:
+            with full_cluster.api_client() as api:
+                node = client.CoreV1Api(api).read_node(name)
+            conditions = node.status.conditions or []
+            return node if any(c.type == "Ready" and c.status == "True" for c in conditions) else None
+
+        node = wait_for(f"KWOK to make {name} Ready", ready, timeout=30)
+        assert node.status.allocatable == {"cpu": "96", "memory": "1Ti", GPU: "8", "pods": "110"}
+        assert node.spec.taints is None or not any(t.key.startswith("node.kubernetes.io/") for t in node.spec.taints)
+    finally:
+        full_cluster.delete_nodes([name])
