@@ -221,7 +221,7 @@ class Rig:
     # ---- the full profile's components -----------------------------------------------------------------
 
     def component_argv(self, name: str) -> list[str]:
-        """Command line of one full-profile component; every one names this rig's work directory (for ``down``)."""
+        """Command line of one full-profile component; each names this rig's kubeconfig (``down`` checks it)."""
         assert self._binaries is not None
         s, p, kubeconfig = self.state, self.pki_dir, str(self.kubeconfig)
         if name == "kube-controller-manager":
@@ -232,7 +232,7 @@ class Rig:
                 f"--root-ca-file={p / 'serving-ca.crt'}", "--use-service-account-credentials=false",
                 "--bind-address=127.0.0.1", f"--secure-port={s.controller_manager_port}",
                 f"--cert-dir={self.workdir / 'controller-manager-certs'}",
-                # a terminated pod is trimmed only past this count (upstream's 12500); keep it for tests to read
+                # upstream's default, stated because tests rely on it: finished pods stay readable
                 "--terminated-pod-gc-threshold=12500", "--profiling=false", "--v=1",
             ]  # fmt: skip
         if name == "kube-scheduler":
@@ -327,8 +327,8 @@ class Rig:
 
     def running(self) -> dict[str, bool]:
         markers = {"etcd": self.state.etcd_data, "kube-apiserver": str(self.pki_dir)}
-        workdir = str(self.workdir)
-        return {name: alive(pid) and markers.get(name, workdir) in cmdline(pid) for name, pid in self.pids().items()}
+        ours = f"--kubeconfig={self.kubeconfig}"  # on every component's command line
+        return {name: alive(pid) and markers.get(name, ours) in cmdline(pid) for name, pid in self.pids().items()}
 
     # ---- restarting and stopping ----------------------------------------------------------------------
 
@@ -351,7 +351,7 @@ class Rig:
     def stop(self, remove_data: bool = True) -> None:
         """Stop every process by its recorded PID (components first), then delete etcd's data directory."""
         for pid in self._component_pids().values():
-            stop_pid(pid, str(self.workdir))
+            stop_pid(pid, f"--kubeconfig={self.kubeconfig}")
         stop_pid(self.state.apiserver_pid, str(self.pki_dir))
         stop_pid(self.state.etcd_pid, self.state.etcd_data)
         if remove_data:
