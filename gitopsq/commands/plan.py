@@ -23,6 +23,7 @@ from gitopsq.commands.check import DiskCache, cache_file
 from gitopsq.commands.policy import backend_from_env
 from gitopsq.commands.repo import locate
 from gitopsq.errors import ClusterError, ScenarioError, SourceError, UsageError
+from gitopsq.forge.post import post_plan, post_target
 from gitopsq.manifests import CONFIG_PATH, check_revision
 from gitopsq.manifests.config_model import RepoConfig
 from gitopsq.plan.impact import CurrentAdmission, CurrentWorkload, assess, compare_trace, from_trace
@@ -185,16 +186,29 @@ def make_plan(repo: str, base_rev: str, head_rev: str, *, cluster: str | None = 
 @click.option("--trace", metavar="FILE", help="A scenario trace to replay on base and on head (waits per queue).")
 @click.option("--output", "-o", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 @click.option("--no-cache", is_flag=True, help="Parse every file again instead of reusing earlier results.")
+@click.option("--post", is_flag=True, help="Also post the markdown plan on the pull request (or update it).")
+@click.option("--forge", type=click.Choice(["gitea", "github", "gitlab"]), help="The forge --post writes to.")
+@click.option("--forge-url", metavar="URL", help="The forge's base URL (default: GitHub's or GitLab's SaaS API).")
+@click.option("--repo-slug", metavar="OWNER/NAME", help="The repository on the forge (GitLab: the project path).")
+@click.option("--pr", type=int, metavar="N", help="The pull (merge) request number.")
+@click.option("--token-file", metavar="FILE", help="File holding the forge token (else $GITOPSQ_FORGE_TOKEN).")
 @click.pass_context
 def command(ctx: click.Context, *, repo: str, base_rev: str, head_rev: str, cluster: str | None,
-            workloads: str | None, trace: str | None, output: str, no_cache: bool) -> None:
+            workloads: str | None, trace: str | None, output: str, no_cache: bool, post: bool, forge: str | None,
+            forge_url: str | None, repo_slug: str | None, pr: int | None, token_file: str | None) -> None:
     """What merging HEAD into BASE would change: object diff, quota table, policy verdicts, approvals, impact.
 
     Exit 0 when the head revision passes check and no policy denies it, 1 when it does not, 2 for a usage
-    error, 3 when the repository or a revision cannot be read.
+    error, 3 when the repository or a revision cannot be read or the forge refuses --post.
     """
+    target = post_target(post, forge=forge, url=forge_url, slug=repo_slug, pr=pr, token_file=token_file)
     plan = make_plan(repo, base_rev, head_rev, cluster=cluster, workloads=workloads, trace=trace,
                      use_cache=not no_cache)
     rendered = {"json": render_json, "markdown": render_markdown}.get(output, render_text)(plan)
     click.echo(rendered, nl=not rendered.endswith("\n"))
+    if target is not None:
+        comment = post_plan(render_markdown(plan), target)
+        click.echo(f"gitopsq: plan {'posted as' if comment.created else 'updated in'} comment {comment.id} on "
+                   f"{target.slug}#{target.pr}", err=True)
     ctx.exit(plan.exit_code)
+
