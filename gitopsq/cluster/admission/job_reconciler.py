@@ -20,6 +20,7 @@ from typing import Any
 
 from gitopsq import logs
 from gitopsq.cluster.admission.integrations import INTEGRATIONS, Integration, PodSetPlacement
+from gitopsq.cluster.admission.lifecycle import MAX_EXEC_EXCEEDED, max_execution_seconds
 from gitopsq.cluster.admission.live_workload import (
     EVICTING,
     FINISHED,
@@ -30,7 +31,7 @@ from gitopsq.cluster.admission.live_workload import (
 )
 from gitopsq.cluster.admission.options import NO_FAULT, FaultPoint
 from gitopsq.cluster.admission.ports import WatchCache, WorkloadWriter
-from gitopsq.cluster.admission.workload_status import condition, is_true, set_condition
+from gitopsq.cluster.admission.workload_status import condition, is_true, parse_time, set_condition
 from gitopsq.cluster.admission.writer import workload_path
 from gitopsq.cluster.kinds import WORKLOAD
 from gitopsq.errors import ClusterError
@@ -77,6 +78,9 @@ def new_workload(integration: Integration, job: Mapping[str, Any], cache: WatchC
     spec: dict[str, Any] = {"queueName": labels[QUEUE_LABEL], "podSets": pod_sets, "priority": priority}
     if ref is not None:
         spec["priorityClassRef"] = ref
+    limit = max_execution_seconds(labels)
+    if limit is not None:
+        spec["maximumExecutionTimeSeconds"] = limit
     return {"apiVersion": WORKLOAD.api_version, "kind": WORKLOAD.kind, "metadata": {
         "name": workload_name(integration.kind, integration.group, meta["name"], meta["uid"]),
         "namespace": meta["namespace"], "labels": {JOB_UID_LABEL: meta["uid"]},
@@ -176,16 +180,12 @@ class JobReconciler:
             self.writer.workload_status(wl, status)
             return
         suspended = integration.is_suspended(job)
-        original = list((wl.get("spec") or {}).get("podSets") or ())
+        original: list[Mapping[str, Any]] = list((wl.get("spec") or {}).get("podSets") or ())
         if live.state == EVICTING or not is_true(wl, "Admitted"):
-            if not suspended:
-                self.writer.patch(integration.resource, path, integration.suspend_patch(job), obj)
-                if live.state != EVICTING:
-                    self.writer.event(job, integration.kind, "Stopped", "Not admitted by cluster queue")
-                return
-            restore = integration.restore_patch(job, original)
-            if restore is not None:
-                self.writer.patch(integration.resource, path, restore, obj)
+            if not suspended or integration.restore_patch(job, original) is not None:
+                evicted = condition(wl, "Evicted") if live.state == EVICTING else None
+                why = str(evicted.get("message", "")) if evicted else "Not admitted by cluster queue"
+                self._stop(integration, job, original, path, obj, why=why)
                 return
             if live.state == EVICTING and integration.active_pods(job) == 0:
                 self._release(wl)
@@ -197,15 +197,41 @@ class JobReconciler:
                               obj)
             self.writer.event(job, integration.kind, "Started", f"Admitted by clusterQueue {cq}")
 
+    def _stop(self, integration: Integration, job: dict[str, Any], original: list[Mapping[str, Any]], path: str,
+              obj: str, *, why: str) -> None:
+        """Kueue's stop, in its order: suspend (with the stop mark), unset the status fields that freeze the pod
+        templates (``startTime``), restore the templates and drop the mark. Each step works on the previous
+        step's answer; a crash in between leaves the mark, so the next pass redoes the stop."""
+        if not (job.get("spec") or {}).get("suspend"):
+            job = self.writer.patch(integration.resource, path, integration.suspend_patch(job), obj)
+            self.writer.event(job, integration.kind, "Stopped", why)
+        clear = integration.start_time_patch(job)
+        if clear is not None:
+            job = self.writer.patch(integration.resource, f"{path}/status", clear, obj)
+        restore = integration.restore_patch(job, original)
+        if restore is not None:
+            self.writer.patch(integration.resource, path, restore, obj)
+
     def _release(self, wl: dict[str, Any]) -> None:
         """The evicted job has stopped: give the quota back and requeue (Kueue ``UnsetQuotaReservation``)."""
         evicted = condition(wl, "Evicted") or {}
         conds = [dict(c) for c in (wl.get("status") or {}).get("conditions") or ()]
-        status = {"admission": None, "conditions": conds}
+        status: dict[str, Any] = {"admission": None, "conditions": conds}
         now = self.now()
+        admitted = condition(wl, "Admitted")
+        limited = (wl.get("spec") or {}).get("maximumExecutionTimeSeconds") is not None
+        if limited and admitted is not None and admitted.get("status") == "True" and \
+                evicted.get("reason") != f"DeactivatedDueTo{MAX_EXEC_EXCEEDED}":
+            # Kueue: the time this admission ran counts against the maximum of the next one
+            ran = max(0, round(now - parse_time(admitted.get("lastTransitionTime"))))
+            status["accumulatedPastExecutionTimeSeconds"] = \
+                int((wl.get("status") or {}).get("accumulatedPastExecutionTimeSeconds") or 0) + ran
         set_condition(conds, "QuotaReserved", "False", "Pending", str(evicted.get("message", "")), now)
         set_condition(conds, "Admitted", "False", "NoReservation", "The workload has no reservation",
                       now)
-        if evicted.get("reason") == "Preempted":
+        reason = str(evicted.get("reason", ""))
+        if reason == "Preempted":
             set_condition(conds, "Requeued", "True", "Preempted", "The workload was preempted", now)
+        elif reason.startswith("Deactivated"):  # Kueue: not requeued; it stays out until reactivated
+            set_condition(conds, "Requeued", "False", reason, str(evicted.get("message", "")), now)
         self.writer.workload_status(wl, status)

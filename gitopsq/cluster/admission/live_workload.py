@@ -15,6 +15,7 @@ from gitopsq.api import model as m
 from gitopsq.api.codec import decode
 from gitopsq.api.reader import Reader
 from gitopsq.api.workload_codec import decode_pod_sets
+from gitopsq.cluster.admission.partial import assigned_counts, with_counts
 from gitopsq.cluster.admission.workload_status import Flavors, condition, is_true, parse_time
 
 FINISHED, ADMITTED, EVICTING, PENDING, INACTIVE = "finished", "admitted", "evicting", "pending", "inactive"
@@ -108,6 +109,7 @@ def _read_workload(raw: Mapping[str, Any]) -> LiveWorkload | None:
         cq = admission.get("clusterQueue")
         for psa in admission.get("podSetAssignments") or ():
             flavors[psa.get("name", "main")] = dict(psa.get("flavors") or {})
+        pod_sets = with_counts(pod_sets, assigned_counts(admission))  # partial admission: what it holds
     reserved = condition(raw, "QuotaReserved")
     ref = spec.get("priorityClassRef") or {}
     return LiveWorkload(
