@@ -40,6 +40,7 @@ class Eviction:
     reason: str
     message: str
     by_cluster_queue: str  # the preemptor's ClusterQueue, when known
+    requeue_state: Mapping[str, object] | None = None  # written with the eviction (waitForPodsReady's backoff)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,8 @@ from gitopsq.cluster.admission.live_workload import (
     QUEUE_LABEL,
     read_workload,
 )
-from gitopsq.cluster.admission.options import NO_FAULT, FaultPoint
+from gitopsq.cluster.admission.options import NO_FAULT, FaultPoint, WaitForPodsReady
+from gitopsq.cluster.admission.pods_ready import PODS_READY, TIMEOUT_REASON, WAIT_FOR_START, wanted_condition
 from gitopsq.cluster.admission.ports import WatchCache, WorkloadWriter
 from gitopsq.cluster.admission.workload_status import condition, is_true, parse_time, set_condition
 from gitopsq.cluster.admission.writer import workload_path
@@ -109,8 +110,10 @@ class JobReconciler:
     """Runs the steps of the module docstring over every labelled job; one call = one pass."""
 
     def __init__(self, cache: WatchCache, writer: WorkloadWriter, *, now: Callable[[], float],
-                 integrations: tuple[Integration, ...] = INTEGRATIONS, fault: FaultPoint = NO_FAULT) -> None:
+                 integrations: tuple[Integration, ...] = INTEGRATIONS, fault: FaultPoint = NO_FAULT,
+                 pods_ready: WaitForPodsReady | None = None) -> None:
         self.cache, self.writer, self.now = cache, writer, now
+        self.pods_ready = pods_ready or WaitForPodsReady()
         self.integrations = integrations
         self.fault = fault
 
@@ -190,12 +193,26 @@ class JobReconciler:
             if live.state == EVICTING and integration.active_pods(job) == 0:
                 self._release(wl)
             return
+        if not suspended:
+            if self.pods_ready.enable:
+                self._pods_ready(wl, integration.pods_ready(job))
+            return
         if suspended:
             self.fault("before-unsuspend")
             cq = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
             self.writer.patch(integration.resource, path, integration.start_patch(job, placements(self.cache, wl)),
                               obj)
             self.writer.event(job, integration.kind, "Started", f"Admitted by clusterQueue {cq}")
+
+    def _pods_ready(self, wl: dict[str, Any], ready: bool) -> None:
+        """Keep an admitted Workload's ``PodsReady`` condition true to its job's pods (pods_ready.py)."""
+        wanted = wanted_condition(wl, ready)
+        old = condition(wl, PODS_READY)
+        if old is not None and (old.get("status"), old.get("reason"), old.get("message")) == wanted:
+            return
+        conds = [dict(c) for c in (wl.get("status") or {}).get("conditions") or ()]
+        set_condition(conds, PODS_READY, *wanted, self.now())
+        self.writer.workload_status(wl, {"conditions": conds})
 
     def _stop(self, integration: Integration, job: dict[str, Any], original: list[Mapping[str, Any]], path: str,
               obj: str, *, why: str) -> None:
@@ -232,6 +249,8 @@ class JobReconciler:
         reason = str(evicted.get("reason", ""))
         if reason == "Preempted":
             set_condition(conds, "Requeued", "True", "Preempted", "The workload was preempted", now)
-        elif reason.startswith("Deactivated"):  # Kueue: not requeued; it stays out until reactivated
-            set_condition(conds, "Requeued", "False", reason, str(evicted.get("message", "")), now)
+        elif reason.startswith("Deactivated") or reason == TIMEOUT_REASON:  # Kueue: out until reactivated, or
+            set_condition(conds, "Requeued", "False", reason, str(evicted.get("message", "")), now)  # backoff ends
+        if self.pods_ready.enable:
+            set_condition(conds, PODS_READY, *WAIT_FOR_START, now)
         self.writer.workload_status(wl, status)

@@ -21,9 +21,14 @@ from gitopsq.cluster.admission.workload_status import condition, parse_time
 MAX_EXEC_LABEL: Final = "kueue.x-k8s.io/max-exec-time-seconds"
 DEACTIVATION_TARGET: Final = "DeactivationTarget"
 MAX_EXEC_EXCEEDED: Final = "MaximumExecutionTimeExceeded"
-# Kueue's words for each cause, as they appear after "exceeding" / "due to".
+REQUEUING_LIMIT_EXCEEDED: Final = "RequeuingLimitExceeded"
+# Kueue's words for each cause, as they appear after "due to".
 _CAUSES: Final = {MAX_EXEC_EXCEEDED: "exceeding the maximum execution time",
-                  "RequeuingLimitExceeded": "exceeding the maximum number of re-queuing retries"}
+                  REQUEUING_LIMIT_EXCEEDED: "exceeding the maximum number of re-queuing retries"}
+
+
+def cause_words(cause: str) -> str:
+    return _CAUSES[cause]
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,7 +94,8 @@ class AdmissionLoop:
         self.events = events
         self.writer = Writer(self.client, self.cache, events)
         self.metrics = metrics
-        self.jobs = JobReconciler(self.cache, self.writer, now=time.time, fault=fault)
+        self.jobs = JobReconciler(self.cache, self.writer, now=time.time, fault=fault,
+                                  pods_ready=self.options.wait_for_pods_ready)
         share = max(1.0, self.options.qps * self.options.queue_status_share)
         self.queues = QueueStatusWriter(self.cache, self.writer, min_interval=self.options.queue_status_interval,
                                         local_interval=self.options.local_queue_status_interval,

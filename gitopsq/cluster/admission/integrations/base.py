@@ -43,6 +43,10 @@ class Integration(Protocol):
         """Pods still running or terminating: quota is released only when none are left."""
         ...
 
+    def pods_ready(self, job: Mapping[str, Any]) -> bool:
+        """Whether every pod the job runs now is ready or has succeeded (waitForPodsReady)."""
+        ...
+
     def finished(self, job: Mapping[str, Any]) -> tuple[str, str] | None:
         """(``Succeeded`` | ``Failed``, message) once the job has ended; None while it may still run."""
         ...

@@ -62,6 +62,14 @@ class BatchJob:
         status = job.get("status") or {}
         return int(status.get("active") or 0) + int(status.get("terminating") or 0)
 
+    def pods_ready(self, job: Mapping[str, Any]) -> bool:
+        """Ready plus succeeded pods reach min(parallelism, completions) (Kueue's ``Job.PodsReady``)."""
+        spec, status = job.get("spec") or {}, job.get("status") or {}
+        completions = spec.get("completions")
+        want = self._parallelism(job) if completions is None else min(self._parallelism(job), int(completions))
+        uncounted = len((status.get("uncountedTerminatedPods") or {}).get("succeeded") or ())
+        return int(status.get("ready") or 0) + int(status.get("succeeded") or 0) + uncounted >= want
+
     def finished(self, job: Mapping[str, Any]) -> tuple[str, str] | None:
         for c in (job.get("status") or {}).get("conditions") or ():
             if c.get("status") == "True" and c.get("type") in ("Complete", "Failed"):
