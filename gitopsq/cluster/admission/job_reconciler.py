@@ -27,6 +27,7 @@ from gitopsq.cluster.admission.live_workload import (
     JOB_UID_LABEL,
     PRIORITY_LABEL,
     QUEUE_LABEL,
+    RESOURCE_IN_USE,
     read_workload,
 )
 from gitopsq.cluster.admission.options import NO_FAULT, FaultPoint, WaitForPodsReady
@@ -36,6 +37,8 @@ from gitopsq.cluster.admission.workload_status import condition, is_true, parse_
 from gitopsq.cluster.admission.writer import workload_path
 from gitopsq.cluster.kinds import WORKLOAD
 from gitopsq.errors import ClusterError
+
+PodsLeft = Callable[[str, str], int]  # (namespace, label selector) -> pods not yet terminal, terminating included
 
 
 def _log() -> Any:
@@ -84,7 +87,7 @@ def new_workload(integration: Integration, job: Mapping[str, Any], cache: WatchC
         spec["maximumExecutionTimeSeconds"] = limit
     return {"apiVersion": WORKLOAD.api_version, "kind": WORKLOAD.kind, "metadata": {
         "name": workload_name(integration.kind, integration.group, meta["name"], meta["uid"]),
-        "namespace": meta["namespace"], "labels": {JOB_UID_LABEL: meta["uid"]},
+        "namespace": meta["namespace"], "labels": {JOB_UID_LABEL: meta["uid"]}, "finalizers": [RESOURCE_IN_USE],
         "ownerReferences": [{"apiVersion": f"{integration.group}/{integration.version}", "kind": integration.kind,
                              "name": meta["name"], "uid": meta["uid"], "controller": True,
                              "blockOwnerDeletion": True}]}, "spec": spec}
@@ -111,8 +114,9 @@ class JobReconciler:
 
     def __init__(self, cache: WatchCache, writer: WorkloadWriter, *, now: Callable[[], float],
                  integrations: tuple[Integration, ...] = INTEGRATIONS, fault: FaultPoint = NO_FAULT,
-                 pods_ready: WaitForPodsReady | None = None) -> None:
+                 pods_ready: WaitForPodsReady | None = None, pods_left: PodsLeft | None = None) -> None:
         self.cache, self.writer, self.now = cache, writer, now
+        self.pods_left = pods_left
         self.pods_ready = pods_ready or WaitForPodsReady()
         self.integrations = integrations
         self.fault = fault
@@ -143,13 +147,41 @@ class JobReconciler:
                     self._job(integration, job, owned.get(f"{meta['namespace']}/{meta['uid']}", []))
                 except ClusterError as err:
                     _log().info("job step deferred", job=f"{meta.get('namespace')}/{meta.get('name')}", error=str(err))
-        kinds = {i.kind for i in self.integrations}
+        by_kind = {i.kind: i for i in self.integrations}
         for key, workloads in owned.items():
             for wl in workloads:
                 refs = [r for r in wl["metadata"].get("ownerReferences") or () if r.get("controller")]
-                if key not in live_uids and refs and refs[0].get("kind") in kinds:
+                if key in live_uids or not refs or refs[0].get("kind") not in by_kind:
+                    continue
+                if wl["metadata"].get("deletionTimestamp"):
+                    self._finalize_orphan(by_kind[refs[0]["kind"]], wl, str(refs[0].get("uid")))
+                else:
                     self._delete_orphan(wl)
         return self.writer.writes - before
+
+    def _finalize_orphan(self, integration: Integration, wl: dict[str, Any], uid: str) -> None:
+        """The job is gone (or going) and so is its Workload: the finalizer comes off, and the quota with it,
+        only once none of the job's pods is left running or terminating."""
+        ns = wl["metadata"]["namespace"]
+        try:
+            if self.pods_left is not None and self.pods_left(ns, integration.pod_selector(uid)):
+                return
+            self._drop_finalizer(wl)
+        except ClusterError as err:
+            _log().info("workload finalizer kept", workload=f"{ns}/{wl['metadata']['name']}", error=str(err))
+
+    def _drop_finalizer(self, wl: dict[str, Any]) -> None:
+        meta = wl["metadata"]
+        finalizers = list(meta.get("finalizers") or ())
+        if RESOURCE_IN_USE not in finalizers:
+            return
+        rest = [f for f in finalizers if f != RESOURCE_IN_USE]
+        key = f"{meta['namespace']}/{meta['name']}"
+        self.writer.patch("workloads", workload_path(meta["namespace"], meta["name"]),
+                          {"metadata": {"finalizers": rest or None, "resourceVersion": meta.get("resourceVersion")}},
+                          f"Workload/{key}")
+        if meta.get("deletionTimestamp") and not rest:
+            self.cache.forget("workloads", key)  # gone now; its quota with it
 
     def _delete_orphan(self, wl: Mapping[str, Any]) -> None:
         meta = wl["metadata"]
@@ -158,6 +190,7 @@ class JobReconciler:
                                f"{meta['namespace']}/{meta['name']}", f"Workload/{meta['namespace']}/{meta['name']}")
         except ClusterError as err:
             _log().info("orphan workload not deleted", workload=meta["name"], error=str(err))
+            return
 
     def _job(self, integration: Integration, job: dict[str, Any], workloads: list[dict[str, Any]]) -> None:
         meta = job["metadata"]
@@ -172,10 +205,21 @@ class JobReconciler:
             self.writer.event(job, integration.kind, "CreatedWorkload", f"Created Workload: {meta['namespace']}/{name}")
             return
         live = read_workload(wl)
+        if wl["metadata"].get("deletionTimestamp"):
+            # Someone deleted the Workload of a live job (Kueue: stop the job, then let the Workload go; the
+            # job gets a new one).
+            templates: list[Mapping[str, Any]] = list((wl.get("spec") or {}).get("podSets") or ())
+            if live is not None and live.state != FINISHED and (
+                    not integration.is_suspended(job) or integration.restore_patch(job, templates) is not None):
+                self._stop(integration, job, templates, path, obj, why="Workload is deleted")
+            elif integration.active_pods(job) == 0:
+                self._drop_finalizer(wl)
+            return
         if live is None:
             return
         ended = integration.finished(job)
         if live.state == FINISHED:
+            self._drop_finalizer(wl)  # Kueue: a finished Workload holds nothing
             return
         if ended is not None:
             status = {"conditions": [dict(c) for c in (wl.get("status") or {}).get("conditions") or ()]}

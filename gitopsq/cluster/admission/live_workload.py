@@ -22,6 +22,7 @@ FINISHED, ADMITTED, EVICTING, PENDING, INACTIVE = "finished", "admitted", "evict
 QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL: Final = "kueue.x-k8s.io/priority-class"
 JOB_UID_LABEL: Final = "kueue.x-k8s.io/job-uid"
+RESOURCE_IN_USE: Final = "kueue.x-k8s.io/resource-in-use"  # the Workload finalizer of job-owned Workloads
 
 @dataclass(frozen=True, slots=True)
 class LiveWorkload:
@@ -92,13 +93,17 @@ def _read_workload(raw: Mapping[str, Any]) -> LiveWorkload | None:
     spec = raw.get("spec") or {}
     status = raw.get("status") or {}
     pod_sets = _pod_sets(raw)
-    if pod_sets is None or meta.get("deletionTimestamp"):
+    deleting = bool(meta.get("deletionTimestamp"))
+    if pod_sets is None or (deleting and RESOURCE_IN_USE not in (meta.get("finalizers") or ())):
         return None
     admission = status.get("admission")
     if is_true(raw, "Finished"):
         state = FINISHED
     elif admission and is_true(raw, "QuotaReserved"):
-        state = EVICTING if is_true(raw, "Evicted") else ADMITTED
+        # Deleted while holding quota: its finalizer keeps it (and the quota) until its job's pods are gone.
+        state = EVICTING if is_true(raw, "Evicted") or deleting else ADMITTED
+    elif deleting:
+        return None
     elif spec.get("active") is False:
         state = INACTIVE
     else:

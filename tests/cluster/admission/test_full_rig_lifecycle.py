@@ -3,13 +3,16 @@ and restored, `spec.active: false` evicting an admitted Workload, and `maximumEx
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
-from cluster_rig import cluster_queue, cond, create_job, flavors_usage, job, wait_for, workload_of
-from envtest_rig import GPU, FullCluster, NodePools
+from cluster_rig import cluster_queue, cond, create_job, flavors_usage, job, rest, wait_for, workload_of
+from envtest_rig import GPU, TERMINATE_AFTER, FullCluster, NodePools
 from gpu_rig import gpu_job, gpu_pools, gpu_queue_yaml, namespace, patch_workload, pods_of, running, setup
 from running_loop import RunningLoop
+
+from gitopsq.cluster.kube import ClusterNotFound
 
 pytestmark = pytest.mark.envtest
 
@@ -17,6 +20,15 @@ pytestmark = pytest.mark.envtest
 def _true(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
     c = cond(obj, kind)
     return c if c is not None and c["status"] == "True" else None
+
+
+def get_workload(cluster: FullCluster, ns: str, name: str) -> dict[str, Any] | None:
+    try:
+        found: dict[str, Any] = rest(cluster).request(
+            "GET", f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{ns}/workloads/{name}")
+    except ClusterNotFound:
+        return None
+    return found
 
 
 def _gpus_used(cluster: FullCluster, cq: str, flavor: str) -> str | None:
@@ -96,3 +108,41 @@ def test_maximum_execution_time_deactivates_a_running_job(full_admission: Runnin
         wait_for("queue usage back to 0", lambda: _gpus_used(cluster, cq, pool.flavor) in ("0", None))
         assert job(cluster, ns, "bounded")["spec"]["suspend"] is True
         assert not running(pods_of(cluster, ns, "bounded"))
+
+
+def test_deleting_a_job_frees_its_quota_only_when_its_pods_are_gone(full_admission: RunningLoop,
+                                                                    node_pools: NodePools) -> None:
+    """A running Job's Workload carries Kueue's `resource-in-use` finalizer. Deleting the Job (background
+    propagation, as kubectl does) lets the garbage collector delete the Workload, but while the Job's pods take
+    2 s to terminate the Workload stays, holding its quota, and the Job waiting behind it is not admitted; once
+    the pods are gone the finalizer comes off and the waiting Job runs on the freed GPUs."""
+    cluster: FullCluster = node_pools.cluster
+    pool = gpu_pools(node_pools, {"on-demand": (1, 4)})["on-demand"]
+    with namespace(cluster, "final") as ns:
+        setup(cluster, gpu_queue_yaml(ns, f"cq-{ns}", [(pool, 4)]))
+        create_job(cluster, gpu_job(ns, "first", pods=2, gpus=2, pod_annotations={TERMINATE_AFTER: "2s"}))
+        wait_for("first running", lambda: len(running(pods_of(cluster, ns, "first"))) == 2, timeout=60)
+        wl = workload_of(cluster, ns, "first")
+        assert wl is not None and wl["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
+        name = wl["metadata"]["name"]
+        create_job(cluster, gpu_job(ns, "second", pods=2, gpus=2))
+        wait_for("second pending", lambda: (c := cond(workload_of(cluster, ns, "second"), "QuotaReserved"))
+                 and c["status"] == "False")
+
+        cluster.kubectl("delete", "job", "first", "-n", ns, "--wait=false")
+        wait_for("first's Workload being deleted", lambda: (get_workload(cluster, ns, name) or {}).get(
+            "metadata", {}).get("deletionTimestamp"), timeout=30)
+        observed = 0
+        deadline = time.monotonic() + 30
+        while [p for p in pods_of(cluster, ns, "first") if p["status"].get("phase") not in ("Succeeded", "Failed")]:
+            assert time.monotonic() < deadline, "first's pods never went away"
+            held = get_workload(cluster, ns, name)
+            assert held is not None, "the Workload went while its pods still existed"
+            assert not _true(workload_of(cluster, ns, "second"), "QuotaReserved"), "second admitted too early"
+            observed += 1
+            time.sleep(0.1)
+        assert observed >= 3, "the terminating window was observed"
+        wait_for("first's Workload gone", lambda: get_workload(cluster, ns, name) is None, timeout=30)
+        pods = wait_for("second running", lambda: len(running(pods_of(cluster, ns, "second"))) == 2
+                        and running(pods_of(cluster, ns, "second")), timeout=60)
+        assert {p["spec"]["nodeName"] for p in pods} <= pool.nodes

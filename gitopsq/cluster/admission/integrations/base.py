@@ -43,6 +43,10 @@ class Integration(Protocol):
         """Pods still running or terminating: quota is released only when none are left."""
         ...
 
+    def pod_selector(self, uid: str) -> str:
+        """A label selector for the pods of the job with this UID (to see them go after the job is gone)."""
+        ...
+
     def pods_ready(self, job: Mapping[str, Any]) -> bool:
         """Whether every pod the job runs now is ready or has succeeded (waitForPodsReady)."""
         ...

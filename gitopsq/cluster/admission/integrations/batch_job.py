@@ -62,6 +62,9 @@ class BatchJob:
         status = job.get("status") or {}
         return int(status.get("active") or 0) + int(status.get("terminating") or 0)
 
+    def pod_selector(self, uid: str) -> str:
+        return f"batch.kubernetes.io/controller-uid={uid}"
+
     def pods_ready(self, job: Mapping[str, Any]) -> bool:
         """Ready plus succeeded pods reach min(parallelism, completions) (Kueue's ``Job.PodsReady``)."""
         spec, status = job.get("spec") or {}, job.get("status") or {}
