@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from gitopsq.admission.topology import Settings
+from gitopsq.manifests.config_model import PodsReadySettings
 
 FAULT_ENV: Final = "GITOPSQ_FAULT"  # test hook: SIGKILL the loop process at the named point (docs/admission-loop.md)
 
@@ -35,6 +36,16 @@ class WaitForPodsReady:
     recovery_timeout: float | None = None  # None: same as timeout; 0: no recovery timeout
     block_admission: bool = False  # accepted, not yet enforced by the live loop (docs/admission-loop.md)
     requeuing_strategy: RequeuingStrategy = field(default_factory=RequeuingStrategy)
+
+
+def wait_for_pods_ready(settings: PodsReadySettings) -> WaitForPodsReady:
+    """gitopsq.yaml's ``admission.waitForPodsReady`` as the loop's setting."""
+    return WaitForPodsReady(enable=settings.enable, timeout=settings.timeout,
+                            recovery_timeout=settings.recovery_timeout, block_admission=settings.block_admission,
+                            requeuing_strategy=RequeuingStrategy(
+                                timestamp=settings.timestamp, backoff_limit_count=settings.backoff_limit_count,
+                                backoff_base_seconds=settings.backoff_base_seconds,
+                                backoff_max_seconds=settings.backoff_max_seconds))
 
 
 @dataclass(frozen=True, slots=True)

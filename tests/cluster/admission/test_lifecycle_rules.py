@@ -198,3 +198,51 @@ def test_backing_off_workloads_stay_out_until_requeue_at() -> None:
     requeued = _wl(conditions=[evicted, {"type": "Requeued", "status": "True", "reason": "BackoffFinished"}])
     seen, _ = queue_view(_live(requeued), T0 + 61, CONFIG)
     assert seen["ns/w"].created == T0, "ordered by eviction time"
+
+
+CONFIG_YAML = """apiVersion: gitopsq.dev/v1alpha1
+kind: RepositoryConfig
+include: [platform/]
+platformTeam: platform
+teams:
+  - name: platform
+    paths: ["platform/**"]
+admission:
+  waitForPodsReady:
+{body}"""
+
+
+def test_wait_for_pods_ready_is_read_from_gitopsq_yaml_as_kueue_configures_it() -> None:
+    """`admission.waitForPodsReady` takes Kueue's fields and Go durations, and becomes the loop's setting."""
+    from gitopsq.cluster.admission.options import wait_for_pods_ready
+    from gitopsq.manifests.config import parse_config
+
+    body = ("    timeout: 5m\n    recoveryTimeout: 90s\n    blockAdmission: true\n    requeuingStrategy:\n"
+            "      timestamp: Creation\n      backoffLimitCount: 3\n      backoffBaseSeconds: 10\n"
+            "      backoffMaxSeconds: 600\n")
+    result = parse_config(CONFIG_YAML.format(body=body).encode())
+    assert result.ok, [str(f) for f in result.findings]
+    assert result.config is not None
+    loop = wait_for_pods_ready(result.config.admission.wait_for_pods_ready)
+    assert loop == WaitForPodsReady(enable=True, timeout=300, recovery_timeout=90, block_admission=True,
+                                    requeuing_strategy=RequeuingStrategy(timestamp="Creation", backoff_limit_count=3,
+                                                                         backoff_base_seconds=10,
+                                                                         backoff_max_seconds=600))
+    assert not wait_for_pods_ready(parse_config(CONFIG_YAML.format(body="    enable: false\n").encode())
+                                   .config.admission.wait_for_pods_ready).enable  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ("    timeout: 5 minutes\n", "must be a duration"),
+    ("    requeuingStrategy: {timestamp: Latest}\n", "must be one of Eviction, Creation"),
+    ("    requeuingStrategy: {backoffLimit: 3}\n", "unknown field"),
+])
+def test_bad_wait_for_pods_ready_settings_are_findings_with_their_line(body: str, message: str) -> None:
+    """A wrong duration, value or field in `waitForPodsReady` is an error naming gitopsq.yaml, its line and why."""
+    from gitopsq.manifests.config import parse_config
+
+    result = parse_config(CONFIG_YAML.format(body=body).encode())
+    errors = [f for f in result.findings if f.is_error]
+    assert len(errors) == 1 and message in errors[0].message, [str(f) for f in result.findings]
+    assert errors[0].location is not None
+    assert (errors[0].location.path, errors[0].location.line) == ("gitopsq.yaml", 10)
