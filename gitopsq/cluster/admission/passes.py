@@ -31,7 +31,7 @@ from gitopsq.cluster.admission.live_workload import (
 from gitopsq.cluster.admission.options import NO_FAULT, FaultPoint, LoopOptions
 from gitopsq.cluster.admission.partial import with_counts
 from gitopsq.cluster.admission.pass_audit import PassAudit
-from gitopsq.cluster.admission.pods_ready import TIMEOUT_REASON, queue_view, timeouts
+from gitopsq.cluster.admission.pods_ready import TIMEOUT_REASON, block_admissions, queue_view, timeouts
 from gitopsq.cluster.admission.ports import AdmissionMetrics, DecisionSink, WatchCache, WorkloadWriter
 from gitopsq.cluster.admission.rate_limited import TokenBucket
 from gitopsq.cluster.admission.workload_status import (
@@ -136,6 +136,7 @@ class AdmissionPass:
             self._parallel([functools.partial(self._requeue, w, now) for w in due])
         decisions = decide(topology, live, now, self.options.pending_heads, window=window,
                            explain_all=self.metrics is not None)
+        block_admissions(decisions, live, pods_ready)  # blockAdmission: nothing new while a gang is not ready
         life = lifecycle(live, now)  # deactivations and maximum execution times (lifecycle.py)
         late = timeouts(live, now, pods_ready)
         decisions.evict.update(life.evict)
