@@ -19,7 +19,7 @@ from gitopsq import logs
 from gitopsq.admission.topology import Topology
 from gitopsq.cluster.admission.decisions import MIN_WINDOW, Decisions, decide, next_window
 from gitopsq.cluster.admission.integrations import INTEGRATIONS
-from gitopsq.cluster.admission.lifecycle import DEACTIVATION_TARGET, Deactivate, lifecycle
+from gitopsq.cluster.admission.lifecycle import DEACTIVATION_TARGET, Deactivate, lifecycle, reactivated
 from gitopsq.cluster.admission.live_workload import (
     ADMITTED,
     EVICTING,
@@ -134,6 +134,10 @@ class AdmissionPass:
         if pods_ready.enable:  # backing-off Workloads stay out; those whose wait is over are requeued (pods_ready.py)
             live, due = queue_view(live, now, pods_ready)
             self._parallel([functools.partial(self._requeue, w, now) for w in due])
+        woken = reactivated(live)  # active again after a deactivation: requeued first, admitted in a later pass
+        if woken:
+            live = {k: w for k, w in live.items() if w not in woken}
+            self._parallel([functools.partial(self._requeue, w, now, reason="Reactivated") for w in woken])
         decisions = decide(topology, live, now, self.options.pending_heads, window=window,
                            explain_all=self.metrics is not None)
         block_admissions(decisions, live, pods_ready)  # blockAdmission: nothing new while a gang is not ready
@@ -241,9 +245,14 @@ class AdmissionPass:
         except ClusterError as err:
             _log().info("workload not deactivated yet", workload=w.key, error=str(err))
 
-    def _requeue(self, w: LiveWorkload, now: float) -> None:
-        """A Workload evicted for not getting ready has waited out its backoff: back into the queue (Kueue)."""
+    def _requeue(self, w: LiveWorkload, now: float, *, reason: str = "BackoffFinished") -> None:
+        """Back into the queue (Kueue): a Workload evicted for not getting ready has waited out its backoff
+        (``BackoffFinished``), or a deactivated one is active again (``Reactivated``)."""
         conds = self._conditions(w)
+        if reason == "Reactivated":
+            set_condition(conds, "Requeued", "True", reason, "The workload was reactivated", now)
+            self._write(w, {"conditions": conds})
+            return
         set_condition(conds, "Requeued", "True", "BackoffFinished", "The workload backoff was finished", now)
         requeue_state = dict((w.raw.get("status") or {}).get("requeueState") or {})
         requeue_state["requeueAt"] = None
