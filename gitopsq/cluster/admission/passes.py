@@ -4,7 +4,10 @@ The engine is rebuilt from the cache — admitted Workloads are the source of tr
 loses nothing — and settles ``now``. Writes: evictions first, then, only in quota trees where nothing was
 evicted this pass, admissions in the engine's own order and at most about a second of the request budget per
 pass (the rest is decided afresh next pass, so late high-priority arrivals are not stuck behind a long batch);
-then the pending reasons of queue heads whose reason changed.
+then the pending reasons of queue heads whose reason changed. Besides the engine's evictions, the pass evicts
+deactivated Workloads and those past their maximum execution time (lifecycle.py) or not ready in time, and
+requeues the ones whose backoff is over or that were reactivated (pods_ready.py); backing-off Workloads never
+reach the engine.
 """
 
 from __future__ import annotations
