@@ -156,3 +156,34 @@ def test_deleting_a_job_frees_its_quota_only_when_its_pods_are_gone(full_admissi
         pods = wait_for("second running", lambda: len(running(pods_of(cluster, ns, "second"))) == 2
                         and running(pods_of(cluster, ns, "second")), timeout=60)
         assert {p["spec"]["nodeName"] for p in pods} <= pool.nodes
+
+
+def test_deleting_the_workload_of_a_running_job_stops_it_and_queues_it_again(full_admission: RunningLoop,
+                                                                             node_pools: NodePools) -> None:
+    """Deleting a running Job's Workload (kubectl delete workload) stops the Job first; the Workload goes only
+    once the Job's pods are gone, and the Job then gets a new Workload that is admitted and runs it again."""
+    cluster: FullCluster = node_pools.cluster
+    pool = gpu_pools(node_pools, {"on-demand": (1, 4)})["on-demand"]
+    with namespace(cluster, "wldel") as ns:
+        setup(cluster, gpu_queue_yaml(ns, f"cq-{ns}", [(pool, 4)]))
+        create_job(cluster, gpu_job(ns, "work", pods=2, gpus=2, pod_annotations={TERMINATE_AFTER: "1s"}))
+        wait_for("work running", lambda: len(running(pods_of(cluster, ns, "work"))) == 2, timeout=60)
+        first = workload_of(cluster, ns, "work")
+        assert first is not None
+        old_pods = {p["metadata"]["uid"] for p in pods_of(cluster, ns, "work")}
+        cluster.kubectl("delete", "workload", first["metadata"]["name"], "-n", ns, "--wait=false")
+        wait_for("work suspended", lambda: job(cluster, ns, "work")["spec"].get("suspend") is True)
+        observed, deadline = 0, time.monotonic() + 30
+        while True:  # the old Workload stays while any old pod is left; then a new one comes
+            assert time.monotonic() < deadline, "no new Workload"
+            current = workload_of(cluster, ns, "work")
+            if any(p["metadata"]["uid"] in old_pods for p in pods_of(cluster, ns, "work")):
+                assert current is not None and current["metadata"]["uid"] == first["metadata"]["uid"], \
+                    "the old Workload went while the Job's pods were still there"
+                observed += 1
+            elif current is not None and current["metadata"]["uid"] != first["metadata"]["uid"]:
+                break
+            time.sleep(0.1)
+        assert observed >= 3, "the terminating window was observed"
+        wait_for("work admitted again", lambda: _true(workload_of(cluster, ns, "work"), "Admitted"), timeout=30)
+        wait_for("work running again", lambda: len(running(pods_of(cluster, ns, "work"))) == 2, timeout=60)
