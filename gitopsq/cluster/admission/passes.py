@@ -91,6 +91,11 @@ class AdmissionPass:
         self._pending_bucket = TokenBucket(share, max(1, int(options.qps)))
         self._pool = ThreadPoolExecutor(max_workers=options.write_workers, thread_name_prefix="admission-write")
 
+    def reconfigure(self, options: LoopOptions) -> None:
+        """New engine settings (gitopsq.yaml's ``admission`` block): the topology is rebuilt with them."""
+        self.options = options
+        self._topology = None
+
     def topology(self) -> Topology:
         generation = self._topology_key()
         if self._topology is None or generation != self._topology_generation:
