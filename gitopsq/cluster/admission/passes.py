@@ -17,6 +17,7 @@ from typing import Any
 
 from gitopsq import logs
 from gitopsq.admission.topology import Topology
+from gitopsq.cluster.admission import checks as admission_checks
 from gitopsq.cluster.admission.decisions import MIN_WINDOW, Decisions, decide, next_window
 from gitopsq.cluster.admission.integrations import INTEGRATIONS
 from gitopsq.cluster.admission.lifecycle import DEACTIVATION_TARGET, Deactivate, lifecycle
@@ -99,7 +100,11 @@ class AdmissionPass:
     def topology(self) -> Topology:
         generation = self._topology_key()
         if self._topology is None or generation != self._topology_generation:
-            self._topology = topology_of(_with_kinds(self.cache), self.options.settings)
+            topology = topology_of(_with_kinds(self.cache), self.options.settings)
+            if self.cache.watches("admissionchecks"):  # an AdmissionCheck not Active makes its queues inactive
+                topology = admission_checks.with_inactive_checks(
+                    topology, admission_checks.inactive_checks(self.cache.items("admissionchecks")))
+            self._topology = topology
             self._topology_generation = generation
         return self._topology
 
@@ -139,14 +144,20 @@ class AdmissionPass:
         if pods_ready.enable:  # backing-off Workloads stay out; those whose wait is over are requeued (pods_ready.py)
             live, due = queue_view(live, now, pods_ready)
             self._parallel([functools.partial(self._requeue, w, now) for w in due])
+        live = self._check_backoff(live, now)
         decisions = decide(topology, live, now, self.options.pending_heads, window=window,
                            explain_all=self.metrics is not None)
         life = lifecycle(live, now)  # deactivations and maximum execution times (lifecycle.py)
         late = timeouts(live, now, pods_ready)
+        checked = admission_checks.outcomes(live, now)  # Retry evicts, Rejected deactivates (checks.py)
+        decisions.evict.update(checked.evict)
         decisions.evict.update(life.evict)
         decisions.evict.update(late.evict)
         for key, deactivate in sorted((life.deactivate | late.deactivate).items()):
             self._deactivate(live[key], deactivate, now)
+        for key, deactivate in sorted(checked.deactivate.items()):
+            if key not in life.deactivate and key not in life.evict:
+                self._deactivate(live[key], deactivate, now, event_reason="AdmissionCheckRejected")
         for key, eviction in sorted(decisions.evict.items()):
             self._evict(live[key], eviction.kind, eviction.reason, eviction.message, now,
                         requeue_state=eviction.requeue_state)
@@ -230,7 +241,21 @@ class AdmissionPass:
     def _conditions(self, w: LiveWorkload) -> list[dict[str, Any]]:
         return [dict(c) for c in (w.raw.get("status") or {}).get("conditions") or ()]
 
-    def _deactivate(self, w: LiveWorkload, deactivate: Deactivate, now: float) -> None:
+    def _check_backoff(self, live: dict[str, LiveWorkload], now: float) -> dict[str, LiveWorkload]:
+        """Workloads evicted by a ``Retry`` check stay out of the queue until their ``requeueAt``; then they are
+        requeued (``Requeued=True``, ``BackoffFinished``) and compete from the next pass on."""
+        out = {}
+        due = []
+        for key, w in live.items():
+            waiting = admission_checks.backing_off(w, now)
+            if waiting is False:
+                due.append(w)
+            if waiting is None:
+                out[key] = w
+        self._parallel([functools.partial(self._requeue, w, now) for w in due])
+        return out
+
+    def _deactivate(self, w: LiveWorkload, deactivate: Deactivate, now: float, *, event_reason: str = "") -> None:
         """Kueue's first two deactivation steps: the ``DeactivationTarget`` mark, then ``spec.active: false``;
         the eviction follows in a later pass (lifecycle.py)."""
         if deactivate.event:
@@ -238,7 +263,7 @@ class AdmissionPass:
             set_condition(conds, DEACTIVATION_TARGET, "True", deactivate.reason, deactivate.message, now)
             if not self._write(w, {"conditions": conds, "accumulatedPastExecutionTimeSeconds": None}):
                 return
-            self.writer.event(w.raw, "Workload", deactivate.reason, deactivate.event, warning=True)
+            self.writer.event(w.raw, "Workload", event_reason or deactivate.reason, deactivate.event, warning=True)
         try:
             self.writer.patch("workloads", workload_path(w.namespace, w.name), {"spec": {"active": False}},
                               f"Workload/{w.key}")
@@ -264,14 +289,17 @@ class AdmissionPass:
         elif reason.startswith("Deactivated"):
             status["requeueState"] = None  # Kueue forgets past requeues of a deactivated Workload
         set_condition(conds, "Evicted", "True", "Preempted" if kind == "Preempted" else reason, message, now)
+        if admission_checks.states(w.raw):  # Kueue: every eviction sends the checks back to Pending
+            status["admissionChecks"] = admission_checks.reset(admission_checks.states(w.raw), now)
         if kind == "Preempted":
             set_condition(conds, "Preempted", "True", reason, message, now)
         if not _owned_by_job(w):  # nothing to stop: the quota goes back at once
             status["admission"] = None
             set_condition(conds, "QuotaReserved", "False", "Pending", message, now)
             set_condition(conds, "Admitted", "False", "NoReservation", "The workload has no reservation", now)
-            # deactivated: out until reactivated; timed out: out until its backoff is over
-            requeued = "False" if reason.startswith("Deactivated") or reason == TIMEOUT_REASON else "True"
+            # deactivated: out until reactivated; timed out or a check's Retry: out until its backoff is over
+            held = reason.startswith("Deactivated") or reason in (TIMEOUT_REASON, admission_checks.REASON)
+            requeued = "False" if held else "True"
             set_condition(conds, "Requeued", requeued, "Preempted" if kind == "Preempted" else reason, message, now)
         if self._write(w, status):
             self.writer.event(w.raw, "Workload", "Preempted" if kind == "Preempted" else "Evicted", message)
