@@ -7,7 +7,7 @@ Workloads worth a reason; `next_window` sizes the next pass's window.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
 from gitopsq.admission.engine import ADMITTED as V_ADMITTED
@@ -121,6 +121,7 @@ def decide(topology: Topology, live: Mapping[str, LiveWorkload], now: float,
     preemptor_cq: dict[str, str] = {}
     events = engine.take_events()
     rank: dict[str, int] = {}  # the engine's admission order
+    static: set[str] = set()  # pending, held by their queue: their reason needs no nomination
     for e in events:
         if e.type == "QuotaReserved":
             rank.setdefault(e.workload, len(rank))
@@ -148,8 +149,13 @@ def decide(topology: Topology, live: Mapping[str, LiveWorkload], now: float,
         info = engine.state.workloads.get(key)
         lq = topology.local_queues.get((w.namespace, w.queue))
         out.order[key] = QueuePosition(lq.cluster_queue if lq else "", -(info.priority if info else 0), w.created)
-    # Explaining a workload no cycle looked at costs a dry nomination: only the heads get one.
-    worth = set(out.order) if heads_per_queue is None else heads(out, heads_per_queue)
+        spec = topology.queues.get(lq.cluster_queue) if lq is not None else None
+        if lq is not None and (lq.stop_policy != "None" or spec is None or not spec.active):
+            static.add(key)
+    # Explaining a workload no cycle looked at costs a dry nomination: only the heads get one. Workloads held by
+    # their queue (a stopped LocalQueue, an inactive or missing ClusterQueue) have their reason already and
+    # are all explained, as Kueue's workload controller does; they never take a head's place.
+    worth = set(out.order) if heads_per_queue is None else heads(out, heads_per_queue, static) | static
     head_reason: dict[str, str] = {}
     for key in sorted(worth, key=lambda k: (out.order[k].negative_priority, out.order[k].created)):
         v = engine.view(key)
@@ -187,14 +193,17 @@ def _age(entry: tuple[LiveWorkload, int]) -> tuple[float, str]:
     return entry[0].created, entry[0].key
 
 
-def heads(decisions: Decisions, per_queue: int) -> set[str]:
+def heads(decisions: Decisions, per_queue: int, held: Set[str] = frozenset()) -> set[str]:
     """The pending workloads whose reason is worth writing: the first ``per_queue`` of each ClusterQueue in
     queue order (priority, then age), the ones the next admission attempt looks at, and every workload that
     reaches no ClusterQueue. Kueue, too, writes a reason only for the heads it tried (#8095: writing one for
-    every waiting workload costs the request budget admissions need)."""
+    every waiting workload costs the request budget admissions need). ``held`` workloads (their queue
+    stopped or inactive) are no candidates: they would take the place of a head the scheduler does try."""
     by_queue: dict[str, list[tuple[int, float, str]]] = {}
     out: set[str] = set()
     for key, position in decisions.order.items():
+        if key in held:
+            continue
         if not position.cluster_queue:
             out.add(key)
         else:
