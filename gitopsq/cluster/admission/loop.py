@@ -191,7 +191,9 @@ class AdmissionLoop:
             cq_tally, lq_tally = self.queues.run(topology, time.time(), count_finished=self.metrics is not None)
             if self.metrics is not None:
                 self.metrics.observe_queues(topology, cq_tally, lq_tally, self.admission.reasons,
-                                            {n: t.finished for n, t in cq_tally.items()})
+                                            {n: t.finished for n, t in cq_tally.items()},
+                                            active=self.admission.active, lq_active=self.admission.lq_active,
+                                            shares=self.admission.shares)
         except ClusterError as err:
             _log().warning("admission pass failed; retrying", error=str(err))
             time.sleep(0.5)

@@ -40,6 +40,7 @@ from gitopsq.cluster.admission.workload_status import (
     admission_status,
     condition,
     iso,
+    parse_time,
     set_condition,
 )
 from gitopsq.cluster.admission.writer import workload_path
@@ -84,6 +85,11 @@ class AdmissionPass:
         self._running: set[str] = set()
         self.last: Decisions = Decisions()
         self.reasons: list[tuple[str, str]] = []
+        self.active: dict[str, int] = {}  # per ClusterQueue, pending workloads still in the admission queue
+        self.lq_active: dict[str, int] = {}  # the same per LocalQueue (namespace/name)
+        self.shares: tuple[dict[str, tuple[str, float]], dict[str, float]] | None = None
+        self._ready_seen: set[tuple[str, float]] = set()
+        self._started = clock()
         self.backlog = 0  # pending reasons and admissions left for the next pass
         self.capped = 0  # admissions decided but left for the next pass
         self.admissions_written = 0  # admission writes attempted, all passes (progress log)
@@ -196,12 +202,36 @@ class AdmissionPass:
         if self.metrics is not None:  # every waiting workload's reason, for the pending-workloads gauges
             self.reasons = [(decisions.order[key].cluster_queue, p.reason) for key, p in decisions.pending.items()]
             self.reasons += [(decisions.order[key].cluster_queue, reason) for key, reason in decisions.behind.items()]
+            self.active, self.lq_active = {}, {}
+            for key in decisions.active:
+                cq, lq = decisions.order[key].cluster_queue, f"{live[key].namespace}/{live[key].queue}"
+                self.active[cq] = self.active.get(cq, 0) + 1
+                self.lq_active[lq] = self.lq_active.get(lq, 0) + 1
+            self.shares = (decisions.shares, decisions.cohort_shares) if topology.settings.fair_sharing else None
+            self._observe_ready(live)
         self._running = {k for k, w in live.items() if w.state in (ADMITTED, EVICTING)} | {k for k, _ in chosen}
         self.audit.durable()  # one WAL fsync for every decision this pass wrote
         if self.metrics is not None:
             self.metrics.attempt(len(decisions.admit), len(decisions.pending), time.monotonic() - started)
         self.last = decisions
         return decisions
+
+    def _observe_ready(self, live: Mapping[str, LiveWorkload]) -> None:
+        """Kueue's ready wait times, once per admission whose ``PodsReady`` turned True while this loop ran (the
+        condition is kept with waitForPodsReady on)."""
+        assert self.metrics is not None
+        for key, w in live.items():
+            ready = condition(w.raw, "PodsReady")
+            if w.state != ADMITTED or ready is None or ready.get("status") != "True":
+                continue
+            at = parse_time(ready.get("lastTransitionTime"))
+            if (key, at) in self._ready_seen or at < self._started:
+                continue
+            self._ready_seen.add((key, at))
+            admitted = condition(w.raw, "Admitted") or {}
+            self.metrics.ready(w, max(0.0, at - queued_at(w)),
+                               max(0.0, at - parse_time(admitted.get("lastTransitionTime"))))
+        self._ready_seen = {(k, t) for k, t in self._ready_seen if k in live}
 
     def admission_cap(self) -> int:
         """How many admissions this pass writes: the Workload tokens banked right now, at least one, at most
@@ -330,7 +360,7 @@ class AdmissionPass:
         milestones = {"created": w.created, "quotaReserved": now} | ({} if checks else {"admitted": now})
         if not checks:
             self.audit.submit("admitted", w, cq, flavors, now, reason="Admitted", times=milestones)
-        waited = max(0.0, now - w.created)
+        waited = max(0.0, now - queued_at(w))
         self.writer.event(w.raw, "Workload", "QuotaReserved",
                           f"Quota reserved in ClusterQueue {cq}, wait time since queued was {round(waited)}s")
         if not checks:
@@ -349,7 +379,8 @@ class AdmissionPass:
             self.audit.submit("admitted", w, cq, w.flavors, now, reason="Admitted",
                               times={"created": w.created, "quotaReserved": w.reserved_at, "admitted": now})
             if self.metrics is not None:
-                self.metrics.admitted(w, cq, max(0.0, now - w.created), checks=False, reserved=False)
+                self.metrics.admitted(w, cq, max(0.0, now - queued_at(w)), checks=False, reserved=False,
+                                      checks_waited=max(0.0, now - w.reserved_at))
 
     def _pending_due(self, w: LiveWorkload, reason: str, message: str, now: float) -> bool:
         """Whether the pending condition needs a write: a new reason, or a new message once per refresh."""
@@ -369,6 +400,13 @@ class AdmissionPass:
             self._message_written[w.key] = now
             if old is None or old.get("reason") != reason:
                 self.writer.event(w.raw, "Workload", reason, message, warning=True)
+
+
+def queued_at(w: LiveWorkload) -> float:
+    """When the Workload last joined its queue: its ``Requeued`` condition's transition, else its creation (Kueue's
+    queued wait time counts from there)."""
+    requeued = condition(w.raw, "Requeued")
+    return parse_time(requeued.get("lastTransitionTime")) if requeued is not None else w.created
 
 
 def _with_kinds(cache: WatchCache) -> list[dict[str, Any]]:
