@@ -32,6 +32,7 @@ from gitopsq.cluster.admission.live_workload import (
 from gitopsq.cluster.admission.options import NO_FAULT, FaultPoint, LoopOptions
 from gitopsq.cluster.admission.partial import with_counts
 from gitopsq.cluster.admission.pass_audit import PassAudit
+from gitopsq.cluster.admission.pass_metrics import ReadyWatch, queued_at
 from gitopsq.cluster.admission.pods_ready import TIMEOUT_REASON, queue_view, timeouts
 from gitopsq.cluster.admission.ports import AdmissionMetrics, DecisionSink, WatchCache, WorkloadWriter
 from gitopsq.cluster.admission.rate_limited import TokenBucket
@@ -40,7 +41,6 @@ from gitopsq.cluster.admission.workload_status import (
     admission_status,
     condition,
     iso,
-    parse_time,
     set_condition,
 )
 from gitopsq.cluster.admission.writer import workload_path
@@ -88,8 +88,7 @@ class AdmissionPass:
         self.active: dict[str, int] = {}  # per ClusterQueue, pending workloads still in the admission queue
         self.lq_active: dict[str, int] = {}  # the same per LocalQueue (namespace/name)
         self.shares: tuple[dict[str, tuple[str, float]], dict[str, float]] | None = None
-        self._ready_seen: set[tuple[str, float]] = set()
-        self._started = clock()
+        self._ready = ReadyWatch(metrics, clock()) if metrics is not None else None
         self.backlog = 0  # pending reasons and admissions left for the next pass
         self.capped = 0  # admissions decided but left for the next pass
         self.admissions_written = 0  # admission writes attempted, all passes (progress log)
@@ -208,30 +207,14 @@ class AdmissionPass:
                 self.active[cq] = self.active.get(cq, 0) + 1
                 self.lq_active[lq] = self.lq_active.get(lq, 0) + 1
             self.shares = (decisions.shares, decisions.cohort_shares) if topology.settings.fair_sharing else None
-            self._observe_ready(live)
+            if self._ready is not None:
+                self._ready.observe(live)
         self._running = {k for k, w in live.items() if w.state in (ADMITTED, EVICTING)} | {k for k, _ in chosen}
         self.audit.durable()  # one WAL fsync for every decision this pass wrote
         if self.metrics is not None:
             self.metrics.attempt(len(decisions.admit), len(decisions.pending), time.monotonic() - started)
         self.last = decisions
         return decisions
-
-    def _observe_ready(self, live: Mapping[str, LiveWorkload]) -> None:
-        """Kueue's ready wait times, once per admission whose ``PodsReady`` turned True while this loop ran (the
-        condition is kept with waitForPodsReady on)."""
-        assert self.metrics is not None
-        for key, w in live.items():
-            ready = condition(w.raw, "PodsReady")
-            if w.state != ADMITTED or ready is None or ready.get("status") != "True":
-                continue
-            at = parse_time(ready.get("lastTransitionTime"))
-            if (key, at) in self._ready_seen or at < self._started:
-                continue
-            self._ready_seen.add((key, at))
-            admitted = condition(w.raw, "Admitted") or {}
-            self.metrics.ready(w, max(0.0, at - queued_at(w)),
-                               max(0.0, at - parse_time(admitted.get("lastTransitionTime"))))
-        self._ready_seen = {(k, t) for k, t in self._ready_seen if k in live}
 
     def admission_cap(self) -> int:
         """How many admissions this pass writes: the Workload tokens banked right now, at least one, at most
@@ -400,13 +383,6 @@ class AdmissionPass:
             self._message_written[w.key] = now
             if old is None or old.get("reason") != reason:
                 self.writer.event(w.raw, "Workload", reason, message, warning=True)
-
-
-def queued_at(w: LiveWorkload) -> float:
-    """When the Workload last joined its queue: its ``Requeued`` condition's transition, else its creation (Kueue's
-    queued wait time counts from there)."""
-    requeued = condition(w.raw, "Requeued")
-    return parse_time(requeued.get("lastTransitionTime")) if requeued is not None else w.created
 
 
 def _with_kinds(cache: WatchCache) -> list[dict[str, Any]]:
