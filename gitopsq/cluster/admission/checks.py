@@ -116,6 +116,20 @@ def backing_off(w: LiveWorkload, now: float) -> bool | None:
     return bool(at) and parse_time(at) > now
 
 
+def queue_view(live: Mapping[str, LiveWorkload], now: float) -> tuple[dict[str, LiveWorkload], list[LiveWorkload]]:
+    """(the Workloads the engine sees, those whose Retry backoff is over and are to be requeued): Workloads
+    evicted by a Retry check stay out of the queue until their ``requeueAt``."""
+    seen: dict[str, LiveWorkload] = {}
+    due: list[LiveWorkload] = []
+    for key, w in live.items():
+        waiting = backing_off(w, now)
+        if waiting is None:
+            seen[key] = w
+        elif not waiting:
+            due.append(w)
+    return seen, due
+
+
 def inactive_checks(admission_checks: Iterable[Mapping[str, Any]]) -> set[str]:
     """The AdmissionChecks whose controller has not set ``Active=True`` (Kueue treats them as unusable)."""
     out = set()

@@ -1,15 +1,20 @@
 """The generic job reconciler: Jobs labelled ``kueue.x-k8s.io/queue-name`` ⇄ their Workloads.
 
 For each labelled job of every integration, in this order (Kueue's ``ReconcileGenericJob``):
-1. no Workload yet → create it (Kueue's name, owner reference, pod sets, priority);
-2. the job ended → mark the Workload ``Finished`` (its quota is released by the admission pass);
-3. the Workload is evicted → suspend the job, restore its pod templates, and once no pod is left clear the
-   reservation (``QuotaReserved=False``, ``Requeued=True``) so the quota goes back;
-4. the Workload is admitted and the job suspended → inject the flavors' node labels and tolerations and
-   unsuspend ("Admitted by clusterQueue …");
-5. the job runs without admission → suspend it and restore its templates.
-Workloads whose owner job is gone are deleted (what the garbage collector does in a full cluster).
-Unlabelled jobs are never touched.
+1. no Workload yet → create it (Kueue's name, owner reference, pod sets, priority, the finalizer
+   ``kueue.x-k8s.io/resource-in-use``, ``maximumExecutionTimeSeconds`` from the job's label);
+2. its Workload is being deleted → stop the job, then let the Workload go once no pod is active;
+3. the job ended → mark the Workload ``Finished`` (its quota is released by the admission pass), and a
+   finished Workload loses its finalizer;
+4. the Workload is evicted → stop the job in Kueue's order (suspend, unset ``startTime``, restore its pod
+   templates and counts) and once no pod is left clear the reservation (``QuotaReserved=False``; ``Requeued``
+   True after a preemption, False after a deactivation or a PodsReady timeout) so the quota goes back;
+5. the Workload is admitted and the job suspended → inject the flavors' node labels and tolerations (and a
+   partial admission's count) and unsuspend ("Admitted by clusterQueue …"); while it runs, keep its
+   ``PodsReady`` condition when waitForPodsReady is on;
+6. the job runs without admission → stop it.
+Workloads whose owner job is gone are deleted (what the garbage collector does in a full cluster); their
+finalizer comes off once none of the job's pods is left. Unlabelled jobs are never touched.
 """
 
 from __future__ import annotations
@@ -209,10 +214,11 @@ class JobReconciler:
             # Someone deleted the Workload of a live job (Kueue: stop the job, then let the Workload go; the
             # job gets a new one).
             templates: list[Mapping[str, Any]] = list((wl.get("spec") or {}).get("podSets") or ())
-            if live is not None and live.state != FINISHED and (
-                    not integration.is_suspended(job) or integration.restore_patch(job, templates) is not None):
+            finished = live is not None and live.state == FINISHED
+            if not finished and (not integration.is_suspended(job)
+                                 or integration.restore_patch(job, templates) is not None):
                 self._stop(integration, job, templates, path, obj, why="Workload is deleted")
-            elif integration.active_pods(job) == 0:
+            elif finished or integration.active_pods(job) == 0:
                 self._drop_finalizer(wl)
             return
         if live is None:
@@ -241,12 +247,10 @@ class JobReconciler:
             if self.pods_ready.enable:
                 self._pods_ready(wl, integration.pods_ready(job))
             return
-        if suspended:
-            self.fault("before-unsuspend")
-            cq = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
-            self.writer.patch(integration.resource, path, integration.start_patch(job, placements(self.cache, wl)),
-                              obj)
-            self.writer.event(job, integration.kind, "Started", f"Admitted by clusterQueue {cq}")
+        self.fault("before-unsuspend")
+        cq = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
+        self.writer.patch(integration.resource, path, integration.start_patch(job, placements(self.cache, wl)), obj)
+        self.writer.event(job, integration.kind, "Started", f"Admitted by clusterQueue {cq}")
 
     def _pods_ready(self, wl: dict[str, Any], ready: bool) -> None:
         """Keep an admitted Workload's ``PodsReady`` condition true to its job's pods (pods_ready.py)."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from gitopsq.cluster.admission.decisions import Eviction
-from gitopsq.cluster.admission.live_workload import ADMITTED, LiveWorkload
+from gitopsq.cluster.admission.live_workload import ADMITTED, PENDING, LiveWorkload
 from gitopsq.cluster.admission.workload_status import condition, parse_time
 
 MAX_EXEC_LABEL: Final = "kueue.x-k8s.io/max-exec-time-seconds"
@@ -94,4 +94,16 @@ def lifecycle(live: Mapping[str, LiveWorkload], now: float) -> Lifecycle:
             limit = int((w.raw.get("spec") or {})["maximumExecutionTimeSeconds"])
             out.deactivate[key] = Deactivate(MAX_EXEC_EXCEEDED, _CAUSES[MAX_EXEC_EXCEEDED],
                                              f"The maximum execution time ({limit}s) exceeded")
+    return out
+
+
+def reactivated(live: Mapping[str, LiveWorkload]) -> list[LiveWorkload]:
+    """Pending Workloads whose ``spec.active`` is true again after a deactivation (``Requeued=False`` with a
+    ``Deactivated*`` reason): they get ``Requeued=True`` reason ``Reactivated`` before they compete again."""
+    out = []
+    for w in live.values():
+        requeued = condition(w.raw, "Requeued")
+        if w.state == PENDING and requeued is not None and requeued.get("status") == "False" \
+                and str(requeued.get("reason", "")).startswith("Deactivated"):
+            out.append(w)
     return out

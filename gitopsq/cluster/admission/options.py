@@ -34,7 +34,7 @@ class WaitForPodsReady:
     enable: bool = False
     timeout: float = 1800.0
     recovery_timeout: float | None = None  # None: same as timeout; 0: no recovery timeout
-    block_admission: bool = False  # accepted, not yet enforced by the live loop (docs/admission-loop.md)
+    block_admission: bool = False  # while an admitted Workload is not ready, admit nothing
     requeuing_strategy: RequeuingStrategy = field(default_factory=RequeuingStrategy)
 
 

@@ -4,7 +4,10 @@ The engine is rebuilt from the cache — admitted Workloads are the source of tr
 loses nothing — and settles ``now``. Writes: evictions first, then, only in quota trees where nothing was
 evicted this pass, admissions in the engine's own order and at most about a second of the request budget per
 pass (the rest is decided afresh next pass, so late high-priority arrivals are not stuck behind a long batch);
-then the pending reasons of queue heads whose reason changed.
+then the pending reasons of queue heads whose reason changed. Besides the engine's evictions, the pass evicts
+deactivated Workloads and those past their maximum execution time (lifecycle.py) or not ready in time, and
+requeues the ones whose backoff is over or that were reactivated (pods_ready.py); backing-off Workloads never
+reach the engine.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from gitopsq.admission.topology import Topology
 from gitopsq.cluster.admission import checks as admission_checks
 from gitopsq.cluster.admission.decisions import MIN_WINDOW, Decisions, decide, next_window
 from gitopsq.cluster.admission.integrations import INTEGRATIONS
-from gitopsq.cluster.admission.lifecycle import DEACTIVATION_TARGET, Deactivate, lifecycle
+from gitopsq.cluster.admission.lifecycle import DEACTIVATION_TARGET, Deactivate, lifecycle, reactivated
 from gitopsq.cluster.admission.live_workload import (
     ADMITTED,
     EVICTING,
@@ -33,7 +36,7 @@ from gitopsq.cluster.admission.options import NO_FAULT, FaultPoint, LoopOptions
 from gitopsq.cluster.admission.partial import with_counts
 from gitopsq.cluster.admission.pass_audit import PassAudit
 from gitopsq.cluster.admission.pass_metrics import ReadyWatch, queued_at
-from gitopsq.cluster.admission.pods_ready import TIMEOUT_REASON, queue_view, timeouts
+from gitopsq.cluster.admission.pods_ready import TIMEOUT_REASON, block_admissions, queue_view, timeouts
 from gitopsq.cluster.admission.ports import AdmissionMetrics, DecisionSink, WatchCache, WorkloadWriter
 from gitopsq.cluster.admission.rate_limited import TokenBucket
 from gitopsq.cluster.admission.workload_status import (
@@ -149,9 +152,15 @@ class AdmissionPass:
         if pods_ready.enable:  # backing-off Workloads stay out; those whose wait is over are requeued (pods_ready.py)
             live, due = queue_view(live, now, pods_ready)
             self._parallel([functools.partial(self._requeue, w, now) for w in due])
-        live = self._check_backoff(live, now)
+        live, due = admission_checks.queue_view(live, now)  # a Retry check's backoff: out, then requeued
+        self._parallel([functools.partial(self._requeue, w, now) for w in due])
+        woken = reactivated(live)  # active again after a deactivation: requeued first, admitted in a later pass
+        if woken:
+            live = {k: w for k, w in live.items() if w not in woken}
+            self._parallel([functools.partial(self._requeue, w, now, reason="Reactivated") for w in woken])
         decisions = decide(topology, live, now, self.options.pending_heads, window=window,
                            explain_all=self.metrics is not None)
+        block_admissions(decisions, live, pods_ready)  # blockAdmission: nothing new while a gang is not ready
         life = lifecycle(live, now)  # deactivations and maximum execution times (lifecycle.py)
         late = timeouts(live, now, pods_ready)
         checked = admission_checks.outcomes(live, now)  # Retry evicts, Rejected deactivates (checks.py)
@@ -254,20 +263,6 @@ class AdmissionPass:
     def _conditions(self, w: LiveWorkload) -> list[dict[str, Any]]:
         return [dict(c) for c in (w.raw.get("status") or {}).get("conditions") or ()]
 
-    def _check_backoff(self, live: dict[str, LiveWorkload], now: float) -> dict[str, LiveWorkload]:
-        """Workloads evicted by a ``Retry`` check stay out of the queue until their ``requeueAt``; then they are
-        requeued (``Requeued=True``, ``BackoffFinished``) and compete from the next pass on."""
-        out = {}
-        due = []
-        for key, w in live.items():
-            waiting = admission_checks.backing_off(w, now)
-            if waiting is False:
-                due.append(w)
-            if waiting is None:
-                out[key] = w
-        self._parallel([functools.partial(self._requeue, w, now) for w in due])
-        return out
-
     def _deactivate(self, w: LiveWorkload, deactivate: Deactivate, now: float, *, event_reason: str = "") -> None:
         """Kueue's first two deactivation steps: the ``DeactivationTarget`` mark, then ``spec.active: false``;
         the eviction follows in a later pass (lifecycle.py)."""
@@ -283,9 +278,14 @@ class AdmissionPass:
         except ClusterError as err:
             _log().info("workload not deactivated yet", workload=w.key, error=str(err))
 
-    def _requeue(self, w: LiveWorkload, now: float) -> None:
-        """A Workload evicted for not getting ready has waited out its backoff: back into the queue (Kueue)."""
+    def _requeue(self, w: LiveWorkload, now: float, *, reason: str = "BackoffFinished") -> None:
+        """Back into the queue (Kueue): a Workload evicted for not getting ready has waited out its backoff
+        (``BackoffFinished``), or a deactivated one is active again (``Reactivated``)."""
         conds = self._conditions(w)
+        if reason == "Reactivated":
+            set_condition(conds, "Requeued", "True", reason, "The workload was reactivated", now)
+            self._write(w, {"conditions": conds})
+            return
         set_condition(conds, "Requeued", "True", "BackoffFinished", "The workload backoff was finished", now)
         requeue_state = dict((w.raw.get("status") or {}).get("requeueState") or {})
         requeue_state["requeueAt"] = None

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from gitopsq.cluster.admission.decisions import Eviction
+from gitopsq.cluster.admission.decisions import Decisions, Eviction, PendingReason, QueuePosition
 from gitopsq.cluster.admission.lifecycle import REQUEUING_LIMIT_EXCEEDED, Deactivate, cause_words
 from gitopsq.cluster.admission.live_workload import ADMITTED, PENDING, LiveWorkload
 from gitopsq.cluster.admission.options import WaitForPodsReady
@@ -32,6 +32,7 @@ WAIT_FOR_START: Final = ("False", "WaitForStart", "Not all pods are ready or suc
 WAIT_FOR_RECOVERY: Final = ("False", "WaitForRecovery", "At least one pod has failed, waiting for recovery")
 STARTED: Final = ("True", "Started", "All pods reached readiness and the workload is running")
 RECOVERED: Final = ("True", "Recovered", "All pods reached readiness and the workload is running")
+BLOCKED: Final = PendingReason("WaitingForPodsReady", "waiting for all admitted workloads to be in PodsReady condition")
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,3 +124,19 @@ def queue_view(live: Mapping[str, LiveWorkload], now: float, config: WaitForPods
             continue
         seen[key] = w
     return seen, due
+
+
+def block_admissions(decisions: Decisions, live: Mapping[str, LiveWorkload], config: WaitForPodsReady) -> bool:
+    """``blockAdmission``: while any admitted Workload is not ready, admit nothing; the Workloads that would have
+    been admitted wait with reason ``WaitingForPodsReady`` (Kueue blocks its whole scheduling loop). True when
+    it held admissions back."""
+    if not (config.enable and config.block_admission and decisions.admit):
+        return False
+    if all(is_true(w.raw, PODS_READY) for w in live.values() if w.state == ADMITTED and is_true(w.raw, "Admitted")):
+        return False
+    for key, admission in decisions.admit.items():
+        decisions.pending[key] = BLOCKED
+        decisions.order[key] = QueuePosition(admission.cluster_queue, 0, live[key].created)
+    decisions.deferred += len(decisions.admit)
+    decisions.admit = {}
+    return True

@@ -101,7 +101,8 @@ class Writer:
     def delete(self, resource: str, path: str, key: str, obj: str) -> None:
         answer = self.send("DELETE", path, obj=obj)
         self.count()
-        if isinstance(answer, dict) and ((answer.get("metadata") or {}).get("deletionTimestamp")):
+        meta = (answer.get("metadata") or {}) if isinstance(answer, dict) else {}
+        if meta.get("deletionTimestamp") and meta.get("finalizers"):
             self.cache.put(resource, answer)  # a finalizer holds it: still there, now being deleted
         else:
             self.cache.forget(resource, key)

@@ -40,7 +40,8 @@ def test_partial_admission_runs_the_admitted_pods_and_deactivation_restores_the_
     """With 4 of 8 GPUs taken, a Job of 4 × 2 GPUs allowing `job-min-parallelism: 1` is admitted at 2 pods: the
     Workload's count and usage, the Job's parallelism and the pods running say 2, and the queue's usage is 8,
     not 12. `spec.active: false` then evicts it (reason Deactivated): the Job is suspended with parallelism 4
-    again, its quota returns once its pods are gone, and it is not admitted again while inactive."""
+    again, its quota returns once its pods are gone, and it is not admitted again while inactive; made active
+    again it is requeued (Reactivated) and runs its 2 pods again."""
     cluster: FullCluster = node_pools.cluster
     pool = gpu_pools(node_pools, {"on-demand": (2, 4)})["on-demand"]
     with namespace(cluster, "partial") as ns:
@@ -77,6 +78,15 @@ def test_partial_admission_runs_the_admitted_pods_and_deactivation_restores_the_
         assert stopped["spec"]["suspend"] is True
         assert stopped["spec"]["parallelism"] == 4, "partial admission's parallelism restored"
         assert not _true(workload_of(cluster, ns, "elastic"), "QuotaReserved"), "an inactive Workload stays out"
+
+        patch_workload(cluster, ns, wl["metadata"]["name"], {"spec": {"active": True}})
+        wait_for("elastic admitted again", lambda: _true(workload_of(cluster, ns, "elastic"), "Admitted"))
+        requeued = cond(workload_of(cluster, ns, "elastic"), "Requeued")
+        assert requeued is not None and (requeued["status"], requeued["reason"], requeued["message"]) == (
+            "True", "Reactivated", "The workload was reactivated")
+        wait_for("2 elastic pods running again", lambda: len(running(pods_of(cluster, ns, "elastic"))) == 2,
+                 timeout=60)
+        assert job(cluster, ns, "elastic")["spec"]["parallelism"] == 2
 
 
 def test_maximum_execution_time_deactivates_a_running_job(full_admission: RunningLoop,

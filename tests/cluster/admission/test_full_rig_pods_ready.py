@@ -121,3 +121,31 @@ def test_a_gang_that_cannot_be_placed_times_out_backs_off_and_is_deactivated(
         wait_for("queue usage back to 0", lambda: flavors_usage(cluster_queue(cluster, cq)).get(
             (pool.flavor, GPU)) in ("0", None))
         assert job(cluster, ns, "gang")["spec"]["suspend"] is True
+
+
+def test_block_admission_holds_new_work_while_a_gang_is_not_ready(full_kueue: FullCluster,
+                                                                   node_pools: NodePools) -> None:
+    """With blockAdmission, a Job that fits waits (QuotaReserved=False, WaitingForPodsReady) while an admitted
+    gang cannot get all its pods placed; when the gang times out and is evicted, the waiting Job is admitted
+    and runs."""
+    cluster = full_kueue
+    pool = gpu_pools(node_pools, {"on-demand": (1, 4)})["on-demand"]
+    blocking = dataclasses.replace(PODS_READY, block_admission=True, timeout=3.0)
+    full_kueue.delete_all()
+    try:
+        with RunningLoop(full_kueue, dataclasses.replace(FAST, wait_for_pods_ready=blocking)), \
+                namespace(cluster, "block") as ns:
+            setup(cluster, gpu_queue_yaml(ns, f"cq-{ns}", [(pool, 12)]))
+            create_job(cluster, gpu_job(ns, "gang", pods=2, gpus=4))
+            wait_for("gang admitted", lambda: _true(workload_of(cluster, ns, "gang"), "Admitted"))
+            create_job(cluster, gpu_job(ns, "small", pods=1, gpus=1))
+            held = wait_for("small held back", lambda: (c := cond(workload_of(cluster, ns, "small"), "QuotaReserved"))
+                            and c["status"] == "False" and c, timeout=30)
+            assert (held["reason"], held["message"]) == (
+                "WaitingForPodsReady", "waiting for all admitted workloads to be in PodsReady condition")
+            assert _true(workload_of(cluster, ns, "gang"), "Admitted"), "held while the gang is admitted, not ready"
+            wait_for("gang evicted", lambda: _true(workload_of(cluster, ns, "gang"), "Evicted"), timeout=30)
+            wait_for("small admitted", lambda: _true(workload_of(cluster, ns, "small"), "Admitted"), timeout=30)
+            wait_for("small running", lambda: len(running(pods_of(cluster, ns, "small"))) == 1, timeout=60)
+    finally:
+        full_kueue.delete_all()

@@ -246,3 +246,27 @@ def test_bad_wait_for_pods_ready_settings_are_findings_with_their_line(body: str
     assert len(errors) == 1 and message in errors[0].message, [str(f) for f in result.findings]
     assert errors[0].location is not None
     assert (errors[0].location.path, errors[0].location.line) == ("gitopsq.yaml", 10)
+
+
+def test_block_admission_turns_admissions_into_waiting_reasons() -> None:
+    """With blockAdmission and an admitted Workload not PodsReady, the pass's admissions become
+    WaitingForPodsReady reasons; once every admitted Workload is ready they go through."""
+    from gitopsq.cluster.admission.decisions import Admission, Decisions
+    from gitopsq.cluster.admission.pods_ready import block_admissions
+
+    config = WaitForPodsReady(enable=True, block_admission=True)
+    gang = read_workload(_wl(admitted_at=T0))
+    waiting_raw = _wl()
+    waiting_raw["metadata"]["name"] = "next"
+    waiting = read_workload(waiting_raw)
+    assert gang is not None and waiting is not None
+    live = {gang.key: gang, waiting.key: waiting}
+    decisions = Decisions(admit={waiting.key: Admission("cq", {}, ())})
+    assert block_admissions(decisions, live, config)
+    assert not decisions.admit and decisions.pending[waiting.key].reason == "WaitingForPodsReady"
+    ready_raw = _wl(admitted_at=T0, conditions=[{"type": "PodsReady", "status": "True", "reason": "Started"}])
+    ready = read_workload(ready_raw)
+    assert ready is not None
+    decisions = Decisions(admit={waiting.key: Admission("cq", {}, ())})
+    assert not block_admissions(decisions, {ready.key: ready, waiting.key: waiting}, config)
+    assert waiting.key in decisions.admit
