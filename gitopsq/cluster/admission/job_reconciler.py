@@ -297,8 +297,9 @@ class JobReconciler:
         reason = str(evicted.get("reason", ""))
         if reason == "Preempted":
             set_condition(conds, "Requeued", "True", "Preempted", "The workload was preempted", now)
-        elif reason.startswith("Deactivated") or reason == TIMEOUT_REASON:  # Kueue: out until reactivated, or
-            set_condition(conds, "Requeued", "False", reason, str(evicted.get("message", "")), now)  # backoff ends
+        elif reason.startswith("Deactivated") or reason in (TIMEOUT_REASON, "AdmissionCheck"):  # Kueue: out until
+            # reactivated, or until the backoff (waitForPodsReady's, or a Retry check's requeueAfterSeconds) ends
+            set_condition(conds, "Requeued", "False", reason, str(evicted.get("message", "")), now)
         if self.pods_ready.enable:
             set_condition(conds, PODS_READY, *WAIT_FOR_START, now)
         self.writer.workload_status(wl, status)
