@@ -13,6 +13,7 @@ Tests that use any of them are marked ``envtest`` automatically (so ``-m "not en
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import subprocess
 import sys
@@ -97,6 +98,9 @@ class Envtest:
         """Delete every object of every CRD in ``groups`` (cluster-scoped and in all namespaces)."""
         from kubernetes import client
 
+        from gitopsq.cluster.apply import KubeRest
+        from gitopsq.errors import ClusterError
+
         with self.api_client() as api:
             crds = client.ApiextensionsV1Api(api).list_custom_resource_definition().items
             custom = client.CustomObjectsApi(api)
@@ -111,6 +115,14 @@ class Envtest:
                 listed: Any = custom.list_cluster_custom_object(crd.spec.group, version, plural)
                 for namespace in sorted({item["metadata"]["namespace"] for item in listed["items"]}):
                     custom.delete_collection_namespaced_custom_object(crd.spec.group, version, namespace, plural)
+                for item in listed["items"]:  # Workloads keep Kueue's finalizer when no loop is left to remove it
+                    meta = item["metadata"]
+                    if meta.get("finalizers"):
+                        with contextlib.suppress(ClusterError):
+                            KubeRest(api).request(
+                                "PATCH", f"/apis/{crd.spec.group}/{version}/namespaces/{meta['namespace']}/{plural}/"
+                                f"{meta['name']}", body={"metadata": {"finalizers": None}},
+                                content_type="application/merge-patch+json", retry=False)
 
 
 def fake_node(

@@ -16,7 +16,7 @@ from typing import Any
 import click
 import yaml
 
-from gitopsq.admission.topology import STRATEGIES, Settings
+from gitopsq.admission.topology import Settings
 from gitopsq.api import model as m
 from gitopsq.api.codec import encode
 from gitopsq.commands.check import DiskCache, cache_file
@@ -43,10 +43,9 @@ def settings_of(config: RepoConfig | None) -> Settings | None:
     """The repository's ``admission`` block as engine settings (None: not declared)."""
     if config is None or not config.admission.declared:
         return None
-    return Settings(fair_sharing=config.admission.fair_sharing,
-                    preemption_strategies=tuple(config.admission.preemption_strategies) or STRATEGIES,
-                    fair_sharing_look_ahead=config.admission.fair_sharing_look_ahead,
-                    inadmissible_requeue=config.admission.inadmissible_requeue)
+    from gitopsq.cluster.admission.options import engine_settings  # the live loop's reading, feature gates included
+
+    return engine_settings(config.admission)
 
 
 def scenario_with_objects(path: str, objects: Sequence[m.QueueObject]) -> Scenario:

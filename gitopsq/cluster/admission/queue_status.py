@@ -151,8 +151,10 @@ class QueueStatusWriter:
                 cq_tally[lq.cluster_queue].pending += n
             lq_tally.setdefault(f"{namespace}/{queue}", _Tally()).pending += n
         for w in views:
-            if w is not None and w.state == FINISHED and w.cluster_queue in cq_tally:
-                cq_tally[w.cluster_queue].finished += 1
+            if w is not None and w.state == FINISHED:
+                if w.cluster_queue in cq_tally:
+                    cq_tally[w.cluster_queue].finished += 1
+                lq_tally.setdefault(f"{w.namespace}/{w.queue}", _Tally()).finished += 1
             if w is None or w.state not in (ADMITTED, EVICTING, PENDING):
                 continue
             lq = topology.local_queues.get((w.namespace, w.queue))
