@@ -10,6 +10,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client.core import GaugeMetricFamily
+
+from gitopsq import __version__
 
 
 def exponential_buckets(count: int) -> tuple[float, ...]:
@@ -122,16 +125,12 @@ class KueueMetrics:
                                      "(nominal - reservation, at least 0)", ["clusterqueue", "flavor", "resource"],
                                      registry=r)
         self.build = Gauge("kueue_build_info", "Build information", ["git_version", "replica_role"], registry=r)
-        from gitopsq import __version__
-
         self.build.labels(__version__, self.role).set(1)
 
     def set_role(self, role: str) -> None:
         """``replica_role`` from now on (``leader`` / ``follower``). The state gauges are dropped: a follower runs
         no admission pass, so it must not keep serving the last state it saw as leader; a leader's next pass
         writes them again."""
-        from gitopsq import __version__
-
         if role == self.role:
             return
         self.build.remove(__version__, self.role)
@@ -303,8 +302,6 @@ class _FinishedGauge:
         registry.register(self)
 
     def collect(self) -> Iterable[Any]:
-        from prometheus_client.core import GaugeMetricFamily
-
         family = GaugeMetricFamily(self.name, "Finished workloads still present",
                                    labels=[*self.labels, "replica_role"])
         for key, n in sorted(self.values.items()):

@@ -35,6 +35,8 @@ from gitopsq.sync.repo_config import audit_config, repo_config
 from gitopsq.sync.syncer import Syncer, default_source_name
 from gitopsq.webhook.push import GitWebhook, read_secret
 
+_log = logs.get("controller")
+
 
 def _duration(text: str) -> float:
     try:
@@ -69,7 +71,7 @@ class Wiring:
     def run(self) -> None:
         f = self.f
         logs.configure(json=f["log_format"] == "json")
-        self.log = logs.get("controller")
+        self.log = _log
         self.stopping = threading.Event()
         self.api_client = load_api_client(f["kubeconfig"], f["context"])
         self.closers: list[Any] = []

@@ -21,7 +21,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from kubernetes import client as k8s_client
 
@@ -41,10 +40,7 @@ from gitopsq.errors import ClusterError
 from gitopsq.manifests.config_model import AdmissionSettings
 from gitopsq.metrics import KueueMetrics, serve
 
-
-def _log() -> Any:
-    """Looked up at use, so that the configuration `logs.configure` sets later applies."""
-    return logs.get("admission")
+_log = logs.get("admission")
 
 
 def _finished(view: LiveWorkload) -> bool:
@@ -72,7 +68,7 @@ class Progress:
         if now - self._since < self.every:
             return
         waited = self.client.waited
-        _log().info("admission progress", passes=self._passes, mean_pass_ms=round(1000 * self._busy / self._passes),
+        _log.info("admission progress", passes=self._passes, mean_pass_ms=round(1000 * self._busy / self._passes),
                     longest_pass_ms=round(1000 * self._longest), admissions=admissions_written - self._admissions,
                     throttled_seconds=round(waited - self._waited, 1), seconds=round(now - self._since, 1))
         self._since, self._passes, self._busy, self._longest = now, 0, 0.0, 0.0
@@ -147,7 +143,7 @@ class AdmissionLoop:
             while not stop.is_set() and not self.cache.wait_synced(timeout=0.5):
                 pass
             self.synced.set()
-            _log().info("admission loop synced", workloads=len(self.cache.items("workloads")))
+            _log.info("admission loop synced", workloads=len(self.cache.items("workloads")))
             while not stop.is_set():
                 self.cache.changed.clear()
                 started = time.monotonic()
@@ -163,7 +159,7 @@ class AdmissionLoop:
                     stop.wait(max(0.0, self.options.pass_interval - (time.monotonic() - started)))
         finally:
             events = self.events
-            _log().info("admission loop stopped", passes=self.passes, requests=dict(self.client.counts),
+            _log.info("admission loop stopped", passes=self.passes, requests=dict(self.client.counts),
                         by_kind=dict(self.client.by_kind), throttled_seconds=round(self.client.waited, 1),
                         events_sent=events.sent if events else 0, events_dropped=events.dropped if events else 0)
             self.queues.close()
@@ -195,7 +191,7 @@ class AdmissionLoop:
                                             active=self.admission.active, lq_active=self.admission.lq_active,
                                             shares=self.admission.shares)
         except ClusterError as err:
-            _log().warning("admission pass failed; retrying", error=str(err))
+            _log.warning("admission pass failed; retrying", error=str(err))
             time.sleep(0.5)
 
 

@@ -51,10 +51,7 @@ from gitopsq.cluster.kinds import BY_PLURAL, TOPOLOGY
 from gitopsq.cluster.kube import ClusterConflict, ClusterNotFound
 from gitopsq.errors import ClusterError
 
-
-def _log() -> Any:
-    """Looked up at use, so that the configuration `logs.configure` sets later applies."""
-    return logs.get("admission")
+_log = logs.get("admission")
 
 
 def _checks_all_ready(raw: Mapping[str, Any]) -> bool:
@@ -253,11 +250,11 @@ class AdmissionPass:
             self.writer.workload_status(w.raw, status)
             return True
         except ClusterConflict:
-            _log().debug("workload changed under us; recomputing next pass", workload=w.key)
+            _log.debug("workload changed under us; recomputing next pass", workload=w.key)
         except ClusterNotFound:
             self.cache.forget("workloads", w.key)
         except ClusterError as err:
-            _log().warning("workload status not written", workload=w.key, error=str(err))
+            _log.warning("workload status not written", workload=w.key, error=str(err))
         return False
 
     def _conditions(self, w: LiveWorkload) -> list[dict[str, Any]]:

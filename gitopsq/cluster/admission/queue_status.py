@@ -25,10 +25,7 @@ from gitopsq.cluster.admission.workload_status import set_condition as _set
 from gitopsq.cluster.kinds import CLUSTER_QUEUE, LOCAL_QUEUE
 from gitopsq.errors import ClusterError
 
-
-def _log() -> Any:
-    """Looked up at use, so that the configuration `logs.configure` sets later applies."""
-    return logs.get("queue-status")
+_log = logs.get("queue-status")
 
 
 Usage = dict[tuple[str, str], int]  # (flavor, resource) -> milli
@@ -243,4 +240,4 @@ class QueueStatusWriter:
         try:
             self.writer.queue_status(resource, path, status)
         except ClusterError as err:
-            _log().info("queue status not written", queue=path, error=str(err))
+            _log.info("queue status not written", queue=path, error=str(err))

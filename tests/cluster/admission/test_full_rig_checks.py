@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import pytest
+from checks_rig import set_check_active, set_check_state
 from cluster_rig import apply, cluster_queue, cond, create_job, job, rest, wait_for, workload_of
 from envtest_rig import RUN_FOR, FullCluster, NodePools
 from gpu_rig import gpu_job, gpu_pools, gpu_queue_yaml, namespace, pods_of, running
@@ -16,38 +17,9 @@ from running_loop import RunningLoop
 
 pytestmark = pytest.mark.envtest
 
-MERGE = "application/merge-patch+json"
-
-
 def _check_yaml(name: str) -> str:
     return f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: AdmissionCheck\nmetadata: {{name: {name}}}\n" \
            "spec: {controllerName: example.com/capacity}\n"
-
-
-def set_check_active(cluster: FullCluster, name: str, active: bool) -> None:
-    """As the check's controller: the AdmissionCheck's own ``Active`` condition."""
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    body = {"status": {"conditions": [{"type": "Active", "status": "True" if active else "False",
-                                       "reason": "Active" if active else "Inactive", "message": "by the test",
-                                       "lastTransitionTime": now}]}}
-    rest(cluster).request("PATCH", f"/apis/kueue.x-k8s.io/v1beta2/admissionchecks/{name}/status", body=body,
-                          content_type=MERGE)
-
-
-def set_check_state(cluster: FullCluster, wl: dict[str, Any], state: str, message: str,
-                    requeue_after: int | None = None) -> None:
-    """As the check's controller: the state of every check on the Workload's status."""
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    checks = []
-    for c in wl["status"]["admissionChecks"]:
-        item = {**c, "state": state, "message": message, "lastTransitionTime": now}
-        if requeue_after is not None:
-            item["requeueAfterSeconds"] = requeue_after
-        checks.append(item)
-    meta = wl["metadata"]
-    rest(cluster).request("PATCH", f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{meta['namespace']}/workloads/"
-                                   f"{meta['name']}/status", body={"status": {"admissionChecks": checks}},
-                          content_type=MERGE)
 
 
 def _checked_queue(cluster: FullCluster, node_pools: NodePools, ns: str, check: str) -> str:

@@ -13,12 +13,12 @@ from typing import Any
 
 import promql_parser
 import pytest
+from checks_rig import set_check_active, set_check_state
 from cluster_rig import apply, cond, create_job, job_manifest, queue_setup, wait_for, workload_of
 from envtest_rig import RUN_FOR, FullCluster, NodePools
 from gpu_rig import gpu_job, gpu_pools, gpu_queue_yaml, namespace, pods_of, running
 from prometheus_client.parser import text_string_to_metric_families
 from running_loop import FAST, RunningLoop
-from test_full_rig_checks import set_check_active, set_check_state
 
 from gitopsq.admission.topology import Settings
 from gitopsq.cluster.admission.options import WaitForPodsReady

@@ -18,12 +18,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from cluster_rig import apply, cond, create_job, job_manifest, wait_for, workload_of, workloads
+from cluster_rig import apply, columns, cond, create_job, job_manifest, wait_for, workload_of, workloads
 from envtest_rig import GPU, RUN_FOR, FullCluster, NodePools
 from gpu_rig import gpu_job, gpu_pools, gpu_queue_yaml, namespace, pods_of, running
 from prometheus_client.parser import text_string_to_metric_families
 from running_loop import FAST, RunningLoop
-from test_walkthrough_quota import columns
 
 from gitopsq.admission.topology import Settings
 from gitopsq.metrics import KueueMetrics, serve
