@@ -24,15 +24,16 @@ one place each, chained with ``from``.
         │   ├── ClusterInvalid        the API server rejected the object (causes)
         │   ├── ClusterUnavailable    unreachable, 429 or 5xx (retry_after)
         │   └── NotLeading            the controller lost its Lease: no writes until it leads again
-        └── AuditError                the audit trail cannot be written or read
-            ├── WalLockedError        another writer holds the WAL directory
-            ├── WalCorruptError       a WAL line other than the newest segment's last cannot be read
-            ├── RemoteUnreachableError  the audit remote cannot be reached: records stay in the WAL
-            ├── PushRejectedError     the remote rejected a push (not a fast-forward)
-            └── PushRefusedError      the remote refused a push (hook, protection)
+        ├── AuditError                the audit trail cannot be written or read
+        │   ├── WalLockedError        another writer holds the WAL directory
+        │   ├── WalCorruptError       a WAL line other than the newest segment's last cannot be read
+        │   ├── RemoteUnreachableError  the audit remote cannot be reached: records stay in the WAL
+        │   ├── PushRejectedError     the remote rejected a push (not a fast-forward)
+        │   └── PushRefusedError      the remote refused a push (hook, protection)
+        └── ForgeError                a forge API call failed or was refused (forge, status, method, path)
 
-The classes below `ClusterError` and `AuditError` (and `NotLeading`) are defined beside the code that raises
-them; `QuantityError` is defined here and importable from `gitopsq.api.quantity`, where it is raised.
+The classes below `ClusterError` and `AuditError` (and `NotLeading`, `ForgeError`) are defined beside the code
+that raises them; `QuantityError` is defined here and importable from `gitopsq.api.quantity`, where it is raised.
 tests/test_errors.py compares this drawing with the class hierarchy.
 
 Not in the tree, on purpose: exceptions that never leave the package that raises them, each translated where it

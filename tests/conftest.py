@@ -1,3 +1,4 @@
-"""Root conftest: registers the real-Kubernetes test rig plugin (tests/envtest_rig.py). Keep it minimal."""
+"""Root conftest: registers the test rig plugins: real Kubernetes (tests/envtest_rig.py) and a real Gitea
+(tests/forge_rig.py). Keep it minimal."""
 
-pytest_plugins = ["envtest_rig"]
+pytest_plugins = ["envtest_rig", "forge_rig"]

@@ -14,14 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import click
+import yaml
 
-from gitopsq.admission.topology import STRATEGIES, Settings
+from gitopsq.admission.topology import Settings
 from gitopsq.api import model as m
 from gitopsq.api.codec import encode
 from gitopsq.commands.check import DiskCache, cache_file
 from gitopsq.commands.policy import backend_from_env
 from gitopsq.commands.repo import locate
 from gitopsq.errors import ClusterError, ScenarioError, SourceError, UsageError
+from gitopsq.forge.post import post_plan, post_target
 from gitopsq.manifests import CONFIG_PATH, check_revision
 from gitopsq.manifests.config_model import RepoConfig
 from gitopsq.plan.impact import CurrentAdmission, CurrentWorkload, assess, compare_trace, from_trace
@@ -31,6 +33,7 @@ from gitopsq.plan.render_markdown import render_markdown
 from gitopsq.plan.render_text import render_text
 from gitopsq.simulate.scenario import Scenario, parse_scenario
 from gitopsq.simulate.scenario import _Parser as _ScenarioParser
+from gitopsq.source import DirectorySource, open_any
 from gitopsq.validation import judge
 
 WORKLOADS_PATH = "/apis/kueue.x-k8s.io/v1beta2/workloads"
@@ -40,10 +43,9 @@ def settings_of(config: RepoConfig | None) -> Settings | None:
     """The repository's ``admission`` block as engine settings (None: not declared)."""
     if config is None or not config.admission.declared:
         return None
-    return Settings(fair_sharing=config.admission.fair_sharing,
-                    preemption_strategies=tuple(config.admission.preemption_strategies) or STRATEGIES,
-                    fair_sharing_look_ahead=config.admission.fair_sharing_look_ahead,
-                    inadmissible_requeue=config.admission.inadmissible_requeue)
+    from gitopsq.cluster.admission.options import engine_settings  # the live loop's reading, feature gates included
+
+    return engine_settings(config.admission)
 
 
 def scenario_with_objects(path: str, objects: Sequence[m.QueueObject]) -> Scenario:
@@ -54,8 +56,6 @@ def scenario_with_objects(path: str, objects: Sequence[m.QueueObject]) -> Scenar
     instead of about twenty). Only when that finds a problem is the file parsed again by `parse_scenario`, with
     line numbers, so every error still names its file:line.
     """
-    import yaml
-
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as err:
@@ -88,6 +88,7 @@ class _Unlined(_ScenarioParser):
 
 def cluster_workloads(kubeconfig: str) -> tuple[CurrentWorkload, ...]:
     """Every unfinished, active Workload of the cluster, with its admission (ClusterError when unreachable)."""
+    # Imported on use for CLI start-up time: the Kubernetes client only with --cluster.
     from gitopsq.cluster.admission.live_workload import ADMITTED, EVICTING, PENDING, read_workload
     from gitopsq.cluster.apply import Backoff, KubeRest
     from gitopsq.cluster.kube import load_api_client
@@ -134,8 +135,6 @@ def _history(source: Any, base: str, head: str) -> tuple[History, list[str]]:
 def make_plan(repo: str, base_rev: str, head_rev: str, *, cluster: str | None = None, workloads: str | None = None,
               trace: str | None = None, use_cache: bool = True) -> PrPlan:
     """Everything `gitopsq plan` computes, as a `PrPlan` (used by the command, tests and benchmarks)."""
-    from gitopsq.source import DirectorySource, open_any
-
     repo = locate(repo)  # from a subdirectory: its repository's root, as git does
     source = open_any(repo)
     if isinstance(source, DirectorySource):
@@ -186,16 +185,29 @@ def make_plan(repo: str, base_rev: str, head_rev: str, *, cluster: str | None = 
 @click.option("--trace", metavar="FILE", help="A scenario trace to replay on base and on head (waits per queue).")
 @click.option("--output", "-o", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 @click.option("--no-cache", is_flag=True, help="Parse every file again instead of reusing earlier results.")
+@click.option("--post", is_flag=True, help="Also post the markdown plan on the pull request (or update it).")
+@click.option("--forge", type=click.Choice(["gitea", "github", "gitlab"]), help="The forge --post writes to.")
+@click.option("--forge-url", metavar="URL", help="The forge's base URL (default: GitHub's or GitLab's SaaS API).")
+@click.option("--repo-slug", metavar="OWNER/NAME", help="The repository on the forge (GitLab: the project path).")
+@click.option("--pr", type=int, metavar="N", help="The pull (merge) request number.")
+@click.option("--token-file", metavar="FILE", help="File holding the forge token (else $GITOPSQ_FORGE_TOKEN).")
 @click.pass_context
 def command(ctx: click.Context, *, repo: str, base_rev: str, head_rev: str, cluster: str | None,
-            workloads: str | None, trace: str | None, output: str, no_cache: bool) -> None:
+            workloads: str | None, trace: str | None, output: str, no_cache: bool, post: bool, forge: str | None,
+            forge_url: str | None, repo_slug: str | None, pr: int | None, token_file: str | None) -> None:
     """What merging HEAD into BASE would change: object diff, quota table, policy verdicts, approvals, impact.
 
     Exit 0 when the head revision passes check and no policy denies it, 1 when it does not, 2 for a usage
-    error, 3 when the repository or a revision cannot be read.
+    error, 3 when the repository or a revision cannot be read or the forge refuses --post.
     """
+    target = post_target(post, forge=forge, url=forge_url, slug=repo_slug, pr=pr, token_file=token_file)
     plan = make_plan(repo, base_rev, head_rev, cluster=cluster, workloads=workloads, trace=trace,
                      use_cache=not no_cache)
     rendered = {"json": render_json, "markdown": render_markdown}.get(output, render_text)(plan)
     click.echo(rendered, nl=not rendered.endswith("\n"))
+    if target is not None:
+        comment = post_plan(render_markdown(plan), target)
+        click.echo(f"gitopsq: plan {'posted as' if comment.created else 'updated in'} comment {comment.id} on "
+                   f"{target.slug}#{target.pr}", err=True)
     ctx.exit(plan.exit_code)
+

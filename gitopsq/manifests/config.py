@@ -19,6 +19,7 @@ from gitopsq.manifests.config_model import (
     CONFIG_API_VERSION,
     CONFIG_KIND,
     CONFIG_PATH,
+    DEFAULT_TEAM_CLUSTER_KINDS,
     SIGNING_MODES,
     AdmissionSettings,
     AuditTarget,
@@ -27,16 +28,20 @@ from gitopsq.manifests.config_model import (
     Team,
     TrustZone,
 )
+from gitopsq.manifests.pods_ready_config import read_pods_ready
 from gitopsq.manifests.yamldoc import load_yaml
 
 __all__ = ["CONFIG_PATH", "ConfigResult", "RepoConfig", "parse_config"]
 
 _TOP: Final = ("apiVersion", "kind", "include", "exclude", "policyPaths", "allowKinds", "platformTeam", "teams",
-               "capacity", "trustZones", "signing", "audit", "policies", "admission")
+               "capacity", "trustZones", "signing", "audit", "policies", "admission", "teamClusterScopedKinds")
 _STRATEGIES: Final = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+# the Kueue v0.19.2 gates the admission engine models, with Kueue's defaults (gitopsq/admission/topology.py)
+FEATURE_GATES: Final = {"FlavorFungibilityPreserveScanProgress": True, "PrioritizePreemptorWorkloads": False}
 _SSH_TYPES: Final = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
                      "sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-nistp256@openssh.com")
 _GPG: Final = re.compile(r"^[0-9A-Fa-f]{40}$")
+_KIND: Final = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 _ALLOW_KIND: Final = re.compile(r"^(?:[a-z0-9.-]+/)?v[0-9]+(?:(?:alpha|beta)[0-9]+)?/[A-Z][A-Za-z0-9]*$")
 
 
@@ -98,7 +103,7 @@ class _Parser:
             trust_zones=self.zones(top.get("trustZones"), team_names),
             signing_mode=self.signing(top.get("signing")), audit=self.audit(top.get("audit")),
             disabled_policies=self.disabled(top.get("policies")), admission=self.admission(top.get("admission")),
-            raw=top)
+            team_cluster_kinds=self.team_cluster_kinds(top), raw=top)
         return config if include else None
 
     def patterns(self, raw: Any, path: FieldPath) -> tuple[str, ...]:
@@ -119,6 +124,19 @@ class _Parser:
                              "\"group/version/Kind\" (\"v1/ConfigMap\" for the core group)")
             else:
                 out.append(entry)
+        return tuple(out)
+
+    def team_cluster_kinds(self, top: Mapping[str, Any]) -> tuple[str, ...]:
+        """``teamClusterScopedKinds``: the cluster-scoped kinds teams may define under their own paths."""
+        if "teamClusterScopedKinds" not in top:
+            return DEFAULT_TEAM_CLUSTER_KINDS
+        out = []
+        for i, kind in enumerate(self.r.string_list(top.get("teamClusterScopedKinds"), ("teamClusterScopedKinds",))):
+            if not _KIND.match(kind):
+                self.r.error(("teamClusterScopedKinds", i), "invalid-value",
+                             f"teamClusterScopedKinds entry {kind!r} must be a kind such as ClusterQueue")
+            else:
+                out.append(kind)
         return tuple(out)
 
     def label(self, value: str, path: FieldPath, what: str) -> bool:
@@ -246,11 +264,18 @@ class _Parser:
         r = self.r
         if raw is None:
             return AdmissionSettings()
-        body = r.mapping(raw, ("admission",), allowed=("fairSharing", "inadmissibleRequeue"))
+        body = r.mapping(raw, ("admission",), allowed=("fairSharing", "inadmissibleRequeue", "waitForPodsReady",
+                                                     "featureGates"))
+        gates = r.mapping(body.get("featureGates") or {}, ("admission", "featureGates"), allowed=tuple(FEATURE_GATES))
+        feature_gates = tuple((str(name), r.boolean(value, ("admission", "featureGates", name),
+                                                    default=FEATURE_GATES[str(name)]))
+                              for name, value in sorted(gates.items()) if str(name) in FEATURE_GATES)
         requeue = r.string(body.get("inadmissibleRequeue"), ("admission", "inadmissibleRequeue"), default="Batched",
                            choices=("Batched", "Immediate"))
+        pods_ready = read_pods_ready(r, body.get("waitForPodsReady"), ("admission", "waitForPodsReady"))
         if body.get("fairSharing") is None:
-            return AdmissionSettings(inadmissible_requeue=requeue, declared=True)
+            return AdmissionSettings(inadmissible_requeue=requeue, declared=True, wait_for_pods_ready=pods_ready,
+                                     feature_gates=feature_gates)
         p: FieldPath = ("admission", "fairSharing")
         fs = r.mapping(body["fairSharing"], p, allowed=("enable", "preemptionStrategies", "lookAhead"))
         strategies = r.string_list(fs.get("preemptionStrategies"), (*p, "preemptionStrategies"))
@@ -262,7 +287,8 @@ class _Parser:
                                  preemption_strategies=strategies or _STRATEGIES,
                                  fair_sharing_look_ahead=r.boolean(fs.get("lookAhead"), (*p, "lookAhead"),
                                                                    default=False),
-                                 inadmissible_requeue=requeue, declared=True)
+                                 inadmissible_requeue=requeue, declared=True, wait_for_pods_ready=pods_ready,
+                                 feature_gates=feature_gates)
 
 
 def signing_key_problem(key: str) -> str | None:

@@ -23,10 +23,7 @@ INVENTORY_UNREADABLE = "InventoryUnreadable"  # the Ready/Stalled reason of a Gi
 HEALTH_PENDING = "HealthCheckPending"  # the Ready reason while the applied queues' health is awaited
 
 
-def _log() -> Any:
-    """The logger, looked up at use: structlog caches a logger on first use, and a module-level one would keep
-    writing to the stream of the `logs.configure` in force then."""
-    return logs.get("sync")
+_log = logs.get("sync")
 
 
 class OutcomeReports:
@@ -89,7 +86,7 @@ class OutcomeReports:
         try:
             self.store.write(state, status)
         except GitopsqError as err:
-            _log().warning("status of an interrupted sync not written", error=str(err))
+            _log.warning("status of an interrupted sync not written", error=str(err))
 
     def _report(self, state: SourceState, result: SyncResult, inventory: Inventory) -> None:
         """Status, Events and audit of a complete apply (healthy, unchecked or unhealthy)."""
@@ -181,7 +178,7 @@ class OutcomeReports:
             try:
                 self.audit.record(record)
             except Exception as err:  # the audit trail has its own WAL and retries; a sync never fails on it
-                _log().warning("audit record not written", error=str(err))
+                _log.warning("audit record not written", error=str(err))
 
 
 def _stamp(now: datetime) -> str:

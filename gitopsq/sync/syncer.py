@@ -26,7 +26,6 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from gitopsq import logs
 from gitopsq.api.model import ObjectKey
 from gitopsq.cluster.apply import Execution, Executor, KubeRest, read_live, read_objects
 from gitopsq.cluster.status import SourceRef, SourceState, StatusStore, build_status
@@ -41,12 +40,6 @@ from gitopsq.sync.plan import Plan, build_plan, inventory_after, key_of_document
 from gitopsq.sync.report import audit_records
 from gitopsq.sync.validate import check_pipeline_validator, within_paths
 from gitopsq.sync.whole import attempt, keys_of, rollback_plan
-
-
-def _log() -> Any:
-    """The logger, looked up at use: structlog caches a logger on first use, and a module-level one would keep
-    writing to the stream of the `logs.configure` in force then."""
-    return logs.get("sync")
 
 TARGETED_READ_LIMIT = 200  # above this many changed objects, LISTs beat one GET each
 SOURCE_LABEL = "gitopsq.dev/source"  # on every applied object: <namespace>.<name> of its GitSource
