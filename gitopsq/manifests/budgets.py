@@ -59,12 +59,8 @@ class Budget:
         return self.queue_name or self.name
 
     def resources(self) -> tuple[str, ...]:
-        """Every resource any flavor names (committed or burst), in order of first appearance."""
-        seen: dict[str, None] = {}
-        for flavor in self.flavors:
-            seen.update(dict.fromkeys(flavor.committed))
-            seen.update(dict.fromkeys(flavor.burst))
-        return tuple(seen)
+        """Every resource any flavor names (committed or burst), sorted: reordering a map is not a change."""
+        return tuple(sorted({r for f in self.flavors for r in (*f.committed, *f.burst)}))
 
 
 @dataclass(frozen=True, slots=True)
