@@ -6,7 +6,7 @@ Unknown flavors need no rule here: the compiled ClusterQueue's flavor references
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from gitopsq.api import findings
 from gitopsq.api.findings import Finding
@@ -21,12 +21,13 @@ def _error(b: LoadedBudget, path: tuple[str | int, ...], code: str, message: str
     return findings.error(code, message, location=Location(b.path, b.line_of(path)), obj=b.label)
 
 
-def compiled_from(entry: LoadedObject) -> str | None:
-    """The Budget an entry was compiled from (None: written by hand, even if it copies the label)."""
+def compiled_from(entry: LoadedObject, budgets: Mapping[tuple[str, str], LoadedBudget]) -> LoadedBudget | None:
+    """The Budget an entry was compiled from, by (name, file) (None: written by hand, even if it copies the label
+    and annotation: a compiled entry sits in its Budget's file)."""
     name = entry.obj.meta.labels.get(BUDGET_LABEL)
-    if name is None or entry.obj.meta.annotations.get(SOURCE_ANNOTATION) != f"Budget/{name} ({entry.path})":
+    if name is None or entry.obj.meta.annotations.get(SOURCE_ANNOTATION) != f"Budget/{name}":
         return None
-    return name
+    return budgets.get((name, entry.path))
 
 
 def conflicts(entries: Sequence[LoadedObject], budgets: Sequence[LoadedBudget]) -> tuple[list[Finding], set[str]]:
@@ -35,21 +36,22 @@ def conflicts(entries: Sequence[LoadedObject], budgets: Sequence[LoadedBudget]) 
     Returns the findings and the object names (``Kind/ns/name``) they cover, whose generic ``duplicate-object``
     findings the caller drops.
     """
-    by_name = {b.budget.name: b for b in budgets}
+    by_place = {(b.budget.name, b.path): b for b in budgets}
     first: dict[str, LoadedObject] = {}
     out: list[Finding] = []
     covered: set[str] = set()
-    for entry in sorted(entries, key=lambda e: (compiled_from(e) is not None, e.path, e.line)):
+    for entry in sorted(entries, key=lambda e: (compiled_from(e, by_place) is not None, e.path, e.line)):
         name = str(entry.key)
         other = first.setdefault(name, entry)
         if other is entry:
             continue
-        mine, theirs = compiled_from(entry), compiled_from(other)
-        if mine is None or mine not in by_name:
+        budget, theirs = compiled_from(entry, by_place), compiled_from(other, by_place)
+        if budget is None:
             continue  # two hand-written objects: references.duplicates says so
-        budget = by_name[mine]
         where = f"{other.path}:{other.line}"
-        source = f"Budget {theirs!r} at {where}" if theirs is not None else f"{where} (written by hand)"
+        source = (f"Budget {theirs.budget.name!r} at {theirs.path}:{theirs.line}" if theirs is not None
+                  else f"{where} (written by hand)")
+        mine = budget.budget.name
         out.append(_error(budget, ("metadata", "name") if entry.key.kind == "ClusterQueue" else ("spec", "namespaces"),
                           "budget-conflict", f"Budget {mine!r} ({budget.path}:{budget.line}) compiles into {name}, "
                           f"which is also defined by {source}: rename the Budget (or its queueName) or remove the "

@@ -12,7 +12,7 @@
 - One LocalQueue per served namespace, named ``queueName`` (default: the Budget's name).
 
 Every compiled object carries the label ``gitopsq.dev/budget: <name>`` (so ``kubectl get cq -l
-gitopsq.dev/budget`` lists them) and the annotation ``gitopsq.dev/compiled-from: Budget/<name> (<file>)``, and
+gitopsq.dev/budget`` lists them) and the annotation ``gitopsq.dev/compiled-from: Budget/<name>``, and
 its field lines point at the Budget's lines, so a finding on compiled output names the line a person edits.
 """
 
@@ -92,8 +92,10 @@ def _labels(budget: Budget) -> FrozenMap[str, str]:
 
 
 def _annotations(budget: Budget, path: str) -> FrozenMap[str, str]:
-    trail = f"{BUDGET_KIND}/{budget.name}" + (f" ({path})" if path else "")
-    return FrozenMap({SOURCE_ANNOTATION: trail})
+    # Not the file: moving a Budget to another file must not change what the cluster holds (findings, the plan
+    # and `check --output json` name the file).
+    del path
+    return FrozenMap({SOURCE_ANNOTATION: f"{BUDGET_KIND}/{budget.name}"})
 
 
 def _queue_lines(loaded: LoadedBudget) -> Mapping[FieldPath, int]:

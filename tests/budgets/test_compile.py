@@ -109,13 +109,13 @@ def test_cluster_queue_fields() -> None:
 
 
 def test_ownership_trail() -> None:
-    """Every compiled object carries the Budget's name as a label and its file in an annotation."""
+    """Every compiled object carries the Budget's name and team as labels and the Budget in an annotation."""
     cq, lqs = _compiled(BUDGET.replace("  cohort: pool\n", "  cohort: pool\n  queueName: gpu\n  workspace: vision\n"))
     for obj in (cq, *lqs):
         assert obj.meta.labels["gitopsq.dev/budget"] == "team-a-gpu"
         assert obj.meta.labels["gitopsq.dev/team"] == "team-a"
         assert obj.meta.labels["gitopsq.dev/workspace"] == "vision"
-        assert obj.meta.annotations["gitopsq.dev/compiled-from"] == "Budget/team-a-gpu (teams/a/budget.yaml)"
+        assert obj.meta.annotations["gitopsq.dev/compiled-from"] == "Budget/team-a-gpu"  # not the file: see docs
     assert {lq.meta.name for lq in lqs} == {"gpu"}
     assert {lq.meta.annotations["gitopsq.dev/priority-class"] for lq in lqs} == {"standard"}
 
@@ -221,3 +221,16 @@ def test_compile_objects_is_pure_and_deterministic() -> None:
     result = load_file("teams/a/budget.yaml", BUDGET.encode())
     (loaded,) = result.budgets
     assert compile_objects(loaded.budget, loaded.path) == compile_objects(loaded.budget, loaded.path)
+
+
+def test_hand_written_copy_of_the_labels_is_not_compiled() -> None:
+    """A hand-written ClusterQueue that copies a Budget's label and annotation from another file still conflicts
+    as written by hand (being compiled means sitting in the Budget's own file)."""
+    copy = (b"apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: team-a-gpu\n"
+            b"  labels: {gitopsq.dev/budget: team-a-gpu}\n"
+            b"  annotations: {gitopsq.dev/compiled-from: Budget/team-a-gpu}\n"
+            b"spec: {}\n")
+    report = check_files({"teams/a/budget.yaml": BUDGET.encode(), "teams/a/copy.yaml": copy,
+                          "platform/flavors.yaml": PLATFORM}, CONFIG)
+    (conflict,) = [f for f in report.errors if f.code == "budget-conflict"]
+    assert "teams/a/copy.yaml:1 (written by hand)" in conflict.message

@@ -101,7 +101,7 @@ def test_render_prints_compiled_queues_not_the_budget(repo: Repo) -> None:
     assert a100["name"] == "a100"
     gpu = next(r for r in a100["resources"] if r["name"] == "nvidia.com/gpu")
     assert (str(gpu["nominalQuota"]), str(gpu["borrowingLimit"])) == ("4", "4")
-    assert cq["metadata"]["annotations"]["gitopsq.dev/compiled-from"] == f"Budget/ml-research-gpu ({BUDGET_PATH})"
+    assert cq["metadata"]["annotations"]["gitopsq.dev/compiled-from"] == "Budget/ml-research-gpu"
 
 
 def test_plan_shows_budget_and_its_queues(repo: Repo) -> None:
@@ -154,11 +154,13 @@ def test_conflict_with_hand_written_cluster_queue(repo: Repo) -> None:
 
 
 def test_commitments_past_capacity_are_denied(repo: Repo) -> None:
-    """Committing more A100 GPUs than gitopsq.yaml declares is denied by the built-in budget-capacity policy."""
-    repo.write(BUDGET_PATH, BUDGET.replace("nvidia.com/gpu: 4,", "nvidia.com/gpu: 65,")
-               .replace("burst: {nvidia.com/gpu: 8}", "burst: {nvidia.com/gpu: 65}"))
+    """Two teams' Budgets committing more A100 GPUs together than gitopsq.yaml declares (the template's
+    data-science Budget commits 4 of 64) are denied by the built-in budget-capacity policy, naming both."""
+    repo.write(BUDGET_PATH, BUDGET.replace("nvidia.com/gpu: 4,", "nvidia.com/gpu: 61,")
+               .replace("burst: {nvidia.com/gpu: 8}", "burst: {nvidia.com/gpu: 61}"))
     repo.commit("greedy", "carol")
     done = repo.gitopsq("check", ".")
     assert done.returncode == 1
-    assert "policy budget-capacity: Budgets commit more than the declared capacity: a100/nvidia.com/gpu " \
-           "committed 65 > 64" in done.stdout
+    assert ("policy budget-capacity: Budgets commit more than the declared capacity: a100/nvidia.com/gpu committed "
+            "65 > 64 (Budget/data-science-gpu (teams/data-science/gpu-budget.yaml) 4, Budget/ml-research-gpu "
+            f"({BUDGET_PATH}) 61)") in done.stdout
