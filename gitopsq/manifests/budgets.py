@@ -132,6 +132,9 @@ def parse_budget(doc: Mapping[str, Any], *, path: str, line: int,
     if weight is not None and weight.milli < 0:
         r.error(("spec", "fairShareWeight"), "invalid-quantity", f"fairShareWeight must not be negative, got {weight}")
     flavors = _flavors(r, spec.get("flavors"), cohort)
+    if flavors and not any(f.committed or f.burst for f in flavors):
+        r.error(("spec", "flavors"), "invalid-value", "the Budget commits and bursts nothing: name at least one "
+                "resource (nvidia.com/gpu, cpu, memory …) under committed or burst")
     budget = Budget(name=name, team=team, workspace=workspace, namespaces=namespaces, queue_name=queue_name,
                     cohort=cohort, priority_class=priority, fair_share_weight=weight, flavors=flavors, labels=labels)
     if any(f.is_error for f in r.findings) or not name:

@@ -234,3 +234,11 @@ def test_hand_written_copy_of_the_labels_is_not_compiled() -> None:
                           "platform/flavors.yaml": PLATFORM}, CONFIG)
     (conflict,) = [f for f in report.errors if f.code == "budget-conflict"]
     assert "teams/a/copy.yaml:1 (written by hand)" in conflict.message
+
+
+def test_budget_without_any_resource_is_refused() -> None:
+    """Flavors that commit and burst nothing would compile into a queue offering nothing: an error on spec.flavors."""
+    text = BUDGET[:BUDGET.index("  flavors:")] + "  flavors:\n    - {name: a100, committed: {}}\n"
+    result = load_file("teams/a/budget.yaml", text.encode())
+    found = [(f.code, f.location.line if f.location else None) for f in result.findings if f.is_error]
+    assert found == [("invalid-value", 11)] and not result.entries

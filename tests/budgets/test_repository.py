@@ -164,3 +164,13 @@ def test_commitments_past_capacity_are_denied(repo: Repo) -> None:
     assert ("policy budget-capacity: Budgets commit more than the declared capacity: a100/nvidia.com/gpu committed "
             "65 > 64 (Budget/data-science-gpu (teams/data-science/gpu-budget.yaml) 4, Budget/ml-research-gpu "
             f"({BUDGET_PATH}) 61)") in done.stdout
+
+
+def test_check_json_lists_the_budget_and_its_queues_at_its_file(repo: Repo) -> None:
+    """`check --output json` lists the Budget and the objects it compiles into, all at the Budget's file."""
+    done = repo.gitopsq("check", ".", "--output", "json")
+    assert done.returncode == 0, done.stdout
+    at_file = sorted((o["kind"], o["namespace"] or "", o["name"], o["line"])
+                     for o in json.loads(done.stdout)["objects"] if o["path"] == BUDGET_PATH)
+    assert at_file == [("Budget", "", "ml-research-gpu", 2), ("ClusterQueue", "", "ml-research-gpu", 2),
+                       ("LocalQueue", "ml-research", "gpu", 8), ("LocalQueue", "ml-research-dev", "gpu", 8)]
