@@ -10,7 +10,7 @@ Every problem is a finding on the Budget's own line (the field at fault), never 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -142,7 +142,7 @@ def parse_budget(doc: Mapping[str, Any], *, path: str, line: int,
     return LoadedBudget(budget, path, line, doc, dict(lines)), r.findings
 
 
-def _name(r: Reader, value: str, path: FieldPath, check: Any, what: str) -> None:
+def _name(r: Reader, value: str, path: FieldPath, check: Callable[[str], str | None], what: str) -> None:
     problem = check(value) if value else None
     if problem:
         r.error(path, "invalid-name", f"{what} {value!r} {problem}")

@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from gitopsq.api import model as m
 from gitopsq.api.codec import decode, encode
-from gitopsq.manifests import check_files, load_file
+from gitopsq.manifests import check_files, load_file, render_documents
 from gitopsq.manifests.budget_compile import compile_objects
+from gitopsq.manifests.report import Report
 
 CONFIG = b"""apiVersion: gitopsq.dev/v1alpha1
 kind: RepositoryConfig
@@ -242,3 +246,14 @@ def test_budget_without_any_resource_is_refused() -> None:
     result = load_file("teams/a/budget.yaml", text.encode())
     found = [(f.code, f.location.line if f.location else None) for f in result.findings if f.is_error]
     assert found == [("invalid-value", 11)] and not result.entries
+
+
+def test_docs_example_is_the_real_output() -> None:
+    """docs/budgets.md's worked example shows exactly what `render` prints for its Budget."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "budgets.md").read_text(encoding="utf-8")
+    budget = re.search(r"```yaml\n(# teams/ml-research/gpu-budget.yaml\n.*?)```", text, re.S)
+    shown = re.search(r"<!-- budget-example:start -->\n```yaml\n(.*?)```\n<!-- budget-example:end -->", text, re.S)
+    assert budget is not None and shown is not None
+    result = load_file("teams/ml-research/gpu-budget.yaml", budget.group(1).encode())
+    assert result.findings == ()
+    assert render_documents(Report(None, None, result.entries, ())) == shown.group(1)
