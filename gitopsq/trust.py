@@ -18,8 +18,10 @@ from typing import Any
 from gitopsq.api import findings
 from gitopsq.api.findings import Finding
 from gitopsq.errors import Location, SourceError
+from gitopsq.manifests.config import parse_config
 from gitopsq.manifests.config_model import CONFIG_PATH, RepoConfig
 from gitopsq.manifests.report import Report
+from gitopsq.source.signatures import SignatureVerifier
 
 _SOURCE_FAILURES = (SourceError, ValueError, KeyError, AttributeError)
 MAX_POLICY_FILE_BYTES = 2 * 1024 * 1024
@@ -62,8 +64,6 @@ def commits_for_policy(source: Any, base: str | None, head: str,
                        trust: RepoConfig | None) -> tuple[list[dict[str, Any]], Finding | None]:
     """Every commit of ``base..head`` (merge parents' commits included), oldest first, as policies see them; or
     a finding when the history cannot be read (a shallow clone): then nothing is judged as signed."""
-    from gitopsq.source.signatures import SignatureVerifier
-
     try:
         if base is None or not hasattr(source, "commits_between"):
             infos = (source.commit_info(head),)
@@ -143,8 +143,6 @@ def blob_size(source: Any, blob_id: str) -> int | None:
 def read_base_config(source: Any, base: str | None) -> BaseTrust:
     """`base_trust` for a caller holding only a source (the approvals of the sync loop): the base's gitopsq.yaml
     parsed; no base or no file → ``config`` None (the head's may judge); unreadable → ``problem`` (fail closed)."""
-    from gitopsq.manifests.config import parse_config
-
     if base is None:
         return BaseTrust(None)
     try:

@@ -17,11 +17,7 @@ from gitopsq.errors import GitopsqError
 from gitopsq.sync.approvals import change_approvals
 from gitopsq.sync.model import Validated
 
-
-def _log() -> Any:
-    """The logger, looked up at use: structlog caches a logger on first use, and a module-level one would keep
-    writing to the stream of the `logs.configure` in force then."""
-    return logs.get("controller")
+_log = logs.get("controller")
 
 
 class SyncAuditRecords:
@@ -53,7 +49,7 @@ class SyncAuditRecords:
         try:
             extra["commit"] = commit_info(self.source.commit_info(revision)).to_json()
         except (GitopsqError, ValueError, KeyError) as err:
-            _log().warning("commit facts not added to the audit record", revision=revision, error=str(err))
+            _log.warning("commit facts not added to the audit record", revision=revision, error=str(err))
         try:
             facts = change_approvals(self.source, revision, previous)
             extra["approvals"] = [a.to_json() for a in facts.approvals]
@@ -61,7 +57,7 @@ class SyncAuditRecords:
             extra["approvalRequired"] = bool(facts.required)
         except Exception as err:  # the record must still be written, whatever the history reading hit
             # Unknown is not "not required": the export lists the change with this error as its reason.
-            _log().warning("approvals not checked for the audit record", revision=revision, error=str(err))
+            _log.warning("approvals not checked for the audit record", revision=revision, error=str(err))
             extra["approvalRequired"] = True
             extra["approvalError"] = str(err)
         validated = self.validated_at(revision)
