@@ -128,7 +128,8 @@ def _nominate_shape(state: State, w: WorkloadInfo, spec: QueueSpec, shape: Shape
     """``generation``, ``resume``: `_resume` (the caller's: nothing it reads changes during a nomination);
     ``tree_key``: `tree_state` of the workload's cohort tree (unchanged whenever a search starts: the oracle and
     the victim search restore the tree before returning)."""
-    labels = state.topology.namespace_labels.get(w.namespace, {})
+    # The API server labels every namespace with its own name, declared or not (topology adds it to declared ones).
+    labels = state.topology.namespace_labels.get(w.namespace) or {"kubernetes.io/metadata.name": w.namespace}
     if spec.namespace_selector is None or not spec.namespace_selector.matches(labels):
         return Entry(w, spec, NO_FIT, reason=msg.MISCONFIGURED, message=msg.NAMESPACE_MISMATCH,
                      always_inadmissible=True)
