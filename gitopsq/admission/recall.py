@@ -126,3 +126,9 @@ def candidates_key(cq: str, *, priority: int, created: float | None, contested: 
     a hierarchical advantage, how many workloads are protected (the set only grows within an instant) and the
     cohort tree's `tree_state`."""
     return (cq, priority, created, contested, advantages, protected, tree)
+
+
+def ceilings_key(candidates: Hashable, allow_borrowing: bool, requested: tuple[FlavorResource, ...]) -> Hashable:
+    """What the ceilings of a futile victim search read (`ClassicalPreemption.targets`): its candidate lists (by
+    their `candidates_key`, which names the tree state too), the attempt, and which flavor-resources it measured."""
+    return (candidates, allow_borrowing, requested)
