@@ -286,12 +286,14 @@ class ClassicalPreemption:
     def _attempts(self, p: Preemptor, hierarchy: list[_Candidate], priority: list[_Candidate]) -> tuple[bool, ...]:
         bwc = p.spec.preemption.borrow_within_cohort
         forbidden = bwc is None or bwc.policy == "Never"
-        node = self.tree.queues[p.spec.name]
-        under_nominal = all(node.usage.get(fr, 0) < node.nominal(fr) for fr in p.contested)
-        if (not hierarchy and not priority) or (forbidden and not under_nominal):
+        if not hierarchy and not priority:
             return (True,)
-        if forbidden and not hierarchy:
-            return (False, True)
+        if forbidden:
+            node = self.tree.queues[p.spec.name]
+            if not all(node.usage.get(fr, 0) < node.nominal(fr) for fr in p.contested):
+                return (True,)
+            if not hierarchy:
+                return (False, True)
         return (True, False)
 
     def _remove(self, w: WorkloadInfo) -> None:

@@ -14,6 +14,7 @@ from gitopsq.admission import messages as msg
 from gitopsq.admission import quota
 from gitopsq.admission.entry import Entry
 from gitopsq.admission.holders import Holders
+from gitopsq.admission.messages import Status
 from gitopsq.admission.preemption import Ceilings, Lists
 from gitopsq.admission.queues import ClusterQueueQueue
 from gitopsq.admission.quota import QuotaTree
@@ -36,14 +37,6 @@ class Event:
     flavors: Flavors = ()
     reason: str = ""
     message: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Status:
-    """Why a pending workload waits: the reason and message of its ``QuotaReserved=False`` condition."""
-
-    reason: str
-    message: str
 
 
 @dataclass(frozen=True, slots=True)
