@@ -150,7 +150,8 @@ class ClassicalPreemption:
         # evicted is not in it: it stays a candidate, and comes first (`candidate_order`).
         self.protected = protected
         # `candidates` by everything they read, shared by the searches of one instant (`State.candidate_lists`):
-        # protected must only grow within the instant (its size then names it) and the memo be emptied with it.
+        # protected must only gain workloads as they stop holding quota (`State.preempted_now`), and the memo be
+        # emptied with it: which holders it leaves out then follows from the tree state the key names.
         self.shared = shared
         # Per shared candidate lists and attempt, what a search that took every candidate it could still lacked
         # (`targets`); the same lifetime as ``shared``, whose keys name it.
@@ -245,10 +246,11 @@ class ClassicalPreemption:
         """(hierarchy, priority, same-queue) candidates, each in `candidate_order`, never to be mutated (shared);
         and their key in the shared memo (None when not shared).
 
-        Besides the tree's usage and holders (``p.tree_key``) and `protected`, they read of the preemptor only its
-        ClusterQueue, priority, creation (when a policy compares it), contested flavor-resources, and, of its
-        requests, at which ancestors it has a hierarchical advantage: workloads of one ClusterQueue nominated
-        against an unchanged tree (a BestEffortFIFO queue's heads parked one after the other) share them."""
+        Besides the tree's usage and holders (``p.tree_key``) and whether `protected` applies, they read of the
+        preemptor only its ClusterQueue, priority, creation (when a policy compares it), contested
+        flavor-resources, and, of its requests, at which ancestors it has a hierarchical advantage: workloads of
+        one ClusterQueue nominated against an unchanged tree (a BestEffortFIFO queue's heads parked one after the
+        other) share them."""
         node = self.tree.queues[p.spec.name]
         pre = p.spec.preemption
         # Per ancestor, whether the preemptor's requests fit in the quota of its queue or a lower ancestor.
@@ -264,7 +266,7 @@ class ClassicalPreemption:
             compares_creation = "LowerOrNewerEqualPriority" in (pre.within_cluster_queue, pre.reclaim_within_cohort)
             key = candidates_key(p.spec.name, priority=p.workload.priority,
                                  created=p.workload.created if compares_creation else None, contested=p.contested,
-                                 advantages=tuple(advantages), protected=len(self.protected), tree=p.tree_key)
+                                 advantages=tuple(advantages), protected=bool(self.protected), tree=p.tree_key)
             remembered = shared.get(key)
             if remembered is not None:
                 return remembered, key
