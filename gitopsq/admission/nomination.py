@@ -89,7 +89,7 @@ def nominate(state: State, w: WorkloadInfo, spec: QueueSpec, tree_states: dict[s
     if remembered is not None:
         return remembered.copy()
     entry = _nominate(state, w, spec, generation, resume, tree_key=current)
-    state.nominations.put(w.key, inputs, entry.copy())
+    state.nominations.put(w.key, inputs, entry)  # the cycle may set its `preemptor`: `Entry.copy` drops that
     return entry
 
 
