@@ -70,6 +70,8 @@ class KueueMetrics:
         self.lq_admitted = gauge("kueue_local_queue_admitted_active_workloads", "Admitted workloads", lq)
         self.lq_admitted_total = counter("kueue_local_queue_admitted_workloads_total", "Workloads admitted", lq)
         self.build = Gauge("kueue_build_info", "Build information", ["git_version", "replica_role"], registry=r)
+        self.integrations = Gauge("gitopsq_integration_active", "1: an enabled integration's kind is served and "
+                                  "watched; 0: skipped, its CRD not installed", ["framework"], registry=r)
         from gitopsq import __version__
 
         self.build.labels(__version__, self.role).set(1)
@@ -93,6 +95,9 @@ class KueueMetrics:
         return (self.pending, self.reserving, self.admitted_active, self.cq_status, self.unadmitted, self.cq_info,
                 self.reservation, self.usage, self.nominal, self.borrowing, self.lending, self.lq_pending,
                 self.lq_reserving, self.lq_admitted)
+
+    def integration_active(self, framework: str, active: bool) -> None:
+        self.integrations.labels(framework).set(1 if active else 0)
 
     # --- events of one pass -------------------------------------------------------------------------------------
 

@@ -14,7 +14,10 @@ For each labelled job of every integration, in this order (Kueue's ``ReconcileGe
    ``PodsReady`` condition when waitForPodsReady is on;
 6. the job runs without admission → stop it.
 Workloads whose owner job is gone are deleted (what the garbage collector does in a full cluster); their
-finalizer comes off once none of the job's pods is left. Unlabelled jobs are never touched.
+finalizer comes off once none of the job's pods is left. Unlabelled jobs are never touched, nor are jobs owned by
+a managed job of a running integration (a JobSet's Jobs: integrations/ancestry.py). ``integrations`` are the
+running ones whose objects are cached (the loop sets them each pass from integration_watch.py): the Workloads
+of a kind not (yet) watched are left alone.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 
 from gitopsq import logs
 from gitopsq.cluster.admission.integrations import INTEGRATIONS, Integration, PodSetPlacement
+from gitopsq.cluster.admission.integrations.ancestry import managed_ancestor
 from gitopsq.cluster.admission.lifecycle import MAX_EXEC_EXCEEDED, max_execution_seconds
 from gitopsq.cluster.admission.live_workload import (
     EVICTING,
@@ -148,6 +152,8 @@ class JobReconciler:
                 live_uids.add(f"{meta.get('namespace')}/{meta.get('uid')}")
                 if QUEUE_LABEL not in (meta.get("labels") or {}):
                     continue
+                if meta.get("ownerReferences") and managed_ancestor(job, self._lookup, QUEUE_LABEL) is not None:
+                    continue  # a managed parent's child: the parent's Workload covers its pods
                 try:
                     self._job(integration, job, owned.get(f"{meta['namespace']}/{meta['uid']}", []))
                 except ClusterError as err:
@@ -159,17 +165,25 @@ class JobReconciler:
                 if key in live_uids or not refs or refs[0].get("kind") not in by_kind:
                     continue
                 if wl["metadata"].get("deletionTimestamp"):
-                    self._finalize_orphan(by_kind[refs[0]["kind"]], wl, str(refs[0].get("uid")))
+                    self._finalize_orphan(by_kind[refs[0]["kind"]], wl, refs[0])
                 else:
                     self._delete_orphan(wl)
         return self.writer.writes - before
 
-    def _finalize_orphan(self, integration: Integration, wl: dict[str, Any], uid: str) -> None:
+    def _lookup(self, group: str, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """A cached object of a running integration's kind (ancestry.py's lookup)."""
+        for integration in self.integrations:
+            if (integration.group, integration.kind) == (group, kind):
+                return self.cache.get(integration.resource, f"{namespace}/{name}")
+        return None
+
+    def _finalize_orphan(self, integration: Integration, wl: dict[str, Any], ref: Mapping[str, Any]) -> None:
         """The job is gone (or going) and so is its Workload: the finalizer comes off, and the quota with it,
         only once none of the job's pods is left running or terminating."""
         ns = wl["metadata"]["namespace"]
         try:
-            if self.pods_left is not None and self.pods_left(ns, integration.pod_selector(uid)):
+            selector = integration.pod_selector(str(ref.get("name")), str(ref.get("uid")))
+            if self.pods_left is not None and self.pods_left(ns, selector):
                 return
             self._drop_finalizer(wl)
         except ClusterError as err:

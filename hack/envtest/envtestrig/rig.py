@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from envtestrig import pki
-from envtestrig.build import KWOK_DIR, Binaries
+from envtestrig.build import KWOK_DIR, Binaries, jobset_crds
 from envtestrig.kubeconfig import write_kubeconfig
 from envtestrig.processes import alive, cmdline, free_port, listens_on, stop_pid
 
@@ -74,6 +74,9 @@ class RigState:
     controller_manager_pid: int = 0
     scheduler_pid: int = 0
     kwok_pid: int = 0
+    jobset_port: int = 0  # the JobSet controller's health probe (0: not started)
+    jobset_webhook_port: int = 0
+    jobset_pid: int = 0
 
 
 def _fresh_state(root: Path, version: str, full: bool) -> RigState:
@@ -113,11 +116,12 @@ class Rig:
         return self.state.profile == "full"
 
     @classmethod
-    def start(cls, binaries: Binaries, workdir: Path | None = None, full: bool = False) -> Rig:
+    def start(cls, binaries: Binaries, workdir: Path | None = None, full: bool = False, jobset: bool = True) -> Rig:
         """Start etcd and kube-apiserver on free loopback ports; return once /readyz answers ok.
 
         ``full`` also starts kube-controller-manager, kube-scheduler and KWOK (``binaries`` must come from
-        ``prepare(full=True)``) and returns once each answers its health check.
+        ``prepare(full=True)``) and returns once each answers its health check; and, unless ``jobset`` is
+        False (a test that installs it later, `install_jobset`), the JobSet CRD and controller.
         """
         if full and not binaries.full:
             raise RigError("the full profile needs the controller-manager, scheduler and kwok: prepare(full=True)")
@@ -137,6 +141,8 @@ class Rig:
                 write_kubeconfig(rig.kubeconfig, rig.api_url, credentials)
                 if full:
                     rig._start_components()
+                    if jobset and binaries.jobset is not None:
+                        rig.install_jobset()
                 return rig
             except RigError as err:
                 rig.stop()
@@ -268,7 +274,47 @@ class Rig:
 
     def _component_pids(self) -> dict[str, int]:
         recorded = asdict(self.state)
-        return {name: int(recorded[field]) for name, field in COMPONENTS.items()}
+        pids = {name: int(recorded[field]) for name, field in COMPONENTS.items()}
+        if self.state.jobset_pid:
+            pids["jobset"] = self.state.jobset_pid
+        return pids
+
+    def install_jobset(self) -> None:
+        """Install the JobSet CRD (read from the Go module cache) and start the JobSet controller.
+
+        Its webhooks are not registered with the API server (no Mutating/ValidatingWebhookConfiguration): the
+        controller has no flag to turn its webhook server off, so it serves them on a free loopback port with
+        the rig's serving certificate and nobody calls them. JobSets get their defaults from the CRD's schema;
+        the webhook's extra defaulting and validation do not run (docs/envtest.md)."""
+        assert self._binaries is not None and self._binaries.jobset is not None
+        crds = jobset_crds()
+        kubectl = [str(self._binaries.kubectl), f"--kubeconfig={self.kubeconfig}"]
+        for crd in crds:
+            done = subprocess.run([*kubectl, "apply", "--server-side", "-f", str(crd)], capture_output=True,
+                                  text=True, check=False)
+            if done.returncode != 0:
+                raise RigError(f"installing {crd.name} failed: {done.stderr.strip()[-800:]}")
+        done = subprocess.run([*kubectl, "wait", "--for=condition=Established", "--timeout=60s",
+                               "crd/jobsets.jobset.x-k8s.io"], capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RigError(f"the JobSet CRD did not become established: {done.stderr.strip()[-800:]}")
+        certs = self.workdir / "jobset-certs"
+        certs.mkdir(exist_ok=True)
+        shutil.copyfile(self.pki_dir / "apiserver.crt", certs / "tls.crt")
+        shutil.copyfile(self.pki_dir / "apiserver.key", certs / "tls.key")
+        port, webhook_port = free_port(), free_port()
+        config = self.workdir / "jobset-config.yaml"
+        config.write_text(json.dumps({
+            "apiVersion": "config.jobset.x-k8s.io/v1alpha1", "kind": "Configuration",
+            "leaderElection": {"leaderElect": False}, "internalCertManagement": {"enable": False},
+            "webhook": {"port": webhook_port, "host": "127.0.0.1", "certDir": str(certs)},
+            "metrics": {"bindAddress": "0"}, "health": {"healthProbeBindAddress": f"127.0.0.1:{port}"},
+            "clientConnection": {"qps": 100, "burst": 200}}))
+        argv = [str(self._binaries.jobset), f"--kubeconfig={self.kubeconfig}", f"--config={config}"]
+        env = {**os.environ, "KUBE_FEATURE_WatchListClient": "false"}
+        pid = self._spawn(argv, "jobset.log", env)
+        self._replace_state(jobset_pid=pid, jobset_port=port, jobset_webhook_port=webhook_port)
+        self._wait_http(f"http://127.0.0.1:{port}/healthz", pid=pid, log_name="jobset.log", context=None)
 
     # ---- health ---------------------------------------------------------------------------------------
 
