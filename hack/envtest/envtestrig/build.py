@@ -314,7 +314,8 @@ def _build_jobset(log: bool) -> None:
     partial = target.with_suffix(".partial")
     version = jobset_version()
     _say(log, f"building jobset {version} from the Go module proxy (first time: about {BUILD_MINUTES['jobset']} min)")
-    argv = ["go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", "-o", str(partial), "sigs.k8s.io/jobset"]
+    argv = ["go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", "-o", str(partial)]
+    argv.append("sigs.k8s.io/jobset")
     try:
         seconds = _run_go_build(argv, JOBSET_DIR, "jobset")
         partial.replace(target)
