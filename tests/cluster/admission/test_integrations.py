@@ -209,3 +209,27 @@ def test_the_webhook_leaves_a_queued_jobsets_jobs_alone() -> None:
     review = {"request": {"uid": "r2", "operation": "CREATE", "namespace": "team", "object": js,
                           "kind": {"group": "jobset.x-k8s.io", "version": "v1alpha2", "kind": "JobSet"}}}
     assert hook.mutate(review)["response"]["patchType"] == "JSONPatch"
+
+
+def test_the_writing_a_new_integration_page_cites_only_names_that_exist() -> None:
+    """Every member, file and test docs/admission-loop.md's "Writing a new integration" names exists: the
+    integration members on JobSet, the paths in the repository."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    text = (root / "docs" / "admission-loop.md").read_text()
+    section = text.split("## Writing a new integration", 1)[1].split("\n## ", 1)[0]
+    names = set(re.findall(r"`([a-z_]+)`", section))
+    members = {"framework", "kind", "group", "version", "resource", "crd", "rules", "webhook", "kind_info",
+               "collection_path", "pod_sets", "is_suspended", "active_pods", "pod_selector", "pods_ready",
+               "finished", "start_patch", "suspend_patch", "start_time_patch", "restore_patch"}
+    assert members <= names, members - names
+    for member in members:
+        assert hasattr(JobSet(), member), member
+    paths = set(re.findall(r"`((?:gitopsq|tests|charts|docs|integrations|templates)/[\w./-]+)`", section))
+    prefixes = {"integrations/": "gitopsq/cluster/admission/integrations/", "templates/": "charts/gitopsq/templates/"}
+    assert paths
+    for path in paths:
+        full = next((full + path[len(short):] for short, full in prefixes.items() if path.startswith(short)), path)
+        assert (root / full.rstrip("/")).exists(), path
