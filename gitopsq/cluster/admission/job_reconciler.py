@@ -4,6 +4,8 @@ For each labelled job of every integration, in this order (Kueue's ``ReconcileGe
 1. no Workload yet → create it (Kueue's name, owner reference, pod sets, priority, the finalizer
    ``kueue.x-k8s.io/resource-in-use``, ``maximumExecutionTimeSeconds`` from the job's label);
 2. its Workload is being deleted → stop the job, then let the Workload go once no pod is active;
+   (with ``kueue.x-k8s.io/prebuilt-workload-name``: adopt that Workload once it exists, the job kept
+   suspended until then; prebuilt.py);
 3. the job ended → mark the Workload ``Finished`` (its quota is released by the admission pass), and a
    finished Workload loses its finalizer;
 4. the Workload is evicted → stop the job in Kueue's order (suspend, unset ``startTime``, restore its pod
@@ -42,6 +44,7 @@ from gitopsq.cluster.admission.live_workload import (
 from gitopsq.cluster.admission.options import NO_FAULT, FaultPoint, WaitForPodsReady
 from gitopsq.cluster.admission.pods_ready import PODS_READY, TIMEOUT_REASON, WAIT_FOR_START, wanted_condition
 from gitopsq.cluster.admission.ports import WatchCache, WorkloadWriter
+from gitopsq.cluster.admission.prebuilt import adoption_patch, prebuilt_name
 from gitopsq.cluster.admission.workload_status import condition, is_true, parse_time, set_condition
 from gitopsq.cluster.admission.writer import workload_path
 from gitopsq.cluster.kinds import WORKLOAD
@@ -144,7 +147,8 @@ class JobReconciler:
                     if ref.get("controller"):
                         owned.setdefault(f"{wl['metadata']['namespace']}/{ref.get('uid')}", []).append(wl)
         live_uids: set[str] = set()
-        for integration in self.integrations:
+        running = tuple(i for i in self.integrations if self.cache.watches(i.resource))
+        for integration in running:
             for job in self.cache.items(integration.resource):
                 meta = job.get("metadata") or {}
                 if meta.get("deletionTimestamp"):
@@ -158,7 +162,7 @@ class JobReconciler:
                     self._job(integration, job, owned.get(f"{meta['namespace']}/{meta['uid']}", []))
                 except ClusterError as err:
                     _log().info("job step deferred", job=f"{meta.get('namespace')}/{meta.get('name')}", error=str(err))
-        by_kind = {i.kind: i for i in self.integrations}
+        by_kind = {i.kind: i for i in running}
         for key, workloads in owned.items():
             for wl in workloads:
                 refs = [r for r in wl["metadata"].get("ownerReferences") or () if r.get("controller")]
@@ -213,10 +217,14 @@ class JobReconciler:
 
     def _job(self, integration: Integration, job: dict[str, Any], workloads: list[dict[str, Any]]) -> None:
         meta = job["metadata"]
-        name = workload_name(integration.kind, integration.group, meta["name"], meta["uid"])
+        prebuilt = prebuilt_name(job)
+        name = prebuilt or workload_name(integration.kind, integration.group, meta["name"], meta["uid"])
         wl = next((w for w in workloads if w["metadata"]["name"] == name), None)
         path = f"{integration.collection_path(meta['namespace'])}/{meta['name']}"
         obj = f"{integration.kind}/{meta['namespace']}/{meta['name']}"
+        if wl is None and prebuilt:
+            self._adopt(integration, job, prebuilt, path, obj)
+            return
         if wl is None:
             body = new_workload(integration, job, self.cache)
             self.writer.create("workloads", workload_path(meta["namespace"]), body,
@@ -265,6 +273,20 @@ class JobReconciler:
         cq = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
         self.writer.patch(integration.resource, path, integration.start_patch(job, placements(self.cache, wl)), obj)
         self.writer.event(job, integration.kind, "Started", f"Admitted by clusterQueue {cq}")
+
+    def _adopt(self, integration: Integration, job: dict[str, Any], name: str, path: str, obj: str) -> None:
+        """prebuilt.py: keep the job suspended until its prebuilt Workload exists, then make that Workload its."""
+        ns = job["metadata"]["namespace"]
+        candidate = self.cache.get("workloads", f"{ns}/{name}")
+        if candidate is None:
+            if not integration.is_suspended(job):
+                self._stop(integration, job, [], path, obj, why=f"Waiting for the prebuilt Workload {name}")
+            return
+        patch = adoption_patch(integration, job, candidate)
+        if patch is None:
+            _log().info("prebuilt workload owned by another object", workload=f"{ns}/{name}", job=obj)
+            return
+        self.writer.patch("workloads", workload_path(ns, name), patch, f"Workload/{ns}/{name}")
 
     def _pods_ready(self, wl: dict[str, Any], ready: bool) -> None:
         """Keep an admitted Workload's ``PodsReady`` condition true to its job's pods (pods_ready.py)."""
