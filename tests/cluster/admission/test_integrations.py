@@ -233,3 +233,15 @@ def test_the_writing_a_new_integration_page_cites_only_names_that_exist() -> Non
     for path in paths:
         full = next((full + path[len(short):] for short, full in prefixes.items() if path.startswith(short)), path)
         assert (root / full.rstrip("/")).exists(), path
+
+
+def test_controller_refuses_an_unknown_integration_at_start(capsys: pytest.CaptureFixture[str]) -> None:
+    """``gitopsq controller --integrations`` with a name gitopsq does not implement exits with the usage code
+    and names the known frameworks, before touching any cluster."""
+    from gitopsq.cli import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["controller", "--admission-only", "--integrations", "batch/job,ray.io/rayjob",
+              "--kubeconfig", "/nonexistent/kubeconfig"])
+    assert stopped.value.code == 2
+    assert "unknown framework(s) ray.io/rayjob; known: batch/job, jobset.x-k8s.io/jobset" in capsys.readouterr().err
