@@ -23,8 +23,8 @@ WITH_JOBSET = dataclasses.replace(FAST, integrations=("batch/job", "jobset.x-k8s
 
 
 @pytest.fixture
-def jobset_loop(full_kueue: FullCluster) -> Iterator[RunningLoop]:
-    """The admission loop with the batch/job and JobSet integrations on the full rig."""
+def jobset_loop(full_kueue: FullCluster, jobset_cluster: FullCluster) -> Iterator[RunningLoop]:
+    """The admission loop with the batch/job and JobSet integrations on the full rig (JobSet controller on)."""
     full_kueue.delete_all()
     try:
         with RunningLoop(full_kueue, WITH_JOBSET) as running_loop:
@@ -102,6 +102,7 @@ def test_preempted_jobset_is_suspended_restored_and_comes_back(jobset_loop: Runn
 
 
 def test_jobset_the_nodes_cannot_hold_is_evicted_whole_by_pods_ready(full_kueue: FullCluster,
+                                                                     jobset_cluster: FullCluster,
                                                                      node_pools: NodePools) -> None:
     """Quota admits a JobSet of three 4-GPU workers but the pool's two nodes hold only two of them: with
     waitForPodsReady the Workload is evicted (PodsReadyTimeout) and the JobSet suspended whole — none of its

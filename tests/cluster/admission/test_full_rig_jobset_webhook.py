@@ -26,9 +26,10 @@ MERGE = "application/merge-patch+json"
 
 
 @pytest.fixture
-def managed(full_cluster: FullCluster, tmp_path: Path) -> Iterator[str]:
+def managed(jobset_cluster: FullCluster, tmp_path: Path) -> Iterator[str]:
     """A fresh managed namespace behind gitopsq's webhook registered for batch/job and JobSet."""
     marker = uuid.uuid4().hex[:8]
+    full_cluster = jobset_cluster
     ns = full_cluster.new_namespace("js-hook")
     full_cluster.kubectl("label", "namespace", ns, f"gitopsq-webhook-test={marker}")
     certs = ensure_certificates(tmp_path / "certs", ["127.0.0.1"])
