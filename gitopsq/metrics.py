@@ -125,6 +125,8 @@ class KueueMetrics:
                                      "(nominal - reservation, at least 0)", ["clusterqueue", "flavor", "resource"],
                                      registry=r)
         self.build = Gauge("kueue_build_info", "Build information", ["git_version", "replica_role"], registry=r)
+        self.integrations = Gauge("gitopsq_integration_active", "1: an enabled integration's kind is served and "
+                                  "watched; 0: skipped, its CRD not installed", ["framework"], registry=r)
         self.build.labels(__version__, self.role).set(1)
 
     def set_role(self, role: str) -> None:
@@ -146,6 +148,9 @@ class KueueMetrics:
                 self.reservation, self.usage, self.nominal, self.borrowing, self.lending, self.lq_pending,
                 self.lq_reserving, self.lq_admitted, self.cq_share, self.cohort_share, self.lq_status,
                 self.lq_reservation, self.lq_usage, self.alias_pending, self.alias_used, self.alias_available)
+
+    def integration_active(self, framework: str, active: bool) -> None:
+        self.integrations.labels(framework).set(1 if active else 0)
 
     # --- events of one pass -------------------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ Fixtures:
     kueue_crds    session scope; the rig with gitopsq's bundled CRDs installed and Established
     kueue_clean   function scope; deletes every kueue.x-k8s.io and gitopsq.dev object before and after the test
     full_cluster  session scope; a second, full rig: + kube-controller-manager, kube-scheduler and KWOK
+    jobset_cluster session scope; the full rig with the JobSet CRD and controller added
     node_pools    function scope; the full rig, with fake nodes added through it deleted after the test
 
 Tests that use any of them are marked ``envtest`` automatically (so ``-m "not envtest"`` deselects them).
@@ -31,7 +32,7 @@ sys.path.insert(0, str(REPO_ROOT / "hack" / "envtest"))
 from envtestrig import FAKE_NODE_ANNOTATION, Rig, prepare  # noqa: E402 - lives beside go.mod, outside the package
 
 CLEANED_GROUPS = ("kueue.x-k8s.io", "gitopsq.dev")
-RIG_FIXTURES = frozenset({"envtest", "full_cluster", "node_pools"})
+RIG_FIXTURES = frozenset({"envtest", "full_cluster", "node_pools", "jobset_cluster"})
 GPU = "nvidia.com/gpu"
 # pod annotations read by gitopsq's KWOK stages (hack/kwok/stages.yaml); values are Go durations ("1500ms", "2s")
 START_AFTER = "gitopsq.dev/start-after"
@@ -284,12 +285,22 @@ def envtest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Envtest]:
 def full_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FullCluster]:
     """One full rig for the session (its own etcd and kube-apiserver), started on first use."""
     binaries = prepare(log=True, full=True)
-    rig = Rig.start(binaries, tmp_path_factory.mktemp("fullrig"), full=True)
+    # the JobSet controller only for the tests that ask for it (`jobset_cluster`): on 2 cores its start-up
+    # load shifts the timing of the other full-rig tests
+    rig = Rig.start(binaries, tmp_path_factory.mktemp("fullrig"), full=True, jobset=False)
     _started.append(rig)
     try:
         yield FullCluster(rig, str(binaries.kubectl))
     finally:
         rig.stop()
+
+
+@pytest.fixture(scope="session")
+def jobset_cluster(full_cluster: FullCluster) -> FullCluster:
+    """The full rig with the JobSet CRD and the real JobSet controller (started once, on first use)."""
+    if not full_cluster.rig.state.jobset_pid:
+        full_cluster.rig.install_jobset()
+    return full_cluster
 
 
 @pytest.fixture

@@ -3,7 +3,8 @@
 Each `Kind` says where its objects live on the API server (group, version, plural, namespaced) and how the
 shell uses it: ``watched`` kinds get an informer in the admission loop's cache (in the order of `KINDS`),
 ``topology`` kinds are the queue objects the admission core's topology is built from, and ``synced`` kinds may
-be applied, read or pruned by a sync (Jobs are only watched). Short names are the ones the CRDs
+be applied, read or pruned by a sync. Job kinds (batch/v1 Job, JobSet, ...) are watched when their integration
+runs (gitopsq/cluster/admission/integrations/registry.py), not listed here as watched. Short names are the ones the CRDs
 (gitopsq/data/crds) and Kubernetes declare. Adding a kind is one line in `KINDS`.
 """
 
@@ -63,7 +64,7 @@ WORKLOAD_PRIORITY_CLASS: Final = Kind("WorkloadPriorityClass", KUEUE_GROUP, KUEU
 ADMISSION_CHECK: Final = Kind("AdmissionCheck", KUEUE_GROUP, KUEUE_VERSION, "admissionchecks", False, ("ac",),
                               watched=True, topology=True)
 WORKLOAD: Final = Kind("Workload", KUEUE_GROUP, KUEUE_VERSION, "workloads", True, ("wl", "kwl"), watched=True)
-JOB: Final = Kind("Job", "batch", "v1", "jobs", True, watched=True, synced=False)
+JOB: Final = Kind("Job", "batch", "v1", "jobs", True, synced=False)  # watched through its integration (batch/job)
 GIT_SOURCE: Final = Kind("GitSource", "gitopsq.dev", "v1alpha1", "gitsources", True, ("gs",))
 
 KINDS: Final[tuple[Kind, ...]] = (NAMESPACE, PRIORITY_CLASS, RESOURCE_FLAVOR, COHORT, CLUSTER_QUEUE, LOCAL_QUEUE,

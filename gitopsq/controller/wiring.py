@@ -16,6 +16,7 @@ from prometheus_client import GC_COLLECTOR, PLATFORM_COLLECTOR, PROCESS_COLLECTO
 
 from gitopsq import logs
 from gitopsq.audit import AuditTrail, audit_target, settings_from_config
+from gitopsq.cluster.admission.integrations import parse as parse_integrations
 from gitopsq.cluster.admission.loop import AdmissionLoop, LoopOptions
 from gitopsq.cluster.apply import KubeRest
 from gitopsq.cluster.kube import load_api_client
@@ -57,6 +58,8 @@ class Wiring:
             raise UsageError("--repo is required (unless --admission-only)")
         if flags["audit_wal_dir"] and not (flags["repo"] or flags["audit_repo"]):
             raise UsageError("--audit-wal-dir needs --audit-repo when there is no --repo")
+        # --integrations: Kueue's framework names, checked here so that a typo is a usage error at start
+        self.integrations = tuple(i.framework for i in parse_integrations(flags.get("integrations") or ""))
         if flags["webhook_addr"] and not self.admission_on:
             raise UsageError("--webhook-addr serves the Job webhook of the admission loop: not with --sync-only")
         self.poll, self.drift = _duration(flags["interval"]), _duration(flags["drift_interval"])
@@ -116,7 +119,8 @@ class Wiring:
         self.admission: Any = None
         self.configured_revision: str | None = None  # whose gitopsq.yaml `admission` block the loop follows
         if self.admission_on:
-            self.admission = AdmissionLoop(self.api_client, LoopOptions(qps=f["qps"], burst=f["burst"]),
+            self.admission = AdmissionLoop(self.api_client, LoopOptions(qps=f["qps"], burst=f["burst"],
+                                                                        integrations=self.integrations),
                                            metrics=self.kueue_metrics, audit=self.audit)
             runnables.append(WakingRunnable(self.admission, lambda: self.admission.cache.changed))
             if self.loop is not None:

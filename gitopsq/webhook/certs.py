@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from gitopsq.cluster.admission.integrations import Integration, select
 from gitopsq.cluster.kube import ClusterConflict
 from gitopsq.errors import ClusterError
 
@@ -155,9 +156,12 @@ def _covers(cert: x509.Certificate, hosts: Sequence[str]) -> bool:
 
 def webhook_configurations(ca_pem: bytes, *, url: str | None = None, service: tuple[str, str, int] | None = None,
                            name: str = "gitopsq-jobs", validate: bool = True,
-                           namespace_selector: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """The Mutating (and Validating) WebhookConfiguration for batch/v1 Jobs, pointing at ``url`` (base URL,
-    e.g. ``https://127.0.0.1:9443``) or at a Service ``(namespace, name, port)``."""
+                           namespace_selector: dict[str, Any] | None = None,
+                           integrations: Sequence[Integration] | None = None) -> list[dict[str, Any]]:
+    """The Mutating (and Validating) WebhookConfiguration for the job kinds of ``integrations`` that use the job
+    webhook (default: batch/v1 Jobs only, as ``--integrations``' default), pointing at ``url`` (base URL, e.g.
+    ``https://127.0.0.1:9443``) or at a Service ``(namespace, name, port)``."""
+    kinds = [i for i in (select(()) if integrations is None else integrations) if i.webhook]
     def client_config(path: str) -> dict[str, Any]:
         bundle = base64.b64encode(ca_pem).decode()
         if url is not None:
@@ -169,8 +173,8 @@ def webhook_configurations(ca_pem: bytes, *, url: str | None = None, service: tu
     def hook(kind: str, path: str, operations: list[str]) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "name": f"{kind}.jobs.gitopsq.dev", "clientConfig": client_config(path),
-            "rules": [{"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": operations,
-                       "resources": ["jobs"], "scope": "Namespaced"}],
+            "rules": [{"apiGroups": [i.group], "apiVersions": [i.version], "operations": operations,
+                       "resources": [i.resource], "scope": "Namespaced"} for i in kinds],
             "admissionReviewVersions": ["v1"], "sideEffects": "None", "failurePolicy": "Fail", "timeoutSeconds": 10}
         if namespace_selector is not None:
             entry["namespaceSelector"] = namespace_selector

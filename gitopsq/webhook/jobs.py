@@ -1,12 +1,15 @@
 """The Job admission webhook's decisions (pure: the HTTPS server is gitopsq.webhook.server, its certificates
 gitopsq.webhook.certs).
 
-- ``POST /mutate-batch-v1-job``: a Job labelled ``kueue.x-k8s.io/queue-name`` is created suspended, so no pod
+- ``POST /mutate-batch-v1-job``: a job (a batch/v1 Job, or another kind whose integration uses this webhook:
+  the configurations' rules list them) labelled ``kueue.x-k8s.io/queue-name`` is created suspended, so no pod
   starts before the admission loop admits it (Kueue's ``ApplyDefaultForSuspend``).
-- ``POST /validate-batch-v1-job``: in the namespaces the repository marks as managed, a Job without a queue
-  label is refused; every Job created or updated is judged by the CEL policies that match kind ``Job``
+- ``POST /validate-batch-v1-job``: in the namespaces the repository marks as managed, a job without a queue
+  label is refused; every job created or updated is judged by the CEL policies that match its kind
   (gitopsq.policy, the same engine as ``gitopsq check``); a Deny verdict refuses it, a Warn verdict is
   returned as an admission warning.
+A job whose controller is a job of a running integration (a JobSet's Jobs) is left alone by both: its parent is
+the one queued (Kueue's webhooks do not suspend such children either).
 Requests and answers are ``admission.k8s.io/v1`` AdmissionReviews. A malformed review is answered 400.
 """
 
@@ -26,6 +29,8 @@ from gitopsq.policy import Change, ObjectKey, Operation, Policy, PolicyInput, ev
 class JobWebhookOptions:
     managed_namespaces: frozenset[str] = frozenset()  # Jobs here must carry a queue label
     policies: Sequence[Policy] = field(default_factory=tuple)
+    # (group, kind) of the running integrations: a job controlled by one of these is a managed child
+    owner_kinds: frozenset[tuple[str, str]] = frozenset({("jobset.x-k8s.io", "JobSet")})
 
 
 def _answer(uid: str, allowed: bool, *, message: str = "", patch: list[dict[str, Any]] | None = None,
@@ -48,11 +53,19 @@ class JobWebhook:
     def __init__(self, options: JobWebhookOptions | None = None) -> None:
         self.options = options or JobWebhookOptions()
 
+    def _child(self, job: Mapping[str, Any]) -> bool:
+        """Whether the job's controller is a job kind a running integration queues."""
+        for ref in (job.get("metadata") or {}).get("ownerReferences") or ():
+            if ref.get("controller"):
+                group = str(ref.get("apiVersion") or "").rpartition("/")[0]
+                return (group, str(ref.get("kind"))) in self.options.owner_kinds
+        return False
+
     def mutate(self, review: Mapping[str, Any]) -> dict[str, Any]:
         request = review["request"]
         job = request.get("object") or {}
         labels = (job.get("metadata") or {}).get("labels") or {}
-        if request.get("operation") == "CREATE" and labels.get(QUEUE_LABEL) and \
+        if request.get("operation") == "CREATE" and labels.get(QUEUE_LABEL) and not self._child(job) and \
                 (job.get("spec") or {}).get("suspend") is not True:
             return _answer(request["uid"], True, patch=[{"op": "add", "path": "/spec/suspend", "value": True}])
         return _answer(request["uid"], True)
@@ -64,9 +77,10 @@ class JobWebhook:
         namespace = request.get("namespace") or meta.get("namespace") or ""
         labels = meta.get("labels") or {}
         if request.get("operation") == "CREATE" and namespace in self.options.managed_namespaces \
-                and not labels.get(QUEUE_LABEL):
+                and not labels.get(QUEUE_LABEL) and not self._child(job):
+            kind = str((request.get("kind") or {}).get("kind") or "Job")
             return _answer(request["uid"], False, message=(
-                f"namespace {namespace} is managed by gitopsq: Jobs there need the label {QUEUE_LABEL} "
+                f"namespace {namespace} is managed by gitopsq: {kind}s there need the label {QUEUE_LABEL} "
                 "naming a LocalQueue"))
         denied, warnings = self._policies(request, job)
         if denied:
@@ -76,12 +90,16 @@ class JobWebhook:
     def _policies(self, request: Mapping[str, Any], job: Mapping[str, Any]) -> tuple[list[str], list[str]]:
         if not self.options.policies:
             return [], []
-        obj = {"apiVersion": "batch/v1", "kind": "Job", **job}
+        gvk = request.get("kind") or {}
+        group, version, kind = gvk.get("group") or "batch", gvk.get("version") or "v1", gvk.get("kind") or "Job"
+        head = {"apiVersion": f"{group}/{version}" if group else version, "kind": kind}
+        obj = {**head, **job}
         old = request.get("oldObject")
         operation = Operation.UPDATE if request.get("operation") == "UPDATE" else Operation.CREATE
         key = ObjectKey.of(obj)
-        change = Change(operation=operation, path=f"cluster/{key.namespace}/jobs/{key.name}", key=key, object=obj,
-                        old_object={"apiVersion": "batch/v1", "kind": "Job", **old} if old else None)
+        plural = str((request.get("resource") or {}).get("resource") or "jobs")
+        change = Change(operation=operation, path=f"cluster/{key.namespace}/{plural}/{key.name}", key=key, object=obj,
+                        old_object={**head, **old} if old else None)
         verdicts = evaluate(self.options.policies, PolicyInput(changes=(change,), desired={}, repo={}))
         denied = [f"{v.policy}: {v.message}" for v in verdicts if not v.allowed and v.severity.value == "Deny"]
         warnings = [f"{v.policy}: {v.message}" for v in verdicts if not v.allowed and v.severity.value == "Warn"]

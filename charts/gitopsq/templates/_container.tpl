@@ -22,6 +22,9 @@ accepts (gitopsq/commands/controller.py).
 - --admission-only
 {{- end }}
 - --namespace={{ .Release.Namespace }}
+{{- if include "gitopsq.admissionOn" . }}
+- --integrations={{ join "," (default (list "batch/job") .Values.integrations) }}
+{{- end }}
 {{- if .Values.leaderElection.enabled }}
 - --leader-elect
 - --lease-name={{ .Values.leaderElection.leaseName }}

@@ -4,6 +4,8 @@ For each labelled job of every integration, in this order (Kueue's ``ReconcileGe
 1. no Workload yet → create it (Kueue's name, owner reference, pod sets, priority, the finalizer
    ``kueue.x-k8s.io/resource-in-use``, ``maximumExecutionTimeSeconds`` from the job's label);
 2. its Workload is being deleted → stop the job, then let the Workload go once no pod is active;
+   (with ``kueue.x-k8s.io/prebuilt-workload-name``: adopt that Workload once it exists, the job kept
+   suspended until then; prebuilt.py);
 3. the job ended → mark the Workload ``Finished`` (its quota is released by the admission pass), and a
    finished Workload loses its finalizer;
 4. the Workload is evicted → stop the job in Kueue's order (suspend, unset ``startTime``, restore its pod
@@ -14,7 +16,10 @@ For each labelled job of every integration, in this order (Kueue's ``ReconcileGe
    ``PodsReady`` condition when waitForPodsReady is on;
 6. the job runs without admission → stop it.
 Workloads whose owner job is gone are deleted (what the garbage collector does in a full cluster); their
-finalizer comes off once none of the job's pods is left. Unlabelled jobs are never touched.
+finalizer comes off once none of the job's pods is left. Unlabelled jobs are never touched, nor are jobs owned by
+a managed job of a running integration (a JobSet's Jobs: integrations/ancestry.py). ``integrations`` are the
+running ones whose objects are cached (the loop sets them each pass from integration_watch.py): the Workloads
+of a kind not (yet) watched are left alone.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any
 
 from gitopsq import logs
 from gitopsq.cluster.admission.integrations import INTEGRATIONS, Integration, PodSetPlacement
+from gitopsq.cluster.admission.integrations.ancestry import managed_ancestor
 from gitopsq.cluster.admission.lifecycle import MAX_EXEC_EXCEEDED, max_execution_seconds
 from gitopsq.cluster.admission.live_workload import (
     EVICTING,
@@ -38,6 +44,7 @@ from gitopsq.cluster.admission.live_workload import (
 from gitopsq.cluster.admission.options import NO_FAULT, FaultPoint, WaitForPodsReady
 from gitopsq.cluster.admission.pods_ready import PODS_READY, TIMEOUT_REASON, WAIT_FOR_START, wanted_condition
 from gitopsq.cluster.admission.ports import WatchCache, WorkloadWriter
+from gitopsq.cluster.admission.prebuilt import adoption_patch, prebuilt_name
 from gitopsq.cluster.admission.workload_status import condition, is_true, parse_time, set_condition
 from gitopsq.cluster.admission.writer import workload_path
 from gitopsq.cluster.kinds import WORKLOAD
@@ -138,7 +145,8 @@ class JobReconciler:
                     if ref.get("controller"):
                         owned.setdefault(f"{wl['metadata']['namespace']}/{ref.get('uid')}", []).append(wl)
         live_uids: set[str] = set()
-        for integration in self.integrations:
+        running = tuple(i for i in self.integrations if self.cache.watches(i.resource))
+        for integration in running:
             for job in self.cache.items(integration.resource):
                 meta = job.get("metadata") or {}
                 if meta.get("deletionTimestamp"):
@@ -146,28 +154,38 @@ class JobReconciler:
                 live_uids.add(f"{meta.get('namespace')}/{meta.get('uid')}")
                 if QUEUE_LABEL not in (meta.get("labels") or {}):
                     continue
+                if meta.get("ownerReferences") and managed_ancestor(job, self._lookup, QUEUE_LABEL) is not None:
+                    continue  # a managed parent's child: the parent's Workload covers its pods
                 try:
                     self._job(integration, job, owned.get(f"{meta['namespace']}/{meta['uid']}", []))
                 except ClusterError as err:
                     _log.info("job step deferred", job=f"{meta.get('namespace')}/{meta.get('name')}", error=str(err))
-        by_kind = {i.kind: i for i in self.integrations}
+        by_kind = {i.kind: i for i in running}
         for key, workloads in owned.items():
             for wl in workloads:
                 refs = [r for r in wl["metadata"].get("ownerReferences") or () if r.get("controller")]
                 if key in live_uids or not refs or refs[0].get("kind") not in by_kind:
                     continue
                 if wl["metadata"].get("deletionTimestamp"):
-                    self._finalize_orphan(by_kind[refs[0]["kind"]], wl, str(refs[0].get("uid")))
+                    self._finalize_orphan(by_kind[refs[0]["kind"]], wl, refs[0])
                 else:
                     self._delete_orphan(wl)
         return self.writer.writes - before
 
-    def _finalize_orphan(self, integration: Integration, wl: dict[str, Any], uid: str) -> None:
+    def _lookup(self, group: str, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """A cached object of a running integration's kind (ancestry.py's lookup)."""
+        for integration in self.integrations:
+            if (integration.group, integration.kind) == (group, kind):
+                return self.cache.get(integration.resource, f"{namespace}/{name}")
+        return None
+
+    def _finalize_orphan(self, integration: Integration, wl: dict[str, Any], ref: Mapping[str, Any]) -> None:
         """The job is gone (or going) and so is its Workload: the finalizer comes off, and the quota with it,
         only once none of the job's pods is left running or terminating."""
         ns = wl["metadata"]["namespace"]
         try:
-            if self.pods_left is not None and self.pods_left(ns, integration.pod_selector(uid)):
+            selector = integration.pod_selector(str(ref.get("name")), str(ref.get("uid")))
+            if self.pods_left is not None and self.pods_left(ns, selector):
                 return
             self._drop_finalizer(wl)
         except ClusterError as err:
@@ -197,10 +215,14 @@ class JobReconciler:
 
     def _job(self, integration: Integration, job: dict[str, Any], workloads: list[dict[str, Any]]) -> None:
         meta = job["metadata"]
-        name = workload_name(integration.kind, integration.group, meta["name"], meta["uid"])
+        prebuilt = prebuilt_name(job)
+        name = prebuilt or workload_name(integration.kind, integration.group, meta["name"], meta["uid"])
         wl = next((w for w in workloads if w["metadata"]["name"] == name), None)
         path = f"{integration.collection_path(meta['namespace'])}/{meta['name']}"
         obj = f"{integration.kind}/{meta['namespace']}/{meta['name']}"
+        if wl is None and prebuilt:
+            self._adopt(integration, job, prebuilt, path, obj)
+            return
         if wl is None:
             body = new_workload(integration, job, self.cache)
             self.writer.create("workloads", workload_path(meta["namespace"]), body,
@@ -249,6 +271,20 @@ class JobReconciler:
         cq = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
         self.writer.patch(integration.resource, path, integration.start_patch(job, placements(self.cache, wl)), obj)
         self.writer.event(job, integration.kind, "Started", f"Admitted by clusterQueue {cq}")
+
+    def _adopt(self, integration: Integration, job: dict[str, Any], name: str, path: str, obj: str) -> None:
+        """prebuilt.py: keep the job suspended until its prebuilt Workload exists, then make that Workload its."""
+        ns = job["metadata"]["namespace"]
+        candidate = self.cache.get("workloads", f"{ns}/{name}")
+        if candidate is None:
+            if not integration.is_suspended(job):
+                self._stop(integration, job, [], path, obj, why=f"Waiting for the prebuilt Workload {name}")
+            return
+        patch = adoption_patch(integration, job, candidate)
+        if patch is None:
+            _log.info("prebuilt workload owned by another object", workload=f"{ns}/{name}", job=obj)
+            return
+        self.writer.patch("workloads", workload_path(ns, name), patch, f"Workload/{ns}/{name}")
 
     def _pods_ready(self, wl: dict[str, Any], ready: bool) -> None:
         """Keep an admitted Workload's ``PodsReady`` condition true to its job's pods (pods_ready.py)."""

@@ -25,6 +25,8 @@ from collections.abc import Callable
 from kubernetes import client as k8s_client
 
 from gitopsq import logs
+from gitopsq.cluster.admission.integration_watch import IntegrationWatch
+from gitopsq.cluster.admission.integrations import select
 from gitopsq.cluster.admission.job_reconciler import JobReconciler
 from gitopsq.cluster.admission.live_workload import FINISHED, LiveWorkload, read_workload
 from gitopsq.cluster.admission.options import NO_FAULT, FaultPoint, LoopOptions, configured
@@ -91,7 +93,11 @@ class AdmissionLoop:
         self.events = events
         self.writer = Writer(self.client, self.cache, events)
         self.metrics = metrics
-        self.jobs = JobReconciler(self.cache, self.writer, now=time.time, fault=fault,
+        self.integrations = IntegrationWatch(self.client, self.cache, select(self.options.integrations),
+                                             every=self.options.integration_recheck,
+                                             report=getattr(metrics, "integration_active", None))
+        self.integrations.refresh(force=True)  # built-in kinds are watched from the start
+        self.jobs = JobReconciler(self.cache, self.writer, now=time.time, fault=fault, integrations=(),
                                   pods_ready=self.options.wait_for_pods_ready, pods_left=self._pods_left)
         share = max(1.0, self.options.qps * self.options.queue_status_share)
         self.queues = QueueStatusWriter(self.cache, self.writer, min_interval=self.options.queue_status_interval,
@@ -123,7 +129,7 @@ class AdmissionLoop:
         self.options = options
         self.admission.reconfigure(options)
         self.jobs.pods_ready = options.wait_for_pods_ready
-        _log().info("admission settings changed", fair_sharing=options.settings.fair_sharing,
+        _log.info("admission settings changed", fair_sharing=options.settings.fair_sharing,
                     preemption_strategies=list(options.settings.preemption_strategies),
                     inadmissible_requeue=options.settings.inadmissible_requeue,
                     wait_for_pods_ready=options.wait_for_pods_ready.enable)
@@ -181,6 +187,8 @@ class AdmissionLoop:
         self._apply_configuration()
         self.writer.mark()
         try:
+            self.integrations.refresh()
+            self.jobs.integrations = self.integrations.ready()
             self.jobs.reconcile()
             self.admission.run()
             topology = self.admission.topology()
@@ -207,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--burst", type=int, default=100)
     parser.add_argument("--metrics-addr", default="")
     parser.add_argument("--no-events", action="store_true")
+    parser.add_argument("--integrations", default="batch/job", help="Kueue framework names, comma-separated")
     args = parser.parse_args(argv)
     logs.configure(json=True)
     metrics: KueueMetrics | None = None
@@ -214,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         metrics = KueueMetrics()
         serve(args.metrics_addr, metrics.registry)
     loop = AdmissionLoop(load_api_client(args.kubeconfig),
-                         LoopOptions(qps=args.qps, burst=args.burst, events=not args.no_events), metrics=metrics,
+                         LoopOptions(qps=args.qps, burst=args.burst, events=not args.no_events,
+                                     integrations=tuple(args.integrations.split(","))), metrics=metrics,
                          fault=FaultPoint.from_environ())
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -66,6 +66,8 @@ class LoopOptions:
     settings: Settings = field(default_factory=Settings)
     events: bool = True
     wait_for_pods_ready: WaitForPodsReady = field(default_factory=WaitForPodsReady)
+    integrations: tuple[str, ...] = ("batch/job",)  # Kueue's framework names (integrations/registry.py)
+    integration_recheck: float = 10.0  # seconds between looks for an enabled integration's CRD not yet served
 
 
 def engine_settings(admission: AdmissionSettings) -> Settings:

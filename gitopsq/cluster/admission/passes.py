@@ -273,7 +273,7 @@ class AdmissionPass:
             self.writer.patch("workloads", workload_path(w.namespace, w.name), {"spec": {"active": False}},
                               f"Workload/{w.key}")
         except ClusterError as err:
-            _log().info("workload not deactivated yet", workload=w.key, error=str(err))
+            _log.info("workload not deactivated yet", workload=w.key, error=str(err))
 
     def _requeue(self, w: LiveWorkload, now: float, *, reason: str = "BackoffFinished") -> None:
         """Back into the queue (Kueue): a Workload evicted for not getting ready has waited out its backoff

@@ -7,7 +7,8 @@
   410 Gone (the version fell out of etcd's window) or any broken stream that cannot resume means a fresh LIST,
   whose result replaces the store (objects deleted meanwhile disappear). Unreachable API → retry with backoff.
 - `Cache`: the informers of one loop, one "something changed" event, per-resource generations so the loop
-  can tell a topology change (queues, flavors) from workload churn.
+  can tell a topology change (queues, flavors) from workload churn. Job kinds are added by the integrations
+  (`Cache.add`, integration_watch.py), each only once the API server serves it.
 
 Our own writes are put into the store at once (`Cache.put`), keeping the newer of two resourceVersions, so
 the next pass does not act on a stale copy before the watch catches up.
@@ -245,16 +246,45 @@ class Cache:
                  indexes: Mapping[str, WorkloadIndex] | None = None) -> None:
         self.client = client
         self.changed = threading.Event()
-        self.informers = {n: Informer(client, BY_PLURAL[n], self._on_change, watch_seconds=watch_seconds,
-                                      view=(views or {}).get(n), retire=(retire or {}).get(n),
-                                      index=(indexes or {}).get(n)) for n in names}
+        self._settings = (watch_seconds, dict(views or {}), dict(retire or {}), dict(indexes or {}))
+        self._started = False
+        self._adding = threading.Lock()
+        self.informers: dict[str, Informer] = {}
+        for name in names:
+            self._informer(BY_PLURAL[name])
+
+    def _informer(self, kind: Kind) -> Informer:
+        watch_seconds, views, retire, indexes = self._settings
+        informer = Informer(self.client, kind, self._on_change, watch_seconds=watch_seconds,
+                            view=views.get(kind.plural), retire=retire.get(kind.plural),
+                            index=indexes.get(kind.plural))
+        self.informers = {**self.informers, kind.plural: informer}  # a new dict: readers iterate the old one
+        return informer
+
+    def add(self, kind: Kind) -> bool:
+        """Watch one more kind (an integration's, once its CustomResourceDefinition is served); started at once
+        when the cache runs. False when it is already watched."""
+        with self._adding:
+            if kind.plural in self.informers:
+                return False
+            informer = self._informer(kind)
+            if self._started:
+                informer.start()
+            return True
+
+    def synced(self, name: str) -> bool:
+        """Whether ``name`` is watched and its first LIST has landed."""
+        informer = self.informers.get(name)
+        return informer is not None and informer.synced.is_set()
 
     def _on_change(self, _: str) -> None:
         self.changed.set()
 
     def start(self) -> None:
-        for informer in self.informers.values():
-            informer.start()
+        with self._adding:
+            self._started = True
+            for informer in self.informers.values():
+                informer.start()
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop every watch at once, then wait for them together, ``timeout`` seconds at most in all (one

@@ -13,9 +13,10 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from gitopsq.cluster.admission.integrations.registry import REGISTRY
 from gitopsq.cluster.admission.ports import TokenLevel, WatchCache
 from gitopsq.cluster.admission.rate_limited import Client, TokenBucket
-from gitopsq.cluster.kinds import JOB, WORKLOAD
+from gitopsq.cluster.kinds import WORKLOAD
 from gitopsq.errors import ClusterError
 
 MERGE_PATCH: Final = "application/merge-patch+json"
@@ -112,7 +113,8 @@ class Writer:
             self.events.emit(obj, kind, reason, message, warning=warning)
 
 
-_API_VERSIONS: Final = {k.kind: k.api_version for k in (WORKLOAD, JOB)}  # for objects read without them
+_API_VERSIONS: Final = {k.kind: k.api_version for k in (WORKLOAD, *(i.kind_info for i in REGISTRY))}  # for
+# objects read without an apiVersion: Workloads and every integration's kind
 
 
 class EventRecorder:

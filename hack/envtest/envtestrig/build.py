@@ -1,6 +1,7 @@
 """Getting the rig's binaries onto the machine: etcd from Debian; kube-apiserver and, for the full profile,
 kube-controller-manager and kube-scheduler built from the Go proxy (one ``go build`` for all, so the packages
-they share compile once); KWOK built from its own small module under hack/kwok.
+they share compile once); KWOK and the JobSet controller built from their own small modules under hack/kwok and
+hack/jobset.
 
 Kubernetes binaries are cached under ``${GITOPSQ_ENVTEST_DIR:-~/.cache/gitopsq/envtest}/<kubernetes version>/``
 and KWOK under ``.../kwok/<kwok version>/``, so a second ``prepare`` (or the next CI run on the same machine)
@@ -23,6 +24,7 @@ from pathlib import Path
 
 HACK_DIR = Path(__file__).resolve().parent.parent  # hack/envtest, which holds go.mod
 KWOK_DIR = HACK_DIR.parent / "kwok"  # hack/kwok: KWOK's go.mod and gitopsq's own stages
+JOBSET_DIR = HACK_DIR.parent / "jobset"  # hack/jobset: the JobSet controller's go.mod
 APT_ETCD_PACKAGE = "etcd-server"
 BARE_COMMANDS = ("kube-apiserver",)
 FULL_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
@@ -44,6 +46,7 @@ class Binaries:
     kube_controller_manager: Path | None = None
     kube_scheduler: Path | None = None
     kwok: Path | None = None
+    jobset: Path | None = None  # the JobSet controller (full profile); its CRD comes from the module cache
 
     @property
     def full(self) -> bool:
@@ -73,6 +76,38 @@ def kwok_path() -> Path:
     return cache_root() / "kwok" / kwok_version() / "kwok"
 
 
+def jobset_version() -> str:
+    """The sigs.k8s.io/jobset release pinned in hack/jobset/go.mod."""
+    text = (JOBSET_DIR / "go.mod").read_text()
+    match = re.search(r"^\s*(?:require\s+)?sigs\.k8s\.io/jobset\s+(v\S+)", text, re.MULTILINE)
+    if match is None:
+        raise PrepareError("hack/jobset/go.mod does not require sigs.k8s.io/jobset")
+    return match.group(1)
+
+
+def jobset_path() -> Path:
+    return cache_root() / "jobset" / jobset_version() / "jobset"
+
+
+def jobset_crds() -> list[Path]:
+    """The JobSet CRD files of the pinned release, read from the Go module cache (downloaded if it was
+    cleaned since the build): never copied into this repository."""
+    def find() -> list[Path]:
+        done = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=False,
+                              env=go_environment())
+        root = Path(done.stdout.strip()) / "sigs.k8s.io" / f"jobset@{jobset_version()}" / "config" / "components"
+        return sorted((root / "crd" / "bases").glob("*.yaml"))
+
+    found = find()
+    if not found:
+        subprocess.run(["go", "mod", "download", f"sigs.k8s.io/jobset@{jobset_version()}"], cwd=JOBSET_DIR,
+                       capture_output=True, text=True, check=False, env=go_environment())
+        found = find()
+    if not found:
+        raise PrepareError(f"no JobSet CRDs in the Go module cache for sigs.k8s.io/jobset@{jobset_version()}")
+    return found
+
+
 def cache_root() -> Path:
     configured = os.environ.get("GITOPSQ_ENVTEST_DIR")
     return Path(configured) if configured else Path.home() / ".cache" / "gitopsq" / "envtest"
@@ -90,7 +125,7 @@ def find_binaries(full: bool = False) -> Binaries | None:
     commands = FULL_COMMANDS if full else BARE_COMMANDS
     if etcd is None or kubectl is None or not all(_is_executable(folder / c) for c in commands):
         return None
-    if full and not _is_executable(kwok_path()):
+    if full and not (_is_executable(kwok_path()) and _is_executable(jobset_path())):
         return None
     return _binaries(version, etcd, kubectl)
 
@@ -109,6 +144,7 @@ def _binaries(version: str, etcd: Path, kubectl: Path) -> Binaries:
         kube_controller_manager=cached(folder / "kube-controller-manager"),
         kube_scheduler=cached(folder / "kube-scheduler"),
         kwok=cached(kwok_path()),
+        jobset=cached(jobset_path()),
     )
 
 
@@ -137,6 +173,8 @@ def _prepare_locked(log: bool, full: bool) -> Binaries:
         _build_kubernetes(version, missing, folder, log)
     if full and not _is_executable(kwok_path()):
         _build_kwok(log)
+    if full and not _is_executable(jobset_path()):
+        _build_jobset(log)
     kubectl = _find_kubectl(version)
     assert kubectl is not None  # built above when none was on PATH
     return _binaries(version, etcd, kubectl)
@@ -215,7 +253,8 @@ def _version_ldflags(version: str) -> str:
 
 
 # measured on 2 cores, see docs/envtest.md; the first of several in one `go build` pays for the shared packages
-BUILD_MINUTES = {"kube-apiserver": 6, "kube-controller-manager": 3, "kube-scheduler": 1, "kubectl": 2, "kwok": 2}
+BUILD_MINUTES = {"kube-apiserver": 6, "kube-controller-manager": 3, "kube-scheduler": 1, "kubectl": 2, "kwok": 2,
+                 "jobset": 4}
 
 
 def _run_go_build(argv: list[str], cwd: Path, what: str) -> float:
@@ -266,6 +305,25 @@ def _build_kwok(log: bool) -> None:
     info = {"version": version, "buildSeconds": seconds, "go": _go_version()}
     (target.parent / "kwok.build-info.json").write_text(json.dumps(info, indent=2) + "\n")
     _say(log, f"built kwok {version} in {seconds}s -> {target}")
+
+
+def _build_jobset(log: bool) -> None:
+    """The JobSet controller (``sigs.k8s.io/jobset``'s main package) from hack/jobset's module."""
+    target = jobset_path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".partial")
+    version = jobset_version()
+    _say(log, f"building jobset {version} from the Go module proxy (first time: about {BUILD_MINUTES['jobset']} min)")
+    argv = ["go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", "-o", str(partial)]
+    argv.append("sigs.k8s.io/jobset")
+    try:
+        seconds = _run_go_build(argv, JOBSET_DIR, "jobset")
+        partial.replace(target)
+    finally:
+        partial.unlink(missing_ok=True)
+    info = {"version": version, "buildSeconds": seconds, "go": _go_version()}
+    (target.parent / "jobset.build-info.json").write_text(json.dumps(info, indent=2) + "\n")
+    _say(log, f"built jobset {version} in {seconds}s -> {target}")
 
 
 def _go_version() -> str:

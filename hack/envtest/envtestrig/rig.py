@@ -74,6 +74,9 @@ class RigState:
     controller_manager_pid: int = 0
     scheduler_pid: int = 0
     kwok_pid: int = 0
+    jobset_port: int = 0  # the JobSet controller's health probe (0: not started)
+    jobset_webhook_port: int = 0
+    jobset_pid: int = 0
 
 
 def _fresh_state(root: Path, version: str, full: bool) -> RigState:
@@ -113,11 +116,12 @@ class Rig:
         return self.state.profile == "full"
 
     @classmethod
-    def start(cls, binaries: Binaries, workdir: Path | None = None, full: bool = False) -> Rig:
+    def start(cls, binaries: Binaries, workdir: Path | None = None, full: bool = False, jobset: bool = True) -> Rig:
         """Start etcd and kube-apiserver on free loopback ports; return once /readyz answers ok.
 
         ``full`` also starts kube-controller-manager, kube-scheduler and KWOK (``binaries`` must come from
-        ``prepare(full=True)``) and returns once each answers its health check.
+        ``prepare(full=True)``) and returns once each answers its health check; and, unless ``jobset`` is
+        False (a test that installs it later, `install_jobset`), the JobSet CRD and controller.
         """
         if full and not binaries.full:
             raise RigError("the full profile needs the controller-manager, scheduler and kwok: prepare(full=True)")
@@ -137,6 +141,8 @@ class Rig:
                 write_kubeconfig(rig.kubeconfig, rig.api_url, credentials)
                 if full:
                     rig._start_components()
+                    if jobset and binaries.jobset is not None:
+                        rig.install_jobset()
                 return rig
             except RigError as err:
                 rig.stop()
@@ -268,7 +274,16 @@ class Rig:
 
     def _component_pids(self) -> dict[str, int]:
         recorded = asdict(self.state)
-        return {name: int(recorded[field]) for name, field in COMPONENTS.items()}
+        pids = {name: int(recorded[field]) for name, field in COMPONENTS.items()}
+        if self.state.jobset_pid:
+            pids["jobset"] = self.state.jobset_pid
+        return pids
+
+    def install_jobset(self) -> None:
+        """The JobSet CRD and controller on this rig (operators.py)."""
+        from envtestrig.operators import install_jobset
+
+        install_jobset(self)
 
     # ---- health ---------------------------------------------------------------------------------------
 

@@ -1,11 +1,22 @@
-"""Job integrations: one module per job kind, each an `Integration` (see base.py). Register new kinds in
-`INTEGRATIONS`; the generic reconciler in gitopsq/cluster/admission/job_reconciler.py does the rest."""
+"""Job integrations: one module per job kind, each an `Integration` (see base.py), listed in
+registry.py's `REGISTRY`; the generic reconciler in gitopsq/cluster/admission/job_reconciler.py does the rest.
+
+``INTEGRATIONS`` is the whole registry (every kind a Workload may be owned by); a controller runs the ones
+``--integrations`` selects (`select`)."""
 
 from __future__ import annotations
 
-from gitopsq.cluster.admission.integrations.base import Integration, PodSetPlacement
-from gitopsq.cluster.admission.integrations.batch_job import BatchJob
+from gitopsq.cluster.admission.integrations.base import Integration, PodSetPlacement, Rule
+from gitopsq.cluster.admission.integrations.registry import (
+    BY_FRAMEWORK,
+    DEFAULT_FRAMEWORKS,
+    REGISTRY,
+    parse,
+    rbac_rules,
+    select,
+)
 
-INTEGRATIONS: tuple[Integration, ...] = (BatchJob(),)
+INTEGRATIONS = REGISTRY
 
-__all__ = ["INTEGRATIONS", "Integration", "PodSetPlacement"]
+__all__ = ["BY_FRAMEWORK", "DEFAULT_FRAMEWORKS", "INTEGRATIONS", "REGISTRY", "Integration", "PodSetPlacement",
+           "Rule", "parse", "rbac_rules", "select"]

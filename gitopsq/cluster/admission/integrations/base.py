@@ -1,9 +1,14 @@
 """The contract between the generic job reconciler and one job kind (batch/v1 Job, JobSet, RayJob, ...).
 
-An integration only reads and shapes its own objects; it never calls the API. Adding a kind means one
-module implementing this protocol plus one line in ``INTEGRATIONS``: the reconciler creates the Workload,
-starts the job when it is admitted, stops it (and restores its pod templates) when it is evicted, and marks
-the Workload Finished when the job ends.
+An integration only reads and shapes its own objects; it never calls the API. It declares what the shell
+needs to know about its kind — Kueue's framework name, where the kind lives (a `Kind`), the CustomResource
+that must be installed for it (None for built-in kinds), the RBAC rules its reconciliation needs, whether the
+job webhook serves it — and how its objects become pod sets and are started, stopped and restored. Adding a
+kind means one module implementing this protocol plus one line in ``registry.REGISTRY`` (see
+docs/admission-loop.md, "Writing a new integration"): the reconciler creates the Workload, starts the job when
+it is admitted, stops it (and restores its pod templates) when it is evicted, and marks the Workload Finished
+when the job ends; the watch cache, the chart's RBAC, the webhook configurations and the events follow from
+the declaration.
 """
 
 from __future__ import annotations
@@ -11,6 +16,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from gitopsq.cluster.kinds import Kind
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One ClusterRole rule an integration needs (group, resources, verbs)."""
+
+    group: str
+    resources: tuple[str, ...]
+    verbs: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,10 +40,19 @@ class PodSetPlacement:
 
 
 class Integration(Protocol):
+    framework: str  # Kueue's framework name (``integrations.frameworks``), e.g. "batch/job"
     kind: str  # e.g. "Job"
     group: str  # e.g. "batch"
     version: str  # e.g. "v1"
-    resource: str  # the cache resource name, e.g. "jobs"
+    resource: str  # the REST plural, also the cache resource name, e.g. "jobs"
+    crd: str | None  # the CustomResourceDefinition that must be installed ("jobsets.jobset.x-k8s.io"), or None
+    rules: tuple[Rule, ...]  # what reconciling this kind needs beyond Workloads and events
+    webhook: bool  # whether the job webhook (gitopsq/webhook/jobs.py) defaults and validates this kind
+
+    @property
+    def kind_info(self) -> Kind:
+        """Where the kind lives on the API server (the watch cache's informer is built from it)."""
+        ...
 
     def collection_path(self, namespace: str) -> str:
         """REST path of the kind's collection in ``namespace``."""
@@ -43,8 +68,9 @@ class Integration(Protocol):
         """Pods still running or terminating: quota is released only when none are left."""
         ...
 
-    def pod_selector(self, uid: str) -> str:
-        """A label selector for the pods of the job with this UID (to see them go after the job is gone)."""
+    def pod_selector(self, name: str, uid: str) -> str:
+        """A label selector for the pods of the job with this name and UID (to see them go after the job is
+        gone)."""
         ...
 
     def pods_ready(self, job: Mapping[str, Any]) -> bool:

@@ -16,8 +16,9 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Final
 
-from gitopsq.cluster.admission.integrations.base import PodSetPlacement
+from gitopsq.cluster.admission.integrations.base import PodSetPlacement, Rule
 from gitopsq.cluster.admission.partial import MIN_PARALLELISM, min_count
+from gitopsq.cluster.kinds import JOB, Kind
 
 STOPPING: Final = "kueue.x-k8s.io/stopping"
 
@@ -31,10 +32,21 @@ def _annotations(job: Mapping[str, Any]) -> Mapping[str, str]:
 
 
 class BatchJob:
+    framework = "batch/job"
     kind = "Job"
     group = "batch"
     version = "v1"
     resource = "jobs"
+    crd: str | None = None
+    # watched; suspended, unsuspended, given the flavors' node selectors and tolerations; status.startTime unset
+    # on a stop (Kueue's order); a deleted Job's pods counted before its Workload's finalizer comes off
+    rules: tuple[Rule, ...] = (Rule("batch", ("jobs",), ("get", "list", "watch", "patch")),
+                               Rule("batch", ("jobs/status",), ("patch",)), Rule("", ("pods",), ("list",)))
+    webhook: bool = True
+
+    @property
+    def kind_info(self) -> Kind:
+        return JOB
 
     def collection_path(self, namespace: str) -> str:
         return f"/apis/batch/v1/namespaces/{namespace}/jobs"
@@ -62,7 +74,7 @@ class BatchJob:
         status = job.get("status") or {}
         return int(status.get("active") or 0) + int(status.get("terminating") or 0)
 
-    def pod_selector(self, uid: str) -> str:
+    def pod_selector(self, name: str, uid: str) -> str:
         return f"batch.kubernetes.io/controller-uid={uid}"
 
     def pods_ready(self, job: Mapping[str, Any]) -> bool:

@@ -1,0 +1,52 @@
+"""The integrations gitopsq knows, by Kueue's framework name, and the choice of the ones a controller runs.
+
+`REGISTRY` is the one list: the watch cache's informers, the chart's RBAC rules (tests/test_integration_registry
+checks charts/gitopsq/templates/rbac.yaml against `rbac_rules`), the job webhook's rules and the event
+recorder's apiVersions all come from it. `select` turns ``--integrations`` (the chart's ``integrations:``) into
+integrations; an empty choice means ``batch/job``, as Kueue's empty ``integrations.frameworks`` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Final
+
+from gitopsq.cluster.admission.integrations.base import Integration, Rule
+from gitopsq.cluster.admission.integrations.batch_job import BatchJob
+from gitopsq.cluster.admission.integrations.jobset import JobSet
+from gitopsq.errors import UsageError
+
+REGISTRY: Final[tuple[Integration, ...]] = (BatchJob(), JobSet())
+BY_FRAMEWORK: Final[Mapping[str, Integration]] = {i.framework: i for i in REGISTRY}
+DEFAULT_FRAMEWORKS: Final[tuple[str, ...]] = ("batch/job",)
+
+
+def select(names: Sequence[str]) -> tuple[Integration, ...]:
+    """The integrations named (Kueue's names, registry order); a name gitopsq does not know is a usage error
+    that lists the known ones."""
+    wanted = [n.strip() for n in names if n.strip()] or list(DEFAULT_FRAMEWORKS)
+    unknown = [n for n in wanted if n not in BY_FRAMEWORK]
+    if unknown:
+        raise UsageError(f"--integrations: unknown framework(s) {', '.join(unknown)}; known: "
+                         f"{', '.join(BY_FRAMEWORK)}")
+    return tuple(i for i in REGISTRY if i.framework in wanted)
+
+
+def parse(text: str) -> tuple[Integration, ...]:
+    """``--integrations batch/job,jobset.x-k8s.io/jobset`` → integrations."""
+    return select(text.split(","))
+
+
+def rbac_rules(integrations: Iterable[Integration] = REGISTRY) -> list[Rule]:
+    """Every rule the integrations need, merged per (group, resource): one verb set each."""
+    verbs: dict[tuple[str, str], set[str]] = {}
+    for integration in integrations:
+        for rule in integration.rules:
+            for resource in rule.resources:
+                verbs.setdefault((rule.group, resource), set()).update(rule.verbs)
+    return [Rule(group, (resource,), tuple(sorted(v))) for (group, resource), v in sorted(verbs.items())]
+
+
+def owner_kinds(integrations: Iterable[Integration] = REGISTRY) -> frozenset[tuple[str, str]]:
+    """(group, kind) of every integration: an object whose controller is one of these may be a managed child."""
+    return frozenset((i.group, i.kind) for i in integrations)

@@ -1,0 +1,58 @@
+"""The chart's ClusterRole, webhook rules, ``--integrations`` flag and values schema follow the integration
+registry (gitopsq/cluster/admission/integrations/registry.py): one kind added there and not here fails."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from chart_helm import CHART, Helm, Rendered
+
+from gitopsq.cluster.admission.integrations import REGISTRY, select
+from gitopsq.webhook.certs import webhook_configurations
+
+FRAMEWORKS = [i.framework for i in REGISTRY]
+
+
+def _verbs(r: Rendered, group: str, resource: str) -> set[str]:
+    return {v for rule in r.get("ClusterRole")["rules"] if group in rule["apiGroups"]
+            and resource in rule["resources"] for v in rule["verbs"]}
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_cluster_role_grants_what_each_integration_declares(helm: Helm, framework: str) -> None:
+    """With one integration chosen, the ClusterRole grants every verb its `rules` declare, and no rule on the job
+    kind of an integration not chosen."""
+    r = helm.render({"integrations": [framework]})
+    (chosen,) = select([framework])
+    for rule in chosen.rules:
+        for resource in rule.resources:
+            assert set(rule.verbs) <= _verbs(r, rule.group, resource), (framework, rule)
+    for other in REGISTRY:
+        if other.framework != framework:
+            assert not _verbs(r, other.group, other.resource), f"{other.resource} granted without {other.framework}"
+
+
+def test_webhook_rules_are_the_registry_ones(helm: Helm) -> None:
+    """With every integration chosen, both webhook configurations' rules are those gitopsq.webhook.certs writes
+    for the registry's webhook kinds."""
+    r = helm.render({"webhook": {"enabled": True}, "integrations": FRAMEWORKS})
+    ours = {o["kind"]: o for o in webhook_configurations(b"ca", service=("gitopsq-system", "gitopsq-webhook", 443),
+                                                         integrations=select(FRAMEWORKS))}
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        assert r.get(kind)["webhooks"][0]["rules"] == ours[kind]["webhooks"][0]["rules"], kind
+    assert len(ours["MutatingWebhookConfiguration"]["webhooks"][0]["rules"]) == sum(1 for i in REGISTRY if i.webhook)
+
+
+def test_integrations_value_becomes_the_flag_and_the_schema_knows_every_name(helm: Helm) -> None:
+    """``integrations:`` is passed as ``--integrations`` (default batch/job) and the values schema accepts exactly
+    the registry's framework names."""
+    default = helm.render()
+    assert "--integrations=batch/job" in default.container["args"]
+    both = helm.render({"integrations": FRAMEWORKS})
+    assert f"--integrations={','.join(FRAMEWORKS)}" in both.container["args"]
+    schema: dict[str, Any] = json.loads((CHART / "values.schema.json").read_text())
+    assert schema["properties"]["integrations"]["items"]["enum"] == FRAMEWORKS
+    refused = helm.template({"integrations": ["kubeflow.org/mpijob"]})
+    assert refused.returncode != 0 and "integrations" in refused.stderr
