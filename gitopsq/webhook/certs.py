@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from gitopsq.cluster.admission.integrations import Integration, select
+from gitopsq.cluster.kinds import JOB, Kind
 from gitopsq.cluster.kube import ClusterConflict
 from gitopsq.errors import ClusterError
 
@@ -157,11 +157,12 @@ def _covers(cert: x509.Certificate, hosts: Sequence[str]) -> bool:
 def webhook_configurations(ca_pem: bytes, *, url: str | None = None, service: tuple[str, str, int] | None = None,
                            name: str = "gitopsq-jobs", validate: bool = True,
                            namespace_selector: dict[str, Any] | None = None,
-                           integrations: Sequence[Integration] | None = None) -> list[dict[str, Any]]:
-    """The Mutating (and Validating) WebhookConfiguration for the job kinds of ``integrations`` that use the job
-    webhook (default: batch/v1 Jobs only, as ``--integrations``' default), pointing at ``url`` (base URL, e.g.
-    ``https://127.0.0.1:9443``) or at a Service ``(namespace, name, port)``."""
-    kinds = [i for i in (select(()) if integrations is None else integrations) if i.webhook]
+                           kinds: Sequence[Kind] = (JOB,)) -> list[dict[str, Any]]:
+    """The Mutating (and Validating) WebhookConfiguration for the job ``kinds`` the job webhook serves (default:
+    batch/v1 Jobs only, as ``--integrations``' default; `gitopsq.cluster.admission.integrations.webhook_kinds`
+    gives them for a set of integrations), pointing at ``url`` (base URL, e.g. ``https://127.0.0.1:9443``) or at a
+    Service ``(namespace, name, port)``. Takes kinds, not integrations: the webhooks and the live loop stay
+    independent of each other."""
     def client_config(path: str) -> dict[str, Any]:
         bundle = base64.b64encode(ca_pem).decode()
         if url is not None:
@@ -173,8 +174,8 @@ def webhook_configurations(ca_pem: bytes, *, url: str | None = None, service: tu
     def hook(kind: str, path: str, operations: list[str]) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "name": f"{kind}.jobs.gitopsq.dev", "clientConfig": client_config(path),
-            "rules": [{"apiGroups": [i.group], "apiVersions": [i.version], "operations": operations,
-                       "resources": [i.resource], "scope": "Namespaced"} for i in kinds],
+            "rules": [{"apiGroups": [k.group], "apiVersions": [k.version], "operations": operations,
+                       "resources": [k.plural], "scope": "Namespaced"} for k in kinds],
             "admissionReviewVersions": ["v1"], "sideEffects": "None", "failurePolicy": "Fail", "timeoutSeconds": 10}
         if namespace_selector is not None:
             entry["namespaceSelector"] = namespace_selector

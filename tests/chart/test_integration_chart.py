@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from chart_helm import CHART, Helm, Rendered
 
-from gitopsq.cluster.admission.integrations import REGISTRY, select
+from gitopsq.cluster.admission.integrations import REGISTRY, select, webhook_kinds
 from gitopsq.webhook.certs import webhook_configurations
 
 FRAMEWORKS = [i.framework for i in REGISTRY]
@@ -39,7 +39,7 @@ def test_webhook_rules_are_the_registry_ones(helm: Helm) -> None:
     for the registry's webhook kinds."""
     r = helm.render({"webhook": {"enabled": True}, "integrations": FRAMEWORKS})
     ours = {o["kind"]: o for o in webhook_configurations(b"ca", service=("gitopsq-system", "gitopsq-webhook", 443),
-                                                         integrations=select(FRAMEWORKS))}
+                                                         kinds=webhook_kinds(select(FRAMEWORKS)))}
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         assert r.get(kind)["webhooks"][0]["rules"] == ours[kind]["webhooks"][0]["rules"], kind
     assert len(ours["MutatingWebhookConfiguration"]["webhooks"][0]["rules"]) == sum(1 for i in REGISTRY if i.webhook)

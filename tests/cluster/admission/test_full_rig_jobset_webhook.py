@@ -15,7 +15,7 @@ from cluster_rig import get, rest, wait_for
 from envtest_rig import FullCluster
 from jobset_rig import JOBSETS, jobset, replicated
 
-from gitopsq.cluster.admission.integrations import select
+from gitopsq.cluster.admission.integrations import select, webhook_kinds
 from gitopsq.errors import ClusterError
 from gitopsq.webhook.certs import ensure_certificates, webhook_configurations
 from gitopsq.webhook.jobs import JobWebhook, JobWebhookOptions
@@ -40,7 +40,7 @@ def managed(jobset_cluster: FullCluster, tmp_path: Path) -> Iterator[str]:
     paths = []
     for config in webhook_configurations(certs.ca_pem, url=f"https://127.0.0.1:{server.port}", name=f"gq-{marker}",
                                          namespace_selector={"matchLabels": {"gitopsq-webhook-test": marker}},
-                                         integrations=select(["batch/job", "jobset.x-k8s.io/jobset"])):
+                                         kinds=webhook_kinds(select(["batch/job", "jobset.x-k8s.io/jobset"]))):
         path = f"/apis/admissionregistration.k8s.io/v1/{config['kind'].lower()}s"
         api.request("POST", path, body=config)
         paths.append(f"{path}/{config['metadata']['name']}")

@@ -14,9 +14,10 @@ from gitopsq.cluster.admission.integrations.registry import (
     parse,
     rbac_rules,
     select,
+    webhook_kinds,
 )
 
 INTEGRATIONS = REGISTRY
 
 __all__ = ["BY_FRAMEWORK", "DEFAULT_FRAMEWORKS", "INTEGRATIONS", "REGISTRY", "Integration", "PodSetPlacement",
-           "Rule", "parse", "rbac_rules", "select"]
+           "Rule", "parse", "rbac_rules", "select", "webhook_kinds"]

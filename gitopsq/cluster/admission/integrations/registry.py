@@ -14,6 +14,7 @@ from typing import Final
 from gitopsq.cluster.admission.integrations.base import Integration, Rule
 from gitopsq.cluster.admission.integrations.batch_job import BatchJob
 from gitopsq.cluster.admission.integrations.jobset import JobSet
+from gitopsq.cluster.kinds import Kind
 from gitopsq.errors import UsageError
 
 REGISTRY: Final[tuple[Integration, ...]] = (BatchJob(), JobSet())
@@ -50,3 +51,8 @@ def rbac_rules(integrations: Iterable[Integration] = REGISTRY) -> list[Rule]:
 def owner_kinds(integrations: Iterable[Integration] = REGISTRY) -> frozenset[tuple[str, str]]:
     """(group, kind) of every integration: an object whose controller is one of these may be a managed child."""
     return frozenset((i.group, i.kind) for i in integrations)
+
+
+def webhook_kinds(integrations: Iterable[Integration]) -> tuple[Kind, ...]:
+    """The job kinds the job webhook serves for ``integrations`` (`gitopsq.webhook.certs.webhook_configurations`)."""
+    return tuple(i.kind_info for i in integrations if i.webhook)
