@@ -101,18 +101,28 @@ class PolicyVerdict:
 
 @dataclass(frozen=True, slots=True)
 class Approval:
-    """Someone who approved the change: ``source`` is ``merge``, ``Reviewed-by`` or ``Approved-by``."""
+    """Someone who approved the change: ``source`` is ``merge``, ``Reviewed-by``, ``Approved-by`` or ``review``
+    (an approving review read from the forge: ``forge`` names it, ``pullRequest`` the merged pull request,
+    ``login`` the reviewer's forge account and ``approvedCommit`` the revision the review approved; ``commit`` is
+    then the merge or squash commit that brought the pull request in)."""
 
     name: str
     email: str
     source: str
     commit: str
     time: datetime | None = None
+    forge: str | None = None
+    pull_request: int | None = None
+    login: str | None = None
+    approved_commit: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "email": self.email, "source": self.source, "commit": self.commit}
         if self.time is not None:
             out["time"] = format_time(self.time)
+        if self.forge is not None:
+            out.update({"forge": self.forge, "pullRequest": self.pull_request, "login": self.login,
+                        "approvedCommit": self.approved_commit})
         return out
 
 

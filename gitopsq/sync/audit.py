@@ -16,6 +16,7 @@ from gitopsq.audit.redact import redact
 from gitopsq.errors import GitopsqError
 from gitopsq.sync.approvals import change_approvals
 from gitopsq.sync.model import Validated
+from gitopsq.sync.repo_config import repo_config
 
 
 def _log() -> Any:
@@ -30,10 +31,12 @@ class SyncAuditRecords:
     `validated_at`; by default no verdicts are known)."""
 
     def __init__(self, sink: Any, source: Any,
-                 validated_at: Callable[[str], Validated | None] = lambda _revision: None) -> None:
+                 validated_at: Callable[[str], Validated | None] = lambda _revision: None,
+                 forge: Any = None) -> None:
         self.sink = sink
         self.source = source
         self.validated_at = validated_at
+        self.forge = forge  # a gitopsq.forge.Forge: approving reviews of the merged pull requests count too
 
     def record(self, record: Any) -> None:
         self.sink.record(self.enrich(record))
@@ -51,11 +54,12 @@ class SyncAuditRecords:
         revision, previous = str(data["revision"]), data.get("previousRevision")
         extra: dict[str, Any] = {}
         try:
-            extra["commit"] = commit_info(self.source.commit_info(revision)).to_json()
+            info = self.source.commit_info(revision)
+            extra["commit"] = commit_info(info, verified_signature(self.source, info, previous)).to_json()
         except (GitopsqError, ValueError, KeyError) as err:
             _log().warning("commit facts not added to the audit record", revision=revision, error=str(err))
         try:
-            facts = change_approvals(self.source, revision, previous)
+            facts = change_approvals(self.source, revision, previous, self._forge_approvals)
             extra["approvals"] = [a.to_json() for a in facts.approvals]
             extra["requiredApprovals"] = facts.required_json()
             extra["approvalRequired"] = bool(facts.required)
@@ -70,3 +74,21 @@ class SyncAuditRecords:
                                   False, str(f.get("message", ""))) for f in findings if f.get("policy")]
         extra["verdicts"] = [v.to_json() for v in verdicts]
         return Record({**data, **redact(extra)})
+
+    def _forge_approvals(self, base: str | None, revision: str, trust: Any) -> list[Any]:
+        if self.forge is None:
+            return []
+        from gitopsq.forge.approvals import forge_approvals, maintainer_logins
+
+        return forge_approvals(self.forge, self.source, base, revision, maintainer_logins(trust))
+
+
+def verified_signature(source: Any, info: Any, previous: str | None) -> Any:
+    """The head commit's signature verified as validation verifies it: against the keys of the trusted
+    gitopsq.yaml (the previously applied revision's, else the first parent's, else the commit's own)."""
+    from gitopsq.source.keyring import signing_keys
+    from gitopsq.source.signatures import verify_signature
+
+    base = previous if previous not in (None, info.sha) else (info.parents[0] if info.parents else None)
+    trust = (repo_config(source, base) if base is not None else None) or repo_config(source, info.sha)
+    return verify_signature(info, signing_keys(trust))
