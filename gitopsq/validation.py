@@ -4,8 +4,8 @@
 parts), so a revision that one of them accepts the others accept too. The pure work happens in
 `gitopsq.manifests.check_revision` (files → objects and findings) and `gitopsq.policy.revision.head_verdicts`
 (changes → verdicts); this module does the reading around them: which commit is the base, which paths the change
-touched, the head commit with its signature verified against the maintainers' keys, and the repository's own
-policy files.
+touched, and, from `gitopsq.trust`, what judges it: the base's trust model (unreadable fails closed), every commit
+of the change with its own paths and verified signature, and the repository's own policy files at the base.
 """
 
 from __future__ import annotations
@@ -19,10 +19,12 @@ from gitopsq.api import findings
 from gitopsq.api.findings import Finding
 from gitopsq.errors import PolicyError, SourceError
 from gitopsq.manifests import ParseCache, check_revision
-from gitopsq.manifests.config_model import RepoConfig
 from gitopsq.manifests.report import Report
 from gitopsq.policy import SourcedObject, Verdict, build_policy_input, evaluate, load_policies
+from gitopsq.policy.placement import cluster_scoped_findings
 from gitopsq.policy.revision import PolicyOutcome, head_verdicts, raw_config, sourced_objects
+from gitopsq.trust import BaseTrust, base_trust, commits_for_policy
+from gitopsq.trust import policy_files as trusted_policy_files
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,60 +127,69 @@ def touched_paths(source: Any, base: str | None, head: str) -> tuple[str, ...]:
     return tuple(sorted({p for c in changes for p in (c.path, c.old_path) if p}))
 
 
-def commit_for_policy(source: Any, commit: str, trust: RepoConfig | None, touched: Sequence[str]) -> dict[str, Any]:
-    """The commit as policies see it (`commit`), its signature verified against the maintainers' keys of the
-    trusted configuration (the base's: a revision cannot add its own key and vouch for itself)."""
-    from gitopsq.source.signatures import verify_signature
-
-    info = source.commit_info(commit)
-    keys: dict[str, list[str]] = {}
-    for team in trust.teams if trust is not None else ():
-        for person in team.maintainers:
-            if person.signing_keys:
-                keys.setdefault(person.email or person.name, []).extend(person.signing_keys)
-    status = verify_signature(info, keys)
-    return {"sha": info.sha, "message": info.message, "changedPaths": list(touched),
-            "author": {"name": info.author.name, "email": info.author.email},
-            "committer": {"name": info.committer.name, "email": info.committer.email},
-            "signature": {"state": status.state, "kind": status.kind or "", "signer": status.signer or "",
-                          "fingerprint": status.fingerprint or "", "reason": status.reason}}
-
-
-def policy_files(source: Any, commit: str, report: Report) -> dict[str, str]:
-    """The repository's own policy files (``policyPaths`` of gitopsq.yaml) at ``commit``."""
-    config = report.config
-    if config is None or not config.policy_paths:
-        return {}
-    listed = source.list_files(commit, list(config.policy_paths), [])
-    return {e.path: source.read_blob(e.blob_id).decode("utf-8", errors="replace") for e in listed
-            if e.path.endswith((".yaml", ".yml"))}
-
-
 def judge(source: Any, head: str, head_report: Report, *, base: str | None, base_report: Report | None,
-          backend: str | None = None, cache: ValidationCache | None = None) -> tuple[PolicyOutcome, tuple[str, ...]]:
-    """Run the policies on the change ``base`` → ``head``; returns the outcome and the touched paths."""
+          backend: str | None = None, cache: ValidationCache | None = None,
+          trust: BaseTrust | None = None) -> tuple[PolicyOutcome, tuple[str, ...]]:
+    """Run the policies on the change ``base`` → ``head``; returns the outcome and the touched paths.
+
+    Everything that judges comes from the trusted base (docs/policy.md "Trust"): the maintainers and their keys,
+    path ownership for the placement rule, and the repository's own policy files. Only a first revision (no
+    base) or a base without gitopsq.yaml is judged by the head's configuration. Every commit of the change is
+    handed to the policies with the paths it touched itself."""
     touched = touched_paths(source, base, head)
-    trust = (base_report.config if base_report is not None else None) or head_report.config
+    trust = trust if trust is not None else base_trust(base, base_report, None)
+    if trust.problem is not None:
+        return PolicyOutcome((), (trust.problem,)), touched
+    config = trust.config or head_report.config
     from gitopsq.source import DirectorySource
 
+    problems: list[Finding] = []
     commit: dict[str, Any] | None = None  # a plain directory has no commit: identity rules do not apply
+    commits: list[dict[str, Any]] = []
     if not isinstance(source, DirectorySource):
-        try:
-            commit = commit_for_policy(source, head, trust, touched)
-        except (SourceError, ValueError, KeyError, AttributeError):
-            commit = None
-    files = policy_files(source, head, head_report)
+        commits, problem = commits_for_policy(source, base, head, config)
+        if problem is not None:
+            problems.append(problem)
+        head_commit = next((c for c in commits if c["sha"] == head), None)
+        if head_commit is not None:
+            commit = {**head_commit, "changedPaths": list(touched)}
+    trusted_at = base if trust.config is not None and base else head
+    files, refused = trusted_policy_files(source, trusted_at, config)
+    problems.extend(refused)
+    if trusted_at != head:
+        problems.extend(_head_policies_load(source, head, head_report, trusted=files, backend=backend,
+                                                   cache=cache))
+    if config is not None:
+        problems.extend(cluster_scoped_findings(head_report, config, None if base is None else touched))
     if cache is None:
-        outcome = head_verdicts(base_report, head_report, policy_files=files, commit=commit, touched_paths=touched,
-                                backend=backend)
+        outcome = head_verdicts(base_report, head_report, policy_files=files, commit=commit, commits=commits,
+                                touched_paths=touched, backend=backend)
     else:
-        outcome = _cached_verdicts(cache, base_report, head_report, files=files, commit=commit, touched=touched,
-                                   backend=backend)
-    return outcome, touched
+        outcome = _cached_verdicts(cache, base_report, head_report, files=files, commit=commit, commits=commits,
+                                   touched=touched, backend=backend)
+    return PolicyOutcome(outcome.verdicts, (*problems, *outcome.findings)), touched
+
+
+def _head_policies_load(source: Any, head: str, head_report: Report, *, trusted: Mapping[str, str],
+                        backend: str | None, cache: ValidationCache | None) -> list[Finding]:
+    """The head's own policy files do not judge it, but a change that breaks one is refused here (it would judge
+    every change after it): loading them reports what does not load."""
+    files, refused = trusted_policy_files(source, head, head_report.config)
+    if refused or files == dict(trusted):
+        return list(refused)
+    try:
+        if cache is not None:
+            cache.load_policies(files, backend)
+        else:
+            load_policies(builtin=True, repo_files=files, backend=backend)
+    except PolicyError as err:
+        return [findings.error("policy-load", err.reason, location=err.location)]
+    return []
 
 
 def _cached_verdicts(cache: ValidationCache, base: Report | None, head: Report, *, files: Mapping[str, str],
-                     commit: Mapping[str, Any] | None, touched: Sequence[str], backend: str | None) -> PolicyOutcome:
+                     commit: Mapping[str, Any] | None, commits: Sequence[Mapping[str, Any]],
+                     touched: Sequence[str], backend: str | None) -> PolicyOutcome:
     """`gitopsq.policy.revision.head_verdicts` with the policies and object documents taken from ``cache``."""
     try:
         policies = cache.load_policies(files, backend)
@@ -187,7 +198,7 @@ def _cached_verdicts(cache: ValidationCache, base: Report | None, head: Report, 
     broken = frozenset(f.obj for f in head.errors if f.obj)
     old = [o for o in cache.sourced_objects(base) if str(o.key) not in broken]
     new = cache.sourced_objects(head)
-    policy_input = build_policy_input(old, new, raw_config(head), raw_config(base), commit=commit,
+    policy_input = build_policy_input(old, new, raw_config(head), raw_config(base), commit=commit, commits=commits,
                                       touched_paths=touched, first_revision=base is None)
     return PolicyOutcome(evaluate(policies, policy_input, backend))
 
@@ -217,20 +228,24 @@ def validate_revision(source: Any, commit: str, *, base: str | bool | None = Tru
         return cached.report(source, sha) if cached is not None else check_revision(source, sha, cache=cache)
 
     base_sha = first_parent(source, commit) if base is True else (base or None)
-    base_report = None
+    base_report, base_error = None, None
     if isinstance(base_sha, str) and base_sha != commit:
         try:  # the base first: with a ValidationCache the head then becomes the most recent report kept
             base_report = report(base_sha)
-        except SourceError:
-            base_sha, base_report = None, None
+        except SourceError as err:  # unreadable is not absent: the trust decision fails closed below
+            base_error = str(err)
     else:
         base_sha = None
+    trust = base_trust(base_sha, base_report, base_error)
     head_report = report(commit)
+    if trust.problem is not None:
+        return Validation(head_report.with_findings([trust.problem]), base_sha, base_report, PolicyOutcome(()),
+                          touched_paths(source, base_sha, commit))
     if not head_report.ok:
         # A revision that does not even load is rejected on its findings; policies would only add noise.
         return Validation(head_report, base_sha, base_report, PolicyOutcome(()), touched_paths(source, base_sha,
                                                                                                 commit))
     outcome, touched = judge(source, commit, head_report, base=base_sha, base_report=base_report, backend=backend,
-                             cache=cached)
+                             cache=cached, trust=trust)
     extra = list(outcome.findings) + [verdict_finding(v) for v in outcome.verdicts if not v.allowed]
     return Validation(head_report.with_findings(extra), base_sha, base_report, outcome, touched)

@@ -108,7 +108,7 @@ def test_cached_validation_gives_the_uncached_verdicts(repo: Repo, cpu: int, den
 
 def test_policies_are_compiled_once_per_contents(repo: Repo) -> None:
     """Revisions with the same policy files reuse one compiled set; a changed policy file is compiled anew and
-    its new rule judges the changes that follow."""
+    its new rule judges the changes that follow (not the change that adds it: rules come from the base)."""
     cache = ValidationCache()
     source = open_source(str(repo.path))
     first = repo.git("rev-parse", "HEAD")
@@ -120,7 +120,11 @@ def test_policies_are_compiled_once_per_contents(repo: Repo) -> None:
     repo.write("policies/cap.yaml", POLICY.format(cap=5))
     repo.write("queues/q2.yaml", CQ.format(name="cq2", cpu=6))
     third = repo.commit("cap: 5, cq2: 6")
-    tightened = validate_revision(source, third, base=second, cache=cache)
+    assert validate_revision(source, third, base=second, cache=cache).ok  # compiled (to refuse a broken one)
+    assert len(cache.policies) == 2
+    repo.write("queues/q3.yaml", CQ.format(name="cq3", cpu=6))
+    fourth = repo.commit("cq3: 6")
+    tightened = validate_revision(source, fourth, base=third, cache=cache)
     assert len(cache.policies) == 2
     assert any("nominal quota must stay below 5" in c for c in codes(tightened))
 

@@ -19,6 +19,7 @@ from gitopsq.manifests.config_model import (
     CONFIG_API_VERSION,
     CONFIG_KIND,
     CONFIG_PATH,
+    DEFAULT_TEAM_CLUSTER_KINDS,
     SIGNING_MODES,
     AdmissionSettings,
     AuditTarget,
@@ -34,11 +35,13 @@ from gitopsq.manifests.yamldoc import load_yaml
 __all__ = ["CONFIG_PATH", "ConfigResult", "RepoConfig", "parse_config"]
 
 _TOP: Final = ("apiVersion", "kind", "include", "exclude", "policyPaths", "allowKinds", "platformTeam", "teams",
-               "capacity", "trustZones", "signing", "audit", "policies", "admission", "forgeKeys")
+               "capacity", "trustZones", "signing", "audit", "policies", "admission", "teamClusterScopedKinds",
+               "forgeKeys")
 _STRATEGIES: Final = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 _SSH_TYPES: Final = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
                      "sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-nistp256@openssh.com")
 _GPG: Final = re.compile(r"^[0-9A-Fa-f]{40}$")
+_KIND: Final = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 _ALLOW_KIND: Final = re.compile(r"^(?:[a-z0-9.-]+/)?v[0-9]+(?:(?:alpha|beta)[0-9]+)?/[A-Z][A-Za-z0-9]*$")
 
 
@@ -101,7 +104,7 @@ class _Parser:
             signing_mode=self.signing(top.get("signing")), forge_keys=self.forge_keys(top.get("forgeKeys")),
             audit=self.audit(top.get("audit")),
             disabled_policies=self.disabled(top.get("policies")), admission=self.admission(top.get("admission")),
-            raw=top)
+            team_cluster_kinds=self.team_cluster_kinds(top), raw=top)
         return config if include else None
 
     def patterns(self, raw: Any, path: FieldPath) -> tuple[str, ...]:
@@ -122,6 +125,19 @@ class _Parser:
                              "\"group/version/Kind\" (\"v1/ConfigMap\" for the core group)")
             else:
                 out.append(entry)
+        return tuple(out)
+
+    def team_cluster_kinds(self, top: Mapping[str, Any]) -> tuple[str, ...]:
+        """``teamClusterScopedKinds``: the cluster-scoped kinds teams may define under their own paths."""
+        if "teamClusterScopedKinds" not in top:
+            return DEFAULT_TEAM_CLUSTER_KINDS
+        out = []
+        for i, kind in enumerate(self.r.string_list(top.get("teamClusterScopedKinds"), ("teamClusterScopedKinds",))):
+            if not _KIND.match(kind):
+                self.r.error(("teamClusterScopedKinds", i), "invalid-value",
+                             f"teamClusterScopedKinds entry {kind!r} must be a kind such as ClusterQueue")
+            else:
+                out.append(kind)
         return tuple(out)
 
     def label(self, value: str, path: FieldPath, what: str) -> bool:

@@ -18,6 +18,19 @@ CONFIG_PATH: Final = "gitopsq.yaml"
 CONFIG_API_VERSION: Final = "gitopsq.dev/v1alpha1"
 CONFIG_KIND: Final = "RepositoryConfig"
 SIGNING_MODES: Final = ("required", "optional", "off")
+# Files that change how Git renders the work tree for everyone (attributes, submodules): the platform's wherever
+# they are, so no team can break `render --worktree` for the whole repository (docs/config.md rule 6).
+RENDERING_FILES: Final = (".gitattributes", ".gitmodules")
+# Cluster-scoped kinds a team may define under its own paths unless gitopsq.yaml lists others
+# (``teamClusterScopedKinds``); any other cluster-scoped object there is the platform's (docs/config.md).
+DEFAULT_TEAM_CLUSTER_KINDS: Final = ("ClusterQueue", "Namespace")
+
+
+def platform_file(path: str, policy_paths: tuple[str, ...] | list[str]) -> bool:
+    """Whether ``path`` belongs to the platform team whatever the team patterns say: gitopsq.yaml, a
+    `RENDERING_FILES` file anywhere, and every file under ``policyPaths`` (the rules that judge changes)."""
+    return (path == CONFIG_PATH or path.rsplit("/", 1)[-1] in RENDERING_FILES
+            or any(paths.matches(path, p) for p in policy_paths))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,6 +100,7 @@ class RepoConfig:
     audit: AuditTarget = AuditTarget()
     disabled_policies: tuple[str, ...] = ()
     admission: AdmissionSettings = AdmissionSettings()
+    team_cluster_kinds: tuple[str, ...] = DEFAULT_TEAM_CLUSTER_KINDS
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def team(self, name: str) -> Team | None:
@@ -102,9 +116,10 @@ class RepoConfig:
         return f"{api_version}/{kind}" in self.allow_kinds
 
     def owner_of(self, path: str) -> str | None:
-        """The team owning ``path``: the most specific matching pattern wins; gitopsq.yaml is the platform's."""
-        if path == CONFIG_PATH and self.platform_team:
-            return self.platform_team
+        """The team owning ``path``: the most specific matching pattern wins; `platform_file` paths are the
+        platform team's (no one's without a platform team)."""
+        if platform_file(path, self.policy_paths):
+            return self.platform_team or None
         best: tuple[tuple[int, int], str] | None = None
         for team in self.teams:
             for pattern in team.paths:
@@ -140,6 +155,7 @@ class RepoConfig:
             "exclude": list(self.exclude),
             "policyPaths": list(self.policy_paths),
             "allowKinds": list(self.allow_kinds),
+            "teamClusterScopedKinds": list(self.team_cluster_kinds),
             "platformTeam": self.platform_team,
             "teams": teams,
             "teamsByName": {t["name"]: t for t in teams},

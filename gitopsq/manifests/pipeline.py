@@ -17,7 +17,7 @@ from typing import Final, Protocol
 from gitopsq import __version__
 from gitopsq.api import findings
 from gitopsq.api.findings import Finding
-from gitopsq.errors import Location
+from gitopsq.errors import Location, SourceError
 from gitopsq.manifests.config import CONFIG_PATH, parse_config
 from gitopsq.manifests.loader import FileResult, LoadSettings, load_file
 from gitopsq.manifests.references import validate_revision
@@ -112,7 +112,13 @@ def check_files(files: Mapping[str, bytes], config_bytes: bytes | None, *, revis
         key = cache_key(blob, path, settings)
         result = cache.get(key)
         if result is None:
-            result = load_file(path, files[path], settings)
+            size = files.size(path) if isinstance(files, _LazyBlobs) else None
+            if size is not None and size > settings.limits.max_bytes:  # refused from the tree, never read
+                result = FileResult(path, (), (), (findings.error(
+                    "file-too-large", f"file is {size:,} bytes; the limit is {settings.limits.max_bytes:,} bytes "
+                    "(split it into several files)", location=Location(path, None)),))
+            else:
+                result = load_file(path, files[path], settings)
             cache[key] = result
         entries.extend(result.entries)
         passthrough.extend(result.passthrough)
@@ -136,6 +142,16 @@ class _LazyBlobs(Mapping[str, bytes]):
 
     def __len__(self) -> int:
         return len(self._ids)
+
+    def size(self, path: str) -> int | None:
+        """The blob's size from the object header when the source can tell (GitSource.blob_size), else None."""
+        sizer = getattr(self._source, "blob_size", None)
+        if sizer is None:
+            return None
+        try:
+            return int(sizer(self._ids[path]))
+        except (SourceError, ValueError, KeyError):
+            return None
 
 
 def check_revision(source: RevisionSource, commit: str, *,

@@ -150,8 +150,9 @@ def build_policy_input(
     trust = previous if previous is not None else repo
     head = commit if commit is not None else (commits[-1] if commits else None)
     commit_value = None if head is None else normalise_commit(head, trust)
-    all_commits = tuple(normalise_commit(c, trust) for c in commits) if commits else \
-        ((commit_value,) if commit_value is not None else ())
+    # Each commit carries its own ``actor``, so rules can judge every commit that touched a path, not the head's.
+    all_commits = tuple({**(n := normalise_commit(c, trust)), "actor": actor_of(n, trust)} for c in commits) \
+        if commits else (() if commit_value is None else ({**commit_value, "actor": actor_of(commit_value, trust)},))
     return PolicyInput(
         changes=tuple(changes),
         desired=desired_by_kind(new_list),

@@ -14,7 +14,7 @@ import yaml
 from gitopsq.api.quantity import QuantityError, parse_quantity
 from gitopsq.manifests import paths
 from gitopsq.manifests.config import parse_config
-from gitopsq.manifests.config_model import CONFIG_PATH, key_fingerprint
+from gitopsq.manifests.config_model import DEFAULT_TEAM_CLUSTER_KINDS, key_fingerprint, platform_file
 
 __all__ = ["key_fingerprint", "normalise_repo_config", "owner_of_path", "path_matches"]
 
@@ -28,9 +28,10 @@ def path_matches(path: str, patterns: Sequence[str]) -> bool:
 
 def owner_of_path(repo: Mapping[str, Any], path: str) -> str | None:
     """The team owning ``path`` in a normalised ``repo``: the most specific matching pattern wins, and
-    gitopsq.yaml is the platform team's (docs/config.md rule 4 and 6, the same code as the manifest loader)."""
-    if path == CONFIG_PATH and repo.get("platformTeam"):
-        return str(repo["platformTeam"])
+    gitopsq.yaml, ``.gitattributes``/``.gitmodules`` and policy files are the platform team's (docs/config.md rule
+    4 and 6, the same code as the manifest loader)."""
+    if platform_file(path, list(repo.get("policyPaths") or ())):
+        return str(repo.get("platformTeam") or "") or None
     best: tuple[tuple[int, int], str] | None = None
     for team in repo.get("teams", []):
         for pattern in team.get("paths", []):
@@ -111,6 +112,8 @@ def _lenient(raw: Mapping[str, Any]) -> dict[str, Any]:
         "exclude": _strings(raw.get("exclude")),
         "policyPaths": _strings(raw.get("policyPaths")),
         "allowKinds": _strings(raw.get("allowKinds")),
+        "teamClusterScopedKinds": _strings(raw.get("teamClusterScopedKinds")) if "teamClusterScopedKinds" in raw
+        else list(DEFAULT_TEAM_CLUSTER_KINDS),
         "platformTeam": str(raw.get("platformTeam") or ""),
         "teams": teams,
         "teamsByName": {t["name"]: t for t in teams},

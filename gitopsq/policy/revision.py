@@ -8,7 +8,7 @@ becomes an error finding (code ``policy-load``) instead of an exception, so the 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,8 +58,9 @@ def raw_config(report: Report | None) -> Mapping[str, Any] | None:
 
 def head_verdicts(base: Report | None, head: Report, *, policy_files: Mapping[str, str],
                   commit: Mapping[str, Any] | None, touched_paths: Iterable[str],
-                  backend: str | None = None) -> PolicyOutcome:
-    """Evaluate the built-in library and the head's own policy files on the changes from ``base`` to ``head``."""
+                  commits: Sequence[Mapping[str, Any]] = (), backend: str | None = None) -> PolicyOutcome:
+    """Evaluate the built-in library and the repository's policy files (the caller reads them at the trusted
+    base) on the changes from ``base`` to ``head``; ``commits`` is every commit of the change, oldest first."""
     try:
         policies = load_policies(builtin=True, repo_files=policy_files, backend=backend)
     except PolicyError as err:
@@ -70,5 +71,6 @@ def head_verdicts(base: Report | None, head: Report, *, policy_files: Mapping[st
     memo: dict[int, SourcedObject] = {}
     old = [o for o in sourced_objects(base, memo) if str(o.key) not in broken]
     pi = build_policy_input(old, sourced_objects(head, memo), raw_config(head), raw_config(base),
-                            commit=commit, touched_paths=touched_paths, first_revision=base is None)
+                            commit=commit, commits=commits, touched_paths=touched_paths,
+                            first_revision=base is None)
     return PolicyOutcome(evaluate(policies, pi, backend))

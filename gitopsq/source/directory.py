@@ -19,6 +19,9 @@ from gitopsq.source.globs import PathFilter
 from gitopsq.source.model import CommitInfo, FileEntry, PathChange, Person
 
 WORKTREE = "WORKTREE"
+# A file larger than the manifest loader reads (gitopsq.manifests.yamldoc.YamlLimits.max_bytes) is listed by its
+# size, not read: its id names the path and size, and the pipeline refuses it from `blob_size` alone.
+LARGE_FILE_BYTES = 2 * 1024 * 1024
 _NOBODY = Person(name="", email="", timestamp=0, offset_minutes=0)
 
 
@@ -31,6 +34,7 @@ class DirectorySource:
         self.root = root.resolve()
         self.display = str(root)
         self._blobs: dict[str, bytes] = {}
+        self._large: dict[str, tuple[Path, int]] = {}
 
     def resolve(self, rev: str) -> str:
         if rev.strip().upper() in (WORKTREE, "HEAD"):
@@ -71,6 +75,11 @@ class DirectorySource:
 
     def _store(self, path: Path) -> str:
         try:
+            size = path.stat().st_size
+            if size > LARGE_FILE_BYTES:
+                blob_id = f"large-{size}-{path.relative_to(self.root).as_posix()}"
+                self._large[blob_id] = (path, size)
+                return blob_id
             data = path.read_bytes()
         except OSError as exc:
             raise SourceError(f"cannot read {path}: {exc.strerror}") from None
@@ -78,7 +87,19 @@ class DirectorySource:
         self._blobs[blob_id] = data
         return blob_id
 
+    def blob_size(self, blob_id: str) -> int:
+        """The size of a listed file, without reading a large one."""
+        if blob_id in self._large:
+            return self._large[blob_id][1]
+        return len(self.read_blob(blob_id))
+
     def read_blob(self, blob_id: str) -> bytes:
+        large = self._large.get(blob_id)
+        if large is not None:
+            try:
+                return large[0].read_bytes()
+            except OSError as exc:
+                raise SourceError(f"cannot read {large[0]}: {exc.strerror}") from None
         try:
             return self._blobs[blob_id]
         except KeyError:

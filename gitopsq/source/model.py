@@ -9,6 +9,7 @@ from typing import Literal
 ChangeStatus = Literal["added", "modified", "deleted", "renamed"]
 SignatureState = Literal["unsigned", "good", "bad", "unknown-key"]
 SignatureKind = Literal["ssh", "gpg"]
+EntryKind = Literal["file", "executable", "link", "submodule"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +25,9 @@ class PathChange:
     """One file that differs between two commits.
 
     ``path`` is where the file is in the new commit (for a deletion: where it was). ``old_path`` is where it was
-    in the old commit (None when added). Blob ids are None on the side where the file does not exist.
+    in the old commit (None when added). Every entry type counts: a symbolic link or a submodule (gitlink) is a
+    change to its path like a file, and so is a change of type or mode (``old_kind`` → ``new_kind``). Blob ids
+    are set only on a side where the entry is a regular file (a link's or submodule's id is no file to read).
     """
 
     status: ChangeStatus
@@ -32,6 +35,8 @@ class PathChange:
     old_path: str | None
     old_blob_id: str | None
     new_blob_id: str | None
+    old_kind: EntryKind | None = None
+    new_kind: EntryKind | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from gitopsq.errors import SourceError
 from gitopsq.source.commits import commit_info_of
 from gitopsq.source.failures import git_errors, unknown_revision
 from gitopsq.source.globs import PathFilter
-from gitopsq.source.model import ChangeStatus, CommitInfo, FileEntry, PathChange
+from gitopsq.source.model import ChangeStatus, CommitInfo, EntryKind, FileEntry, PathChange
 from gitopsq.source.remote import FetchStats, RemoteMirror
 
 _LISTINGS_KEPT = 16  # memoised listings per source: plan reads two revisions, the controller one at a time
@@ -28,6 +28,8 @@ _STATUS: dict[DeltaStatus, ChangeStatus] = {
     DeltaStatus.TYPECHANGE: "modified",
     DeltaStatus.RENAMED: "renamed",
 }
+_KINDS: dict[int, EntryKind] = {FileMode.BLOB: "file", FileMode.BLOB_EXECUTABLE: "executable",
+                                 FileMode.LINK: "link", FileMode.COMMIT: "submodule"}
 YAML_SUFFIXES = (".yaml", ".yml")
 
 
@@ -190,6 +192,16 @@ class GitSource:
             raise SourceError(f"object {blob_id} in {self.display} is not a file")
         return obj.data
 
+    def blob_size(self, blob_id: str) -> int:
+        """The size of a blob from its object header, without inflating its content; SourceError when none."""
+        try:
+            kind, size = self._repo.odb.read_header(pygit2.Oid(hex=blob_id))
+        except (KeyError, ValueError, pygit2.GitError):
+            raise SourceError(f"no blob {blob_id} in {self.display}") from None
+        if kind != ObjectType.BLOB:
+            raise SourceError(f"object {blob_id} in {self.display} is not a file")
+        return int(size)
+
     def read_file(self, commit: str, path: str) -> bytes | None:
         """The bytes of ``path`` at ``commit``; None when there is no file (or it is a directory or link)."""
         tree = self._commit(commit).tree
@@ -207,7 +219,8 @@ class GitSource:
         return commit_info_of(self._commit(commit))
 
     def changed_paths(self, old: str | None, new: str) -> tuple[PathChange, ...]:
-        """Files added, modified, deleted or renamed from ``old`` to ``new`` (``old`` None: everything is added).
+        """Entries added, modified, deleted or renamed from ``old`` to ``new`` (``old`` None: everything is added):
+        files, symbolic links and submodules alike, a change of type or mode being a modification.
 
         Renames are detected by content similarity (git's default 50 %). Sorted by path, then old path.
         """
@@ -219,17 +232,23 @@ class GitSource:
         changes: list[PathChange] = []
         for delta in diff.deltas:
             status = _STATUS.get(delta.status)
-            old_file, new_file = delta.old_file, delta.new_file
-            if status is None or not ({old_file.mode, new_file.mode} & _FILE_MODES):
+            if status is None:
                 continue
+            old_file, new_file = delta.old_file, delta.new_file
+            old_kind = None if status == "added" else _KINDS.get(old_file.mode, "file")
+            new_kind = None if status == "deleted" else _KINDS.get(new_file.mode, "file")
+            # Any entry type is a change to its path (a link or a submodule under a team's directory too);
+            # only regular files have contents a caller may read.
             old_path = None if status == "added" else old_file.path
             path = old_file.path if status == "deleted" else new_file.path
             changes.append(PathChange(
                 status=status,
                 path=path,
                 old_path=old_path,
-                old_blob_id=None if status == "added" else str(old_file.id),
-                new_blob_id=None if status == "deleted" else str(new_file.id),
+                old_blob_id=str(old_file.id) if old_kind in ("file", "executable") else None,
+                new_blob_id=str(new_file.id) if new_kind in ("file", "executable") else None,
+                old_kind=old_kind,
+                new_kind=new_kind,
             ))
         return tuple(sorted(changes, key=lambda c: (c.path, c.old_path or "")))
 

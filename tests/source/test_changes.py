@@ -32,12 +32,31 @@ def test_changed_paths_reports_add_modify_delete_and_rename(repo: GitRepo) -> No
     source = open_source(str(repo.path))
     assert source.changed_paths(old, new) == (
         PathChange("modified", "teams/a/cq.yaml", "teams/a/cq.yaml", blob(old, "teams/a/cq.yaml"),
-                   blob(new, "teams/a/cq.yaml")),
-        PathChange("deleted", "teams/b/cq.yaml", "teams/b/cq.yaml", blob(old, "teams/b/cq.yaml"), None),
+                   blob(new, "teams/a/cq.yaml"), "file", "file"),
+        PathChange("deleted", "teams/b/cq.yaml", "teams/b/cq.yaml", blob(old, "teams/b/cq.yaml"), None, "file"),
         PathChange("renamed", "teams/d/cq.yaml", "teams/c/cq.yaml", blob(old, "teams/c/cq.yaml"),
-                   blob(new, "teams/d/cq.yaml")),
-        PathChange("added", "teams/e/new.yaml", None, None, blob(new, "teams/e/new.yaml")),
+                   blob(new, "teams/d/cq.yaml"), "file", "file"),
+        PathChange("added", "teams/e/new.yaml", None, None, blob(new, "teams/e/new.yaml"), None, "file"),
     )
+
+
+def test_changed_paths_reports_links_submodules_and_type_changes(repo: GitRepo) -> None:
+    """A symbolic link, a submodule (gitlink) and a file turned into a link are changes to their paths, with no
+    blob id to read on the side that is not a regular file."""
+    old = repo.commit("base", {"teams/a/cq.yaml": QUEUE.format(name="a"), "teams/a/turn.yaml": "x: 1\n"})
+    (repo.path / "teams/a/link.yaml").symlink_to("cq.yaml")
+    (repo.path / "teams/a/turn.yaml").unlink()
+    (repo.path / "teams/a/turn.yaml").symlink_to("cq.yaml")
+    repo.git("add", "-A")
+    repo.git("update-index", "--add", "--cacheinfo", f"160000,{old},teams/a/sub")
+    repo.git("commit", "-q", "-m", "links")  # not `add -A`: that would drop the gitlink without a checkout
+    new = repo.git("rev-parse", "HEAD")
+    changes = {c.path: c for c in open_source(str(repo.path)).changed_paths(old, new)}
+    assert changes["teams/a/link.yaml"].new_kind == "link" and changes["teams/a/link.yaml"].new_blob_id is None
+    assert changes["teams/a/sub"].new_kind == "submodule" and changes["teams/a/sub"].new_blob_id is None
+    turned = [c for c in open_source(str(repo.path)).changed_paths(old, new) if c.path == "teams/a/turn.yaml"]
+    assert {(c.old_kind, c.new_kind) for c in turned} <= {("file", "link"), ("file", None), (None, "link")}
+    assert any(c.new_kind == "link" for c in turned) and any(c.old_kind == "file" for c in turned)
 
 
 def test_changed_paths_from_nothing_lists_every_file_as_added(history: History) -> None:

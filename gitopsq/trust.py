@@ -1,0 +1,162 @@
+"""What judges a change comes from the trusted base, never from the head being judged (docs/policy.md "Trust").
+
+- `base_trust`: the base revision's ``gitopsq.yaml`` is the trust model (maintainers, keys, ownership, signing
+  mode). Absent at the base (the repository was not under gitopsq yet) and unreadable (a parse error, a source
+  error) are different: absent lets the head's configuration judge, as for a first revision; unreadable fails
+  closed with a finding, because falling back to the head would let a change name its own approvers.
+- `commits_for_policy`: every commit the change brings, each with the paths it touched itself and its signature
+  verified against the trusted keys, so an unsigned commit cannot hide behind a signed commit or merge on top.
+- `policy_files`: the repository's own policies, read at the base (a change cannot rewrite its own rules).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gitopsq.api import findings
+from gitopsq.api.findings import Finding
+from gitopsq.errors import Location, SourceError
+from gitopsq.manifests.config_model import CONFIG_PATH, RepoConfig
+from gitopsq.manifests.report import Report
+
+_SOURCE_FAILURES = (SourceError, ValueError, KeyError, AttributeError)
+MAX_POLICY_FILE_BYTES = 2 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class BaseTrust:
+    """The trusted configuration (None: there is none, the head's judges) or why the base cannot be trusted."""
+
+    config: RepoConfig | None
+    problem: Finding | None = None
+
+
+def base_trust(base: str | None, base_report: Report | None, base_error: str | None) -> BaseTrust:
+    """The trust model of ``base``: its parsed gitopsq.yaml; absent → None; unreadable → a finding."""
+    if base is None:
+        return BaseTrust(None)
+    if base_report is None:
+        return BaseTrust(None, _untrusted(base, f"the base revision cannot be read ({base_error or 'unknown error'})"))
+    if base_report.config is not None:
+        return BaseTrust(base_report.config)
+    if any(f.code == "config-missing" for f in base_report.findings):
+        return BaseTrust(None)  # absent: nothing governed the repository before this change
+    first = next((f for f in base_report.errors), None)
+    where = f"{CONFIG_PATH}:{first.location.line}" if first and first.location and first.location.line else CONFIG_PATH
+    return BaseTrust(None, _untrusted(base, f"its {CONFIG_PATH} does not parse ({where}: "
+                                            f"{first.message if first else 'unusable'})"))
+
+
+def _untrusted(base: str, why: str) -> Finding:
+    return findings.error(
+        "untrusted-base",
+        f"cannot judge this change against base {base[:12]}: {why}; approval and trust rules never fall back to "
+        f"the {CONFIG_PATH} of the revision under review (check against a base whose {CONFIG_PATH} reads, e.g. "
+        "the last revision the controller applied)",
+        location=Location(CONFIG_PATH, None))
+
+
+def commits_for_policy(source: Any, base: str | None, head: str,
+                       trust: RepoConfig | None) -> tuple[list[dict[str, Any]], Finding | None]:
+    """Every commit of ``base..head`` (merge parents' commits included), oldest first, as policies see them; or
+    a finding when the history cannot be read (a shallow clone): then nothing is judged as signed."""
+    from gitopsq.source.signatures import SignatureVerifier
+
+    try:
+        if base is None or not hasattr(source, "commits_between"):
+            infos = (source.commit_info(head),)
+        else:
+            infos = source.commits_between(base, head)
+        touched = [own_changes(source, info.sha, info.parents) for info in infos]
+    except _SOURCE_FAILURES as err:
+        return [], findings.error(
+            "history-unreadable", f"cannot read the commits between {base or 'the root'} and {head[:12]}: {err}; "
+            "every commit of a change is judged (fetch the full history: git fetch --unshallow; in CI "
+            "fetch-depth: 0)", location=Location(CONFIG_PATH, None))
+    keys: dict[str, list[str]] = {}
+    for team in trust.teams if trust is not None else ():
+        for person in team.maintainers:
+            if person.signing_keys:
+                keys.setdefault(person.email or person.name, []).extend(person.signing_keys)
+    out = []
+    with SignatureVerifier(keys) as verifier:
+        for info, paths in zip(infos, touched, strict=True):
+            status = verifier.verify(info)
+            out.append({"sha": info.sha, "message": info.message, "changedPaths": list(paths),
+                        "author": {"name": info.author.name, "email": info.author.email},
+                        "committer": {"name": info.committer.name, "email": info.committer.email},
+                        "signature": {"state": status.state, "kind": status.kind or "", "signer": status.signer or "",
+                                      "fingerprint": status.fingerprint or "", "reason": status.reason}})
+    return out, None
+
+
+def own_changes(source: Any, commit: str, parents: Sequence[str]) -> tuple[str, ...]:
+    """The paths ``commit`` itself changed: against its parent; a root commit, everything; a merge, the paths
+    whose result differs from every parent (what the merge itself wrote: a path taken as is from one side is
+    that side's commits' change, and those commits are judged on their own)."""
+    if not parents:
+        return _paths(source.changed_paths(None, commit))
+    found = set(_paths(source.changed_paths(parents[0], commit)))
+    for parent in parents[1:]:
+        found &= set(_paths(source.changed_paths(parent, commit)))
+    return tuple(sorted(found))
+
+
+def _paths(changes: Sequence[Any]) -> tuple[str, ...]:
+    return tuple(sorted({p for c in changes for p in (c.path, c.old_path) if p}))
+
+
+def policy_files(source: Any, commit: str, config: RepoConfig | None) -> tuple[dict[str, str], list[Finding]]:
+    """The repository's own policy files (``policyPaths`` of ``config``) at ``commit``, the trusted base, and a
+    finding for each file too large to be a policy (refused from its size in the tree, never read)."""
+    if config is None or not config.policy_paths:
+        return {}, []
+    listed = source.list_files(commit, list(config.policy_paths), [])
+    out: dict[str, str] = {}
+    refused: list[Finding] = []
+    for entry in listed:
+        if not entry.path.endswith((".yaml", ".yml")):
+            continue
+        size = blob_size(source, entry.blob_id)
+        if size is not None and size > MAX_POLICY_FILE_BYTES:
+            refused.append(findings.error("policy-load", f"policy file is {size:,} bytes; the limit is "
+                                          f"{MAX_POLICY_FILE_BYTES:,} bytes", location=Location(entry.path, None)))
+            continue
+        out[entry.path] = source.read_blob(entry.blob_id).decode("utf-8", errors="replace")
+    return out, refused
+
+
+def blob_size(source: Any, blob_id: str) -> int | None:
+    """The size of a blob from the object header, without reading it (None when the source cannot tell)."""
+    sizer = getattr(source, "blob_size", None)
+    if sizer is None:
+        return None
+    try:
+        size = sizer(blob_id)
+    except _SOURCE_FAILURES:
+        return None
+    return int(size) if size is not None else None
+
+
+def read_base_config(source: Any, base: str | None) -> BaseTrust:
+    """`base_trust` for a caller holding only a source (the approvals of the sync loop): the base's gitopsq.yaml
+    parsed; no base or no file → ``config`` None (the head's may judge); unreadable → ``problem`` (fail closed)."""
+    from gitopsq.manifests.config import parse_config
+
+    if base is None:
+        return BaseTrust(None)
+    try:
+        data = source.read_file(base, CONFIG_PATH)
+    except _SOURCE_FAILURES as err:
+        return BaseTrust(None, _untrusted(base, f"the base revision cannot be read ({err})"))
+    if data is None:
+        return BaseTrust(None)
+    parsed = parse_config(data)
+    if parsed.config is not None:
+        return BaseTrust(parsed.config)
+    first = next((f for f in parsed.findings if f.is_error), None)
+    where = f"{CONFIG_PATH}:{first.location.line}" if first and first.location and first.location.line else CONFIG_PATH
+    return BaseTrust(None, _untrusted(base, f"its {CONFIG_PATH} does not parse ({where}: "
+                                            f"{first.message if first else 'unusable'})"))
