@@ -27,6 +27,7 @@ from gitopsq.controller.forge_wiring import forge_reporter
 from gitopsq.controller.job_webhook import start_job_webhook
 from gitopsq.controller.manager import Controller, LeadershipHook, RoleHook, Runnable, WakingRunnable, parse_duration
 from gitopsq.errors import GitopsqError, UsageError
+from gitopsq.forge.approvals import approvals_reader
 from gitopsq.metrics import KueueMetrics, SyncMetrics, serve
 from gitopsq.source import open_source
 from gitopsq.sync.audit import SyncAuditRecords
@@ -136,7 +137,8 @@ class Wiring:
         self.reporter = forge_reporter(f, self.source.display, self.registry)
         self.closers.append(self.reporter.close)
         syncer = Syncer(self.source, KubeRest(self.api_client), SourceRef(f["namespace"], self.source_name()),
-                        url=self.source.display, validator=self.reporter.validator(check_pipeline_validator()))
+                        url=self.source.display, validator=self.reporter.validator(check_pipeline_validator(
+                            approvals_reader(self.reporter.forge) if self.reporter.forge is not None else None)))
         if self.audit is not None:
             syncer.audit = SyncAuditRecords(self.audit, self.source, syncer.validated_at, forge=self.reporter.forge)
 

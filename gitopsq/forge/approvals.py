@@ -12,7 +12,7 @@ satisfies a requirement.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -51,6 +51,21 @@ def forge_approvals(forge: Forge, source: Any, base: str | None, revision: str,
             out.append(Approval(name, email, "review", sha, _time(given.at), forge=forge.name, pull_request=pr,
                                 login=given.reviewer, approved_commit=given.commit))
     return out
+
+
+def approvals_reader(forge: Forge) -> Callable[[str], list[dict[str, Any]]]:
+    """For validation (gitopsq.trust.commits_for_policy): sha of a forge-signed commit → the standing approvals
+    of the pull request it merged, as policies read them (gitopsq.policy.forge_merge); [] when it merged none.
+    Raises ForgeError: a sync that cannot ask the forge fails and retries instead of judging without them."""
+
+    def read(sha: str) -> list[dict[str, Any]]:
+        pr = forge.pull_request_of(sha)
+        if pr is None:
+            return []
+        return [{"email": a.email or "", "login": a.reviewer, "forge": forge.name, "at": a.at, "pullRequest": pr,
+                 "approvedCommit": a.commit} for a in forge.approvals(pr)]
+
+    return read
 
 
 def maintainer_logins(config: Any) -> dict[str, tuple[str, str]]:

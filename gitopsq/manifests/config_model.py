@@ -137,7 +137,8 @@ class RepoConfig:
         teams = [{"name": t.name, "paths": list(t.paths), "namespaces": list(t.namespaces),
                   "cohorts": list(t.cohorts),
                   "maintainers": [{"name": m.name, "email": m.email.lower(), "signingKeys": list(m.signing_keys),
-                                   "fingerprints": [key_fingerprint(k) for k in m.signing_keys]}
+                                   "fingerprints": [key_fingerprint(k) for k in m.signing_keys],
+                                   "forgeUser": m.forge_user}
                                   for m in t.maintainers]}
                  for t in self.teams]
         zones = [{"name": z.name, "teams": list(z.teams), "cohorts": list(z.cohorts)} for z in self.trust_zones]

@@ -17,8 +17,9 @@ def signing_keys(config: Any) -> dict[str, list[str]]:
     keys: dict[str, list[str]] = {}
     for team in getattr(config, "teams", ()) or ():
         for person in team.maintainers:
-            if person.signing_keys:
-                keys.setdefault(person.email or person.name, []).extend(person.signing_keys)
+            identity = person.email or person.name
+            if person.signing_keys and not identity.startswith(FORGE_PREFIX):  # never pass for a forge
+                keys.setdefault(identity, []).extend(person.signing_keys)
     for forge in getattr(config, "forge_keys", ()) or ():
         keys.setdefault(FORGE_PREFIX + forge.name, []).extend(forge.keys)
     return keys
