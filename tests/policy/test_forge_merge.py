@@ -26,7 +26,8 @@ PATH = "teams/a/queues.yaml"
 
 
 def cq(cpu: str) -> SourcedObject:
-    obj = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "team-a", "labels": {"cpu": cpu}},
+    obj = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+           "metadata": {"name": "team-a", "labels": {"cpu": cpu}},
            "spec": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "team-a"}},
                     "resourceGroups": []}}
     return SourcedObject(PATH, obj, 1)
