@@ -6,12 +6,15 @@ afterwards is refused with a failure status and a notification."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import urllib.request
 import uuid
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pygit2
 import pytest
 from controller_process import ControllerProcess, applied_revision, wait_for
@@ -161,3 +164,5 @@ def test_a_reviewed_squash_merge_on_gitea_is_applied_recorded_and_reported(
     assert record["commit"]["signature"] == {"state": "verified", "signer": "forge:gitea",
                                              "fingerprint": gitea.signing_fingerprint.upper()}
     assert merged not in {u.revision for u in build_evidence(list(sync_records(audit_repo).values())).unapproved}
+    schema = json.loads(files("gitopsq.data").joinpath("audit/record.schema.json").read_text(encoding="utf-8"))
+    jsonschema.validate(record, schema)
