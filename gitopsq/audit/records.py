@@ -202,12 +202,15 @@ def sync_attempt(*, time: datetime, source_url: str, revision: str, previous_rev
 
 
 def sync_drift_corrected(*, time: datetime, source_url: str, revision: str,
-                         changes: Sequence[ObjectChange], actor: str | None = None, message: str = "") -> Record:
-    """Live objects differed from the applied revision and were put back."""
-    return _build(RecordType.SYNC_DRIFT_CORRECTED, time, [redact_text(source_url), revision], {
-        "source": _source(source_url), "revision": revision, "changes": [c.to_json() for c in changes],
-        "actor": actor, "message": message,
-    })
+                         changes: Sequence[ObjectChange], actor: str | None = None, message: str = "",
+                         drift: Sequence[Mapping[str, Any]] = ()) -> Record:
+    """Live objects differed from the applied revision and were put back; ``drift`` says, per object, which
+    fields (``{path, op, old, new}``: ``old`` the live value undone, ``new`` Git's) and which field managers."""
+    data: dict[str, Any] = {"source": _source(source_url), "revision": revision,
+                            "changes": [c.to_json() for c in changes], "actor": actor, "message": message}
+    if drift:
+        data["drift"] = [dict(d) for d in drift]
+    return _build(RecordType.SYNC_DRIFT_CORRECTED, time, [redact_text(source_url), revision], data)
 
 
 def sync_rejected(*, time: datetime, source_url: str, revision: str, reason: str,
