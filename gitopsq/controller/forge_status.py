@@ -86,9 +86,9 @@ class ForgeReporter:
             if sha not in self._rejected_told:
                 self._rejected_told.add(sha)
                 self._notify("rejected", why, sha)
-        elif outcome in ("failed", "stalled"):
-            error = str(result.error or _failed_objects(result) or outcome)
-            self.status(sha, "failure" if outcome == "failed" else "error", f"sync {outcome}: {error}")
+        else:  # failed, stalled, and any outcome that did not apply the revision as it is
+            error = str(getattr(result, "error", None) or _failed_objects(result) or outcome)
+            self.status(sha, "error" if outcome == "stalled" else "failure", f"sync {outcome}: {error}")
             self._notify("sync_failed", error, sha)
 
     def status(self, sha: str, state: State, description: str) -> None:
