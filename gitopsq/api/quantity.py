@@ -5,10 +5,11 @@ resolution Kueue computes quota in, and printed back in Kubernetes' canonical fo
 milli-unit is rounded up, as Kubernetes does for ``MilliValue``. Values beyond the signed 64-bit range of
 milli-units are rejected, as the API server would overflow on them.
 
-The parser is our own (the pure core must not import the Kubernetes client); its grammar and its canonical
-printing follow ``k8s.io/apimachinery/pkg/api/resource``: ``<sign><digits>[.<digits>]<suffix>`` with binary
-suffixes Ki…Ei, decimal suffixes n u m k M G T P E, or a decimal exponent ``e<int>``. Tests check it against the
-client's own ``parse_quantity``.
+The parser is our own (the pure core must not import the Kubernetes client). What it accepts is exactly what
+both the API server (the ClusterQueue CRD's pattern and maxLength, nothing trimmed) and Kueue (which decodes
+with ``resource.ParseQuantity``) accept; `kubernetes_value` mirrors ``ParseQuantity``'s scanner and value.
+Tests check it against the Python client and, on the rig, against the API server's own dry-run and CEL
+``quantity()`` (tests/fuzz/test_quantity_apiserver.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation, localcontext
+from decimal import Decimal, localcontext
 from enum import Enum
 
 from gitopsq.errors import QuantityError as QuantityError  # noqa: PLC0414 - re-exported: raised here
@@ -89,58 +90,139 @@ class Quantity:
 ZERO = Quantity(0)
 
 
+# The ClusterQueue CRD's schema for a quantity written as text (an int-or-string field); Go's `$` is the end of
+# the text, so fullmatch — a trailing newline or space is refused, as the API server refuses it.
+_CRD_PATTERN = re.compile(r"(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
+                          r"([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?")
+CRD_MAX_LENGTH = 32
+_INT64 = 2**63
+_NANO = Decimal("1e-9")
+_SUFFIX_CHARS = frozenset("eEinumkKMGTP")
+_EXPONENT = re.compile(r"[+-]?[0-9]+")
+
+
+def kubernetes_value(text: str) -> tuple[Decimal, QuantityFormat] | None:
+    """The exact value and format Kubernetes' ``resource.ParseQuantity`` gives ``text``, or None where it fails.
+
+    Mirrors that scanner's quirks: a lone sign or point is zero, ``1.`` is 1, the exponent is read as 64 bits
+    and kept in 32 (it wraps), non-zero values are rounded away from zero to a nano-unit, and BinarySI values
+    are capped at 2^63-1.
+    """
+    if not text:
+        return None
+    end = len(text)
+    pos = 1 if text[0] in "+-" else 0
+    negative = text[0] == "-"
+    while pos < end and text[pos] == "0":
+        pos += 1
+    if pos >= end:
+        return Decimal(0), QuantityFormat.DECIMAL_SI
+    num_start = pos
+    while pos < end and text[pos].isascii() and text[pos].isdigit():
+        pos += 1
+    num = text[num_start:pos] or "0"
+    denom = ""
+    if pos < end and text[pos] == ".":
+        pos += 1
+        denom_start = pos
+        while pos < end and text[pos].isascii() and text[pos].isdigit():
+            pos += 1
+        denom = text[denom_start:pos]
+    suffix = text[pos:]
+    if suffix:
+        letters = 0
+        while letters < len(suffix) and suffix[letters] in _SUFFIX_CHARS:
+            letters += 1
+        rest = suffix[letters:]
+        if rest[:1] in ("+", "-"):
+            rest = rest[1:]
+        if rest and not (rest.isascii() and rest.isdigit()):
+            return None
+    if suffix in _BINARY:
+        fmt, base, exponent = QuantityFormat.BINARY_SI, 2, 10 * _BINARY[suffix]
+    elif suffix in _DECIMAL:
+        fmt, base, exponent = QuantityFormat.DECIMAL_SI, 10, _DECIMAL[suffix]
+    elif len(suffix) > 1 and suffix[0] in "eE" and _EXPONENT.fullmatch(suffix[1:]):
+        wide = int(suffix[1:])
+        if not -_INT64 <= wide < _INT64:
+            return None
+        fmt, base = QuantityFormat.DECIMAL_EXPONENT, 10
+        exponent = (wide + 2**31) % 2**32 - 2**31  # Go keeps it in an int32
+    else:
+        return None
+    if base == 10:
+        slow = len(num) + len(denom) > 18 or exponent - len(denom) < -9
+    else:
+        slow = bool(denom) or 15 - len(num) - exponent * 3 // 10 - 1 < 0
+    if slow and not any(c.isdigit() for c in text[:len(text) - len(suffix)]):
+        return None  # Kubernetes' slow path re-reads the written number, which then needs a digit
+    with localcontext() as ctx:
+        ctx.prec, ctx.Emax, ctx.Emin = 100, 10**15, -(10**15)
+        amount = Decimal(f"{num}.{denom or '0'}")
+        amount = amount * (Decimal(2) ** exponent) if base == 2 else amount.scaleb(exponent)
+        if amount and amount.adjusted() < 60 and amount.as_tuple().exponent < -9:  # type: ignore[operator]
+            amount = amount.quantize(_NANO, rounding="ROUND_UP")
+        if fmt is QuantityFormat.BINARY_SI and amount > _INT64 - 1:
+            amount = Decimal(_INT64 - 1)
+        if fmt is QuantityFormat.BINARY_SI and 0 < amount < 1:
+            fmt = QuantityFormat.DECIMAL_SI
+        return (-amount if negative else amount), fmt  # inside the wide context: 1e2147483647 is a value
+
+
 def parse_quantity(text: object) -> Quantity:
-    """Parse a quantity written as a string or a YAML number; raise `QuantityError` with a precise reason."""
+    """Parse a quantity as the API server and Kueue read it; raise `QuantityError` with a precise reason.
+
+    Text must match the CRD's pattern and length and be a Kubernetes quantity (nothing is trimmed: ``"5 "`` is
+    refused, as the API server refuses it). A YAML number is sent as a JSON number: an integer (or a float with
+    no fraction, which JSON prints as one) is accepted; a fraction is refused, as an int-or-string field refuses it.
+    """
     if isinstance(text, bool):
         raise QuantityError(str(text), "expected a number or a quantity string, got a boolean")
-    if isinstance(text, int):
-        text = str(text)
-    elif isinstance(text, float):
+    if isinstance(text, float):
         if math.isnan(text) or math.isinf(text):
             raise QuantityError(str(text), "not a finite number")
-        text = repr(text)
-    if not isinstance(text, str):
+        if not text.is_integer() or abs(text) >= _INT64:
+            raise QuantityError(repr(text), "a number with a fraction (or beyond 64 bits) is sent to the API "
+                                "server as a JSON number, which a quantity field refuses; quote it, e.g. \"1.5\"")
+        text = int(text)
+    if isinstance(text, int):
+        if not -_INT64 <= text < _INT64:
+            raise QuantityError(str(text), "too large (the value would not fit in 64 bits)")
+        raw = str(text)
+    elif isinstance(text, str):
+        raw = text
+        if not raw:
+            raise QuantityError(text, "empty quantity")
+        if len(raw) > CRD_MAX_LENGTH:
+            raise QuantityError(text, f"longer than {CRD_MAX_LENGTH} characters (the API server refuses it)")
+        if not _CRD_PATTERN.fullmatch(raw):
+            raise QuantityError(raw, _explain(raw))
+    else:
         raise QuantityError(str(text), f"expected a quantity string, got {type(text).__name__}")
-    raw = text.strip()
-    if not raw:
-        raise QuantityError(text, "empty quantity")
-    match = _PATTERN.match(raw)
-    if match is None:
-        raise QuantityError(text, _explain(raw))
-    sign = -1 if match["sign"] == "-" else 1
-    number = match["num"]
-    if len(number) > 64:
-        raise QuantityError(text, "too many digits")
+    parsed = kubernetes_value(raw)
+    if parsed is None:
+        raise QuantityError(raw, "not a Kubernetes quantity (an exponent must be a whole number, e.g. 1e3)")
+    amount, fmt = parsed
+    if amount and amount.adjusted() > 21:
+        raise QuantityError(raw, "too large (the value would not fit in 64 bits)")
     with localcontext() as ctx:
-        ctx.prec = 200
-        try:
-            amount = Decimal(number)
-        except InvalidOperation as err:  # pragma: no cover - the regex admits only valid decimals
-            raise QuantityError(text, "not a number") from err
-        if match["bin"]:
-            fmt = QuantityFormat.BINARY_SI
-            amount *= Decimal(1024) ** _BINARY[match["bin"]]
-        elif match["exp"]:
-            fmt = QuantityFormat.DECIMAL_EXPONENT
-            exponent = int(match["exp"][1:])
-            if abs(exponent) > 40:
-                raise QuantityError(text, "exponent out of range (the value would not fit in 64 bits)")
-            amount = amount.scaleb(exponent)
-        else:
-            fmt = QuantityFormat.DECIMAL_SI
-            amount = amount.scaleb(_DECIMAL[match["dec"] or ""])
-        milli_exact = amount * 1000
-        milli = int(milli_exact.to_integral_value(rounding="ROUND_CEILING"))
-    if milli > MAX_MILLI:
-        raise QuantityError(text, "too large (the value would not fit in 64 bits)")
-    return Quantity(sign * milli, fmt)
+        ctx.prec = 100
+        magnitude = int((abs(amount) * 1000).to_integral_value(rounding="ROUND_CEILING"))
+    milli = -magnitude if amount < 0 else magnitude
+    if magnitude > MAX_MILLI:
+        raise QuantityError(raw, "too large (the value would not fit in 64 bits)")
+    return Quantity(milli, fmt)
 
 
 def _explain(raw: str) -> str:
+    if raw != raw.strip() or any(c.isspace() for c in raw):
+        return "white space is not allowed in a quantity (the API server refuses it)"
     if raw.count(".") > 1:
         return "more than one decimal point"
     if re.search(r"[0-9][eE]$", raw):
         return "exponent without digits"
+    if ":" in raw:
+        return "not a number (the API server's YAML has no sexagesimal numbers such as 1:30)"
     suffix = re.sub(r"^[+-]?[0-9.]+", "", raw)
     if suffix and suffix != raw:
         return f"unknown suffix {suffix!r} (use Ki, Mi, Gi, Ti, Pi, Ei, n, u, m, k, M, G, T, P, E or e<exp>)"

@@ -30,6 +30,7 @@ from gitopsq.manifests.config_model import (
     TrustZone,
 )
 from gitopsq.manifests.pgpkeys import is_armored_public_key, pgp_fingerprint
+from gitopsq.manifests.pods_ready_config import read_pods_ready
 from gitopsq.manifests.yamldoc import load_yaml
 
 __all__ = ["CONFIG_PATH", "ConfigResult", "RepoConfig", "parse_config"]
@@ -281,11 +282,12 @@ class _Parser:
         r = self.r
         if raw is None:
             return AdmissionSettings()
-        body = r.mapping(raw, ("admission",), allowed=("fairSharing", "inadmissibleRequeue"))
+        body = r.mapping(raw, ("admission",), allowed=("fairSharing", "inadmissibleRequeue", "waitForPodsReady"))
         requeue = r.string(body.get("inadmissibleRequeue"), ("admission", "inadmissibleRequeue"), default="Batched",
                            choices=("Batched", "Immediate"))
+        pods_ready = read_pods_ready(r, body.get("waitForPodsReady"), ("admission", "waitForPodsReady"))
         if body.get("fairSharing") is None:
-            return AdmissionSettings(inadmissible_requeue=requeue, declared=True)
+            return AdmissionSettings(inadmissible_requeue=requeue, declared=True, wait_for_pods_ready=pods_ready)
         p: FieldPath = ("admission", "fairSharing")
         fs = r.mapping(body["fairSharing"], p, allowed=("enable", "preemptionStrategies", "lookAhead"))
         strategies = r.string_list(fs.get("preemptionStrategies"), (*p, "preemptionStrategies"))
@@ -297,7 +299,7 @@ class _Parser:
                                  preemption_strategies=strategies or _STRATEGIES,
                                  fair_sharing_look_ahead=r.boolean(fs.get("lookAhead"), (*p, "lookAhead"),
                                                                    default=False),
-                                 inadmissible_requeue=requeue, declared=True)
+                                 inadmissible_requeue=requeue, declared=True, wait_for_pods_ready=pods_ready)
 
 
 def signing_key_problem(key: str) -> str | None:

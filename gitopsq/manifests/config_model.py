@@ -75,6 +75,20 @@ class AuditTarget:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PodsReadySettings:
+    """``admission.waitForPodsReady`` (Kueue's block; gitopsq/manifests/pods_ready_config.py reads it)."""
+
+    enable: bool = False
+    timeout: float = 1800.0  # seconds
+    recovery_timeout: float | None = None  # None: the timeout
+    block_admission: bool = False
+    timestamp: str = "Eviction"
+    backoff_limit_count: int | None = None
+    backoff_base_seconds: int = 60
+    backoff_max_seconds: int = 3600
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AdmissionSettings:
     """The ``admission`` block: present ``fairSharing`` enables fair sharing (``enable: false`` switches it off)."""
 
@@ -83,6 +97,7 @@ class AdmissionSettings:
     fair_sharing_look_ahead: bool = False  # gitopsq's opt-in departure from Kueue (docs/admission.md)
     inadmissible_requeue: str = "Batched"  # Kueue's; "Immediate" is gitopsq's opt-in departure
     declared: bool = False  # whether gitopsq.yaml had an admission block at all
+    wait_for_pods_ready: PodsReadySettings = PodsReadySettings()  # the live loop's, not simulate's
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,24 +1,29 @@
 """Composed YAML nodes → plain data, with a line for every field path, under a node and alias budget.
 
-Scalars are read as Kubernetes reads YAML (1.1 resolution; timestamps and binary stay text); duplicate keys,
-complex keys, unknown tags, recursive aliases and alias blow-ups are refused with `RefusedError`.
+Scalars are read as the Kubernetes API server reads YAML (go-yaml v2 rules, see `yamlscalar`; timestamps stay
+text, ``!!binary`` is decoded); duplicate keys, complex keys, unknown tags, explicit tags that disagree with
+their value, recursive aliases or merges, and alias or merge blow-ups are refused with `RefusedError`. Every
+node a merge key (``<<``) brings in counts against the same budgets as an alias, so a bomb built from merges is
+refused after the same small amount of work as one built from aliases.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import math
 import sys
-from collections.abc import Callable
 from typing import Any, Final
 
 import yaml
 
 from gitopsq.api.reader import FieldPath
+from gitopsq.manifests.yamlscalar import BINARY, BOOL, FLOAT, INT, MERGE, NULL, STR, TIMESTAMP, explicit
 
-_CONSTRUCTOR: Final = yaml.constructor.SafeConstructor()
-STR, NULL, BOOL = "tag:yaml.org,2002:str", "tag:yaml.org,2002:null", "tag:yaml.org,2002:bool"
-INT, FLOAT = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
-MAP, SEQ, MERGE = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:merge"
-_AS_TEXT = frozenset({"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:binary"})
+__all__ = ["BOOL", "FLOAT", "INT", "MAP", "MERGE", "NULL", "SEQ", "STR", "Budget", "Converter", "RefusedError"]
+
+MAP, SEQ = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+_KNOWN: Final = frozenset({STR, NULL, BOOL, INT, FLOAT, TIMESTAMP})
 
 
 class RefusedError(Exception):
@@ -58,9 +63,9 @@ class Converter:
         if ident in self.seen:
             budget.aliases += 1
             if budget.aliases > budget.alias_limit:
-                raise RefusedError("yaml-bomb", f"aliases expand to more than {budget.alias_limit:,} repeated "
-                                    "nodes; refusing what looks like a YAML bomb (\"billion laughs\")",
-                                    node.start_mark.line + 1)
+                raise RefusedError("yaml-bomb", "aliases and merge keys expand to more than "
+                                   f"{budget.alias_limit:,} repeated nodes; refusing what looks like a YAML bomb "
+                                   "(\"billion laughs\")", node.start_mark.line + 1)
         if budget.nodes > budget.limit:
             line = node.start_mark.line + 1
             if budget.aliases:
@@ -74,7 +79,8 @@ class Converter:
             raise RefusedError("nesting-too-deep", f"nesting deeper than {self.max_depth} levels",
                            node.start_mark.line + 1)
         if ident in self.ancestors:
-            raise RefusedError("yaml-bomb", "an alias refers to its own anchor (a recursive structure)",
+            raise RefusedError("yaml-bomb",
+                               "an alias or merge key (<<) refers to its own anchor (a recursive structure)",
                            node.start_mark.line + 1)
         self.seen.add(ident)
         self.ancestors.add(ident)
@@ -109,7 +115,10 @@ class Converter:
                     if not isinstance(source, yaml.MappingNode):
                         raise RefusedError("yaml-syntax", "a merge key (<<) needs a mapping or a list of mappings",
                                        key_node.start_mark.line + 1)
-                    for key, value in self._mapping(source, path, depth).items():
+                    # Through `convert`, so the merged nodes count against the budgets and a mapping that
+                    # merges itself (directly or through others) is caught as recursion.
+                    merged = self.convert(source, path, depth + 1)
+                    for key, value in merged.items():
                         out.setdefault(key, value)
         first_line: dict[Any, int] = {}
         lines = self.lines
@@ -120,9 +129,8 @@ class Converter:
             if not isinstance(key_node, yaml.ScalarNode):
                 raise RefusedError("yaml-complex-key", "a mapping key must be a plain value, not a list or mapping",
                                key_line)
-            key = _scalar(key_node)
-            if type(key) is str:
-                key = sys.intern(key)  # shared key strings keep line indexes and caches small
+            key = _key(_scalar(key_node), key_line)
+            key = sys.intern(key)  # shared key strings keep line indexes and caches small
             if key in first_line:
                 raise RefusedError("duplicate-key", f"key {key!r} appears twice in the same mapping (first at line "
                                f"{first_line[key]}); YAML and the Kubernetes API require unique keys", key_line)
@@ -133,25 +141,35 @@ class Converter:
         return out
 
 
-_SCALARS: Final[dict[str, Callable[[yaml.ScalarNode], Any]]] = {
-    BOOL: _CONSTRUCTOR.construct_yaml_bool,
-    INT: _CONSTRUCTOR.construct_yaml_int,
-    FLOAT: _CONSTRUCTOR.construct_yaml_float,
-}
+def _key(value: Any, line: int) -> str:
+    """A key as JSON has it: sigs.k8s.io/yaml prints integer and boolean keys as text; others are refused."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    raise RefusedError("yaml-complex-key", f"a mapping key must be text, not {'null' if value is None else 'a number'}",
+                       line)
 
 
 def _scalar(node: yaml.ScalarNode) -> Any:
-    tag = node.tag
-    if tag == STR or tag in _AS_TEXT:
-        return node.value
-    if tag == NULL:
-        return None
-    convert = _SCALARS.get(tag)
-    if convert is None:
-        raise RefusedError("yaml-unsupported-tag", f"unsupported tag {tag!r} on value {node.value[:40]!r}",
+    tag, text = node.tag, node.value
+    if tag in _KNOWN:
+        ok, value = explicit(tag, text)
+        if ok and isinstance(value, float) and not math.isfinite(value):
+            raise RefusedError("yaml-bad-value", f"{text[:40]!r} is not a finite number, which JSON (and so the API "
+                               "server) cannot carry; quote it if it is text", node.start_mark.line + 1)
+        if ok:
+            return value
+        raise RefusedError("yaml-bad-value", f"{text[:40]!r} cannot be read as {tag.rsplit(':', 1)[-1]}: {value} "
+                           "(Kubernetes' YAML reader refuses it)", node.start_mark.line + 1)
+    if tag == BINARY:
+        try:
+            decoded = base64.b64decode("".join(text.split()), validate=True).decode("utf-8")
+        except (binascii.Error, ValueError):
+            raise RefusedError("yaml-bad-value", "a !!binary value that is not base64 of UTF-8 text",
+                               node.start_mark.line + 1) from None
+        return decoded
+    raise RefusedError("yaml-unsupported-tag", f"unsupported tag {tag!r} on value {text[:40]!r}",
                        node.start_mark.line + 1)
-    try:
-        return convert(node)
-    except (ValueError, OverflowError) as err:
-        raise RefusedError("yaml-syntax", f"cannot read {node.value[:40]!r} as {tag.rsplit(':', 1)[-1]}: {err}",
-                       node.start_mark.line + 1) from None

@@ -17,15 +17,16 @@ from gitopsq.policy.runtime import (
     ITERATION_BUDGET,
     REFERENCE,
     VARIABLE_NAMES,
+    WORK_LIMIT,
     Backend,
     CelCompileError,
     Outcome,
     Program,
 )
 
-__all__ = ["BACKEND_NAMES", "FAST", "ITERATION_BUDGET", "REFERENCE", "VARIABLE_NAMES", "Backend", "CelCompileError",
-           "Outcome", "Program", "available_backends", "default_backend_name", "fast_backend_installed",
-           "get_backend"]
+__all__ = ["BACKEND_NAMES", "FAST", "ITERATION_BUDGET", "REFERENCE", "VARIABLE_NAMES", "WORK_LIMIT", "Backend",
+           "CelCompileError", "Outcome", "Program", "available_backends", "default_backend_name",
+           "fast_backend_installed", "get_backend"]
 
 
 def fast_backend_installed() -> bool:

@@ -18,23 +18,43 @@ from celpy.celparser import CELParseError
 from celpy.evaluation import Activation, CELEvalError, Evaluator, bool_eq, bool_ne
 
 from gitopsq.policy import functions as fn
-from gitopsq.policy.runtime import ITERATION_BUDGET, REFERENCE, VARIABLE_NAMES, CelCompileError, Outcome
+from gitopsq.policy.runtime import ITERATION_BUDGET, REFERENCE, VARIABLE_NAMES, WORK_LIMIT, CelCompileError, Outcome
 
 _OVER_BUDGET = "evaluation stopped: more than 10000 comprehension iterations"
 
 
+_OVER_WORK = "evaluation stopped: the policy cost budget of this check is spent"
+_WEIGHTS: dict[int, tuple[lark.Tree[Any], int]] = {}  # macro body -> (the body, kept alive; its node count)
+
+
+def _weight(ast: lark.Tree[Any]) -> int:
+    found = _WEIGHTS.get(id(ast))
+    if found is None:
+        found = _WEIGHTS[id(ast)] = (ast, sum(1 for _ in ast.iter_subtrees()))
+    return found[1]
+
+
 class _Budget:
-    __slots__ = ("exhausted", "spent")
+    """Iterations (the per-expression limit both runtimes share) and work: each iteration weighs its body's
+    node count, the cost charged to the check's total budget (`WORK_LIMIT`), which may stop a run midway."""
+
+    __slots__ = ("exhausted", "spent", "work", "work_limit")
 
     def __init__(self) -> None:
         self.spent = 0
+        self.work = 0
         self.exhausted = False
+        self.work_limit = WORK_LIMIT.get()
 
-    def spend(self) -> None:
+    def spend(self, weight: int) -> None:
         self.spent += 1
+        self.work += weight
         if self.spent >= ITERATION_BUDGET:
             self.exhausted = True
             raise CELEvalError(_OVER_BUDGET)
+        if self.work_limit is not None and self.work > self.work_limit:
+            self.exhausted = True
+            raise CELEvalError(_OVER_WORK)
 
 
 class _BudgetEvaluator(Evaluator):
@@ -57,7 +77,7 @@ class _BudgetEvaluator(Evaluator):
 
     def evaluate(self, context: Any = None) -> Any:
         if self.counted:
-            self.budget.spend()
+            self.budget.spend(_weight(self.ast))
         return super().evaluate(context)
 
     def member_dot_arg(self, tree: lark.Tree[Any]) -> Any:
@@ -175,13 +195,14 @@ class _ReferenceProgram:
         try:
             value = evaluator.evaluate(activation)
         except CELEvalError as err:
-            return Outcome(error=_describe(err), over_budget=budget.exhausted)
+            return Outcome(error=_describe(err), over_budget=budget.exhausted, cost=budget.work + 1)
         except (TypeError, ValueError, KeyError, ArithmeticError, AttributeError) as err:
             # celpy lets some Python errors through; an expression must never crash the engine.
-            return Outcome(error=f"{type(err).__name__}: {err}", over_budget=budget.exhausted)
+            return Outcome(error=f"{type(err).__name__}: {err}", over_budget=budget.exhausted, cost=budget.work + 1)
         if budget.exhausted:
-            return Outcome(error=_OVER_BUDGET, over_budget=True)
-        return Outcome(value=to_plain(value))
+            error = _OVER_BUDGET if budget.spent >= ITERATION_BUDGET else _OVER_WORK
+            return Outcome(error=error, over_budget=True, cost=budget.work + 1)
+        return Outcome(value=to_plain(value), cost=budget.work + 1)
 
 
 def _syntax_message(expression: str, line: int | None, column: int | None) -> str:

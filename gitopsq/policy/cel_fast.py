@@ -15,7 +15,7 @@ from typing import Any
 from cel_expr_python import cel
 
 from gitopsq.policy import functions as fn
-from gitopsq.policy.runtime import FAST, VARIABLE_NAMES, CelCompileError, Outcome
+from gitopsq.policy.runtime import FAST, ITERATION_BUDGET, VARIABLE_NAMES, CelCompileError, Outcome
 
 T = cel.Type
 STR, INT, DBL, BOOL = T.STRING, T.INT, T.DOUBLE, T.BOOL
@@ -106,7 +106,7 @@ class _FastProgram:
             text = _strip_status(str(err))
             if "Iteration budget exceeded" in text:
                 return Outcome(error="evaluation stopped: more than 10000 comprehension iterations",
-                               over_budget=True)
+                               over_budget=True, cost=ITERATION_BUDGET)  # cel-cpp reports no count below it
             return Outcome(error=text)
         if result.type() == T.ERROR:
             return Outcome(error=_strip_status(str(result.value())))

@@ -11,6 +11,16 @@ A policy runs its variables in order, then every validation; each failing valida
 error, a non-boolean result or an exhausted iteration budget is a failing verdict carrying the error, never an
 exception. A policy with nothing failing yields one allowed verdict per change it matched.
 
+Cost: each evaluation stops after `ITERATION_BUDGET` comprehension iterations (the per-expression limit, the
+same on both runtimes), and one `evaluate` call may spend at most `cost_limit` (``COST_BASE +
+COST_PER_CHANGE`` × changes) work units in total: the work a runtime reports (cel-python: iterations weighted
+by the size of their body, and it stops midway when the total runs out; cel-cpp, which cannot measure, charges
+one per evaluation and the whole per-expression limit when an evaluation hits it). A variable may not hold a
+string, list or map longer than `VALUE_LIMIT`, and a policy whose inlined expression would exceed cel-cpp's
+size limit is not inlined. Past any limit the policy *denies* whatever its severity (fail closed), with a
+message naming the policy file, the expression's line and the expression; once the total is spent no further
+expression runs, so a file of expensive policies costs a bounded time.
+
 Speed without changing any verdict: programs are compiled once per (backend, expression); each change is bound
 once and shared by every policy; the validations of all variable-free policies matching a change first run as
 one list expression, and only if that is not all true does each run alone to say what failed. On cel-cpp,
@@ -19,16 +29,35 @@ variables are inlined (re-evaluating is cheaper there than binding a value).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gitopsq.policy.backend import Backend, CelCompileError, Outcome, Program, get_backend
+from gitopsq.policy.backend import ITERATION_BUDGET, WORK_LIMIT, Backend, CelCompileError, Outcome, Program, get_backend
 from gitopsq.policy.expressions import inline_variables, mentions, prune, referenced_fields
 from gitopsq.policy.model import Change, Policy, PolicyInput, Scope, Severity, Validation, Verdict
 from gitopsq.policy.repo import owner_of_path, path_matches
 
 ENGINE = "gitopsq-engine"
+# Total cost one `evaluate` call may spend, in work units (a comprehension iteration weighs its body's node
+# count; an evaluation one more): about a second on the reference backend for the base, plus ten times what
+# the built-in library spends on a change (about 600 units on the repository template).
+COST_BASE = 10 * ITERATION_BUDGET
+COST_PER_CHANGE = 5_000
+
+
+# An expression longer than cel-cpp's own limit is not inlined (its variables are bound one by one instead).
+_INLINE_LIMIT = 100_000
+_BATCH_LIMIT = 20_000
+_VARIABLE_USE = re.compile(r"\bvariables\.([A-Za-z_][A-Za-z0-9_]*)")
+# The largest string, list or map a variable may hold (doubling a string in each of 30 variables makes 2 GB).
+VALUE_LIMIT = 1 << 20
+
+
+def cost_limit(changes: int) -> int:
+    """The total cost budget of one `evaluate` call over ``changes`` changes."""
+    return COST_BASE + COST_PER_CHANGE * changes
 _PROGRAMS: dict[tuple[str, str], Program] = {}
 
 
@@ -88,8 +117,23 @@ class _Prepared:
         return "[" + ", ".join(f"({expression})" for _, expression, _ in self.checks) + "]"
 
 
+def _inlined_size(policy: Policy) -> int:
+    """How long the longest validation would be with variables inlined, computed without building it
+    (doubling variables would otherwise expand to gigabytes of text)."""
+    sizes: dict[str, int] = {}
+
+    def size(text: str) -> int:
+        found = _VARIABLE_USE.findall(text)
+        return len(text) + sum(sizes.get(name, 0) + 2 for name in found)
+
+    for variable in policy.variables:
+        sizes[variable.name] = min(size(variable.expression), _INLINE_LIMIT + 1)
+    texts = [t for v in policy.validations for t in (v.expression, v.message_expression) if t]
+    return max((size(t) for t in texts), default=0)
+
+
 def _prepare(policy: Policy, backend: Backend) -> _Prepared:
-    if not backend.inline_variables or not policy.variables:
+    if not backend.inline_variables or not policy.variables or _inlined_size(policy) > _INLINE_LIMIT:
         return _Prepared(policy, tuple((v.name, v.expression) for v in policy.variables),
                          tuple((v, v.expression, v.message_expression) for v in policy.validations))
     pairs = [(v.name, v.expression) for v in policy.variables]
@@ -106,8 +150,9 @@ class _Session:
     ``desired`` only when some expression names it: binding is what costs on cel-cpp.
     """
 
-    def __init__(self, backend: Backend, pi: PolicyInput, policies: Sequence[Policy]) -> None:
+    def __init__(self, backend: Backend, pi: PolicyInput, policies: Sequence[Policy], limit: int) -> None:
         self.backend, self.pi = backend, pi
+        self.cost_limit, self.spent = limit, 0
         texts = [e for p in policies for e in _expressions(p)]
         fields = referenced_fields(texts)
         b = backend
@@ -160,19 +205,35 @@ class _Session:
             cached = self._changes[index] = (values, b.activation(values))
         return cached
 
+    def run(self, expression: str, act: object) -> Outcome:
+        """Evaluate unless the total budget is spent; charge what the evaluation cost."""
+        if self.spent >= self.cost_limit:
+            return Outcome(error=f"not evaluated: the policy cost budget of this check ({self.cost_limit:,} "
+                           "units) is spent", over_budget=True, cost=0)
+        token = WORK_LIMIT.set(self.cost_limit - self.spent)
+        try:
+            outcome = _run(self.backend, expression, act)
+        finally:
+            WORK_LIMIT.reset(token)
+        self.spent += outcome.cost
+        return outcome
+
     def with_variables(self, values: dict[str, object], variables: dict[str, Any]) -> object:
         return self.backend.activation({**values, "variables": self.backend.convert(variables)})
 
 
-def _error_text(outcome: Outcome, what: str) -> tuple[str, str]:
+def _error_text(outcome: Outcome, what: str, policy: Policy, line: int | None, expression: str) -> tuple[str, str]:
+    shown = " ".join(expression.split())
+    shown = shown if len(shown) <= 120 else shown[:117] + "..."
+    where = f"({policy.source}:{line or policy.line}: {shown})"
     if outcome.over_budget:
-        return f"{what} exceeded the evaluation cost limit: {outcome.error}", "CostLimitExceeded"
-    return f"{what} failed to evaluate: {outcome.error}", "EvaluationError"
+        return f"{what} exceeded the evaluation cost limit {where}: {outcome.error}", "CostLimitExceeded"
+    return f"{what} failed to evaluate {where}: {outcome.error}", "EvaluationError"
 
 
 def _message(session: _Session, act: object, validation: Validation, message_expression: str | None) -> str:
     if message_expression:
-        outcome = _run(session.backend, message_expression, act)
+        outcome = session.run(message_expression, act)
         if not outcome.failed and isinstance(outcome.value, str) and outcome.value:
             return outcome.value
     return validation.message or f"failed expression: {validation.expression}"
@@ -183,27 +244,36 @@ def _run_policy(session: _Session, prepared: _Prepared, index: int, change: Chan
     policy, where = prepared.policy, change or (matched[0] if matched else None)
 
     def verdict(allowed: bool, message: str, reason: str) -> Verdict:
-        return Verdict(policy.name, policy.severity, allowed, str(where.key) if where else None,
+        # A policy that could not be evaluated within its cost denies, whatever its severity (fail closed).
+        severity = Severity.DENY if reason == "CostLimitExceeded" else policy.severity
+        return Verdict(policy.name, severity, allowed, str(where.key) if where else None,
                        where.path if where else None, where.line if where else None, message, reason)
 
     values, act = session.for_change(index, change, matched)
     variables: dict[str, Any] = {}
     for name, expression in prepared.variables:
-        outcome = _run(session.backend, expression, session.with_variables(values, variables) if variables else act)
+        outcome = session.run(expression, session.with_variables(values, variables) if variables else act)
         if outcome.failed:
-            return [verdict(False, *_error_text(outcome, f"variable {name!r}"))]
-        variables[name] = outcome.value
+            return [verdict(False, *_error_text(outcome, f"variable {name!r}", policy, policy.line, expression))]
+        held = outcome.value
+        if isinstance(held, str | bytes | list | dict) and len(held) > VALUE_LIMIT:
+            over = Outcome(error=f"its value holds {len(held):,} items or characters; the limit is {VALUE_LIMIT:,}",
+                           over_budget=True)
+            return [verdict(False, *_error_text(over, f"variable {name!r}", policy, policy.line, expression))]
+        session.spent += len(held) // 100 if isinstance(held, str | bytes | list | dict) else 0
+        variables[name] = held
     if variables:
         act = session.with_variables(values, variables)
     if prepared.combined is not None:
-        outcome = _run(session.backend, prepared.combined, act)
+        outcome = session.run(prepared.combined, act)
         if not outcome.failed and outcome.value == [True] * len(prepared.checks):
             return [verdict(True, "", "")]
     failures: list[Verdict] = []  # evaluate one by one to say precisely what failed
     for validation, expression, message_expression in prepared.checks:
-        outcome = _run(session.backend, expression, act)
+        outcome = session.run(expression, act)
         if outcome.failed:
-            failures.append(verdict(False, *_error_text(outcome, "expression")))
+            failures.append(verdict(False, *_error_text(outcome, "expression", policy, validation.line,
+                                                        validation.expression)))
         elif not isinstance(outcome.value, bool):
             failures.append(verdict(False, f"expression returned {type(outcome.value).__name__}, not a bool",
                                     "EvaluationError"))
@@ -217,7 +287,8 @@ def _batch(items: Sequence[_Prepared]) -> str | None:
     """Every validation of several variable-free policies as one list expression (None when not possible)."""
     if len(items) < 2 or any(item.variables for item in items):
         return None
-    return "[" + ", ".join(f"({expression})" for item in items for _, expression, _ in item.checks) + "]"
+    batch = "[" + ", ".join(f"({expression})" for item in items for _, expression, _ in item.checks) + "]"
+    return batch if len(batch) <= _BATCH_LIMIT else None  # compiling a huge batch would cost more than it saves
 
 
 def _batch_passes(session: _Session, batch: str | None, index: int, change: Change) -> bool:
@@ -225,7 +296,7 @@ def _batch_passes(session: _Session, batch: str | None, index: int, change: Chan
     if batch is None:
         return False
     _, act = session.for_change(index, change, [])
-    outcome = _run(session.backend, batch, act)
+    outcome = session.run(batch, act)
     return not outcome.failed and isinstance(outcome.value, list) and all(v is True for v in outcome.value)
 
 
@@ -275,7 +346,7 @@ def evaluate(policies: Sequence[Policy], policy_input: PolicyInput,
     chosen = backend if backend is not None and not isinstance(backend, str) else get_backend(backend)
     active, verdicts = select_policies(policies, policy_input)
     verdicts.extend(_duplicate_verdicts(policy_input))
-    session = _Session(chosen, policy_input, active)
+    session = _Session(chosen, policy_input, active, cost_limit(len(policy_input.changes)))
     prepared = [_prepare(p, chosen) for p in active]
     object_policies = [p for p in prepared if p.policy.scope is Scope.OBJECT]
     batches: dict[tuple[int, ...], str | None] = {}

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from gitopsq.errors import Location, PolicyError
+from gitopsq.manifests.yamldoc import load_yaml
 from gitopsq.policy.backend import Backend, CelCompileError, get_backend
 from gitopsq.policy.evaluate import program
 from gitopsq.policy.model import (
@@ -28,6 +29,7 @@ from gitopsq.policy.model import (
 )
 
 API_VERSION = "gitopsq.dev/v1alpha1"
+_OWN_MESSAGES = frozenset({"yaml-syntax", "not-a-mapping"})  # this loader words these itself, with a column
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _QUANTITY_ORDER = re.compile(r"quantity\([^()]*\)\s*(<=|>=|<|>)|(<=|>=|<|>)\s*quantity\(")
 _TOP = {"apiVersion", "kind", "metadata", "spec"}
@@ -227,6 +229,14 @@ def parse_policies(path: str, text: str, backend: Backend | str | None = None,
     """Every policy in one (possibly multi-document) file, compiled on ``backend``."""
     chosen = backend if backend is not None and not isinstance(backend, str) else get_backend(backend)
     file = _File(path)
+    # The manifest reader's limits first (size, depth, alias and merge bombs, recursive merges, explicit tags
+    # that disagree with their value): PyYAML's own composer and constructor would recurse, stall or raise a
+    # KeyError on those.
+    refused = [f for f in load_yaml(path, text.encode("utf-8", "surrogatepass")).findings
+               if f.code not in _OWN_MESSAGES]
+    if refused:
+        first = refused[0]
+        raise PolicyError(first.message, location=first.location)
     try:
         documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
     except yaml.YAMLError as err:

@@ -13,11 +13,15 @@ A leaf: both runtimes implement it, and `backend`, the one module that imports t
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Protocol
 
 # Comprehension iterations one evaluation may run; cel-cpp fails the 10,000th, and cel-python is held to it.
 ITERATION_BUDGET = 10_000
+# What is left of the check's total cost budget while one evaluation runs (set by `evaluate`); a runtime that
+# can measure its work mid-run (cel-python) stops there.
+WORK_LIMIT: ContextVar[int | None] = ContextVar("gitopsq_cel_work_limit", default=None)
 
 # Every name an expression may reference; both runtimes declare exactly these (as dyn).
 VARIABLE_NAMES = (
@@ -47,6 +51,7 @@ class Outcome:
     value: object = None
     error: str | None = None
     over_budget: bool = False
+    cost: int = 1  # work done (iterations weighted by body size, where measured), plus one
 
     @property
     def failed(self) -> bool:

@@ -5,7 +5,9 @@ The change is the one from the previously applied revision to the applied one; o
 revision) it is what the head commit brings against its first parent, as the sync's validation judges it. Read
 from Git for that change: the touched files, the global objects they add, change or remove, the commits (their
 approvals and their authors), and the ownership of the trusted ``gitopsq.yaml`` — the previous revision's, the
-applied one's only when the previous has none (a change cannot name its own approvers).
+applied one's only when the previous has none (a change cannot name its own approvers). A previous revision whose
+``gitopsq.yaml`` exists but cannot be read or parsed fails closed: the change is reported as needing the platform's
+approval, missing, with the reason (gitopsq.trust.read_base_config), never judged by the applied revision's file.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from gitopsq.audit.approvals import approvals_from_commits
 from gitopsq.audit.records import Approval
 from gitopsq.plan.approval_check import TeamApproval, changed_global_objects, check_approvals
 from gitopsq.sync.repo_config import repo_config
+from gitopsq.trust import read_base_config
 from gitopsq.validation import first_parent
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -53,7 +56,10 @@ def change_approvals(source: Any, revision: str, previous: str | None,
     changes = source.changed_paths(base, revision)
     touched = sorted({p for c in changes for p in (c.path, c.old_path) if p})
     head_config = repo_config(source, revision)
-    trust = (repo_config(source, base) if base is not None else None) or head_config
+    base_trust = read_base_config(source, base)
+    if base_trust.problem is not None:
+        return ChangeApprovals(base, approvals, (_untrusted_base(base_trust.problem.message),))
+    trust = base_trust.config or head_config
     if given_elsewhere is not None:
         approvals += tuple(given_elsewhere(base, revision, trust))
     global_objects: set[str] = set()
@@ -65,3 +71,11 @@ def change_approvals(source: Any, revision: str, previous: str | None,
         new = source.read_blob(change.new_blob_id) if change.new_blob_id else None
         global_objects.update(changed_global_objects(change.path, old, new))
     return ChangeApprovals(base, approvals, check_approvals(trust, touched, global_objects, approvals, authors))
+
+
+UNTRUSTED_BASE_TEAM = "(untrusted base)"
+
+
+def _untrusted_base(reason: str) -> TeamApproval:
+    """The one requirement of a change whose trusted gitopsq.yaml cannot be read: nobody's approval can count."""
+    return TeamApproval(UNTRUSTED_BASE_TEAM, (), (reason,), (), platform=True)

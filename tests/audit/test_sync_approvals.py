@@ -164,6 +164,26 @@ def test_a_change_cannot_make_its_author_an_owner(tmp_path: Path) -> None:
     assert required(data) == {"platform": False, "team-a": False}
 
 
+@pytest.mark.parametrize("broken", [
+    pytest.param("teams: [oops\n", id="base-config-does-not-parse"),
+    pytest.param("apiVersion: gitopsq.dev/v1alpha1\nkind: RepositoryConfig\nteams: 7\n", id="base-config-invalid"),
+])
+def test_an_unreadable_previous_config_fails_closed(tmp_path: Path, broken: str) -> None:
+    """A previous revision whose gitopsq.yaml does not read: the change cannot name its own approvers through the
+    applied revision's file; it is reported as needing an approval nobody can give, with the reason."""
+    history = History(tmp_path / "q")
+    history.write("gitopsq.yaml", broken)
+    broken_base = history.commit("platform: broken config", "Pat")
+    history.write("gitopsq.yaml", CONFIG.format(platform="platformTeam: platform").replace(
+        "{name: Abe, email: abe@example.com}", "{name: Nick, email: nick@example.com}"))
+    history.write(TEAM_A, cluster_queue("team-a", 16))
+    head = history.commit("team-a: mine now\n\nApproved-by: Nick <nick@example.com>", "Nick")
+    data = enriched(history, head, previous=broken_base)
+    assert data["approvalRequired"] is True
+    assert required(data) == {"(untrusted base)": False}
+    assert "cannot judge this change against base" in data["requiredApprovals"][0]["reasons"][0]
+
+
 def test_reapplying_the_same_revision_requires_nothing(tmp_path: Path) -> None:
     """A sync of the revision already applied (drift, retry) brings no change from Git and needs no approval."""
     history = History(tmp_path / "q")

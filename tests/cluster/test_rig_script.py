@@ -44,8 +44,32 @@ def test_up_env_status_down_round_trip(tmp_path: Path) -> None:
     assert _run(state, "status").returncode == 1
 
 
+def test_full_profile_up_status_down_round_trip(tmp_path: Path) -> None:
+    """up --full starts five processes that status lists as running, and down stops every one of those PIDs."""
+    state = tmp_path / "state"
+    up = _run(state, "up", "--full")
+    assert up.returncode == 0, up.stderr
+    try:
+        assert "full rig ready" in up.stdout
+        status = _run(state, "status")
+        assert status.returncode == 0, status.stdout
+        for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"):
+            assert f"{name}: running" in status.stdout
+        assert "profile: full" in status.stdout
+        assert "already running (full)" in _run(state, "up", "--full").stdout
+        pids = Rig.load(state).pids()
+    finally:
+        down = _run(state, "down")
+    assert down.returncode == 0, down.stderr
+    assert len(pids) == 5
+    for pid in pids.values():
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    assert _run(state, "status").returncode == 1
+
+
 def test_unknown_verb_prints_usage(tmp_path: Path) -> None:
     """A wrong verb exits 2 with the list of verbs."""
     wrong = _run(tmp_path, "start")
     assert wrong.returncode == 2
-    assert "prepare" in wrong.stderr and "down" in wrong.stderr
+    assert "prepare" in wrong.stderr and "down" in wrong.stderr and "--full" in wrong.stderr
+    assert _run(tmp_path, "up", "--fast").returncode == 2

@@ -114,7 +114,7 @@ def test_each_rule_reports_at_its_line(old: str, new: str, code: str, line: int)
     ("audit: {batchSeconds: 0}\n", "invalid-value"),
     ("audit: {branch: '../main'}\n", "invalid-value"),
     ("admission: {fairSharing: {preemptionStrategies: [Fastest]}}\n", "invalid-value"),
-    ("admission: {waitForPodsReady: {}}\n", "unknown-field"),
+    ("admission: {manageJobsWithoutQueueName: true}\n", "unknown-field"),
     ("allowKinds: [ConfigMap]\n", "invalid-value"),
     ("policies: {disabled: [x], enabled: [y]}\n", "unknown-field"),
 ], ids=["capacity-not-quantity", "capacity-negative", "capacity-key-not-flavor-name", "zone-unknown-team",

@@ -16,6 +16,7 @@ from gitopsq.admission.engine import QUOTA_RESERVED as V_RESERVED
 from gitopsq.admission.engine import Engine
 from gitopsq.admission.topology import Topology
 from gitopsq.cluster.admission.live_workload import ADMITTED, EVICTING, PENDING, LiveWorkload
+from gitopsq.cluster.admission.partial import admitted_counts
 from gitopsq.cluster.admission.workload_status import Flavors
 
 MIN_WINDOW = 8  # per LocalQueue, priority and shape, at least this many waiting workloads reach the engine
@@ -28,6 +29,7 @@ class Admission:
     cluster_queue: str
     flavors: Flavors  # pod set -> resource -> flavor
     checks: tuple[str, ...]  # admission checks the Workload waits for, sorted
+    counts: Mapping[str, int] | None = None  # partial admission: pod set -> pods admitted (None: full size)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +40,7 @@ class Eviction:
     reason: str
     message: str
     by_cluster_queue: str  # the preemptor's ClusterQueue, when known
+    requeue_state: Mapping[str, object] | None = None  # written with the eviction (waitForPodsReady's backoff)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,8 +141,9 @@ def decide(topology: Topology, live: Mapping[str, LiveWorkload], now: float,
                     out.deferred += 1
                     continue
                 flavors = {ps: dict(per) for ps, per in v.flavors}
-                checks = engine.state.workloads[key].checks
-                out.admit[key] = Admission(v.cluster_queue, flavors, tuple(sorted(checks)))
+                reserved = engine.state.workloads[key]
+                counts = admitted_counts(reserved.shape, reserved.assignment.usage) if reserved.assignment else None
+                out.admit[key] = Admission(v.cluster_queue, flavors, tuple(sorted(reserved.checks)), counts)
                 continue
         info = engine.state.workloads.get(key)
         lq = topology.local_queues.get((w.namespace, w.queue))

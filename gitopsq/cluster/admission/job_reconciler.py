@@ -1,15 +1,20 @@
 """The generic job reconciler: Jobs labelled ``kueue.x-k8s.io/queue-name`` ⇄ their Workloads.
 
 For each labelled job of every integration, in this order (Kueue's ``ReconcileGenericJob``):
-1. no Workload yet → create it (Kueue's name, owner reference, pod sets, priority);
-2. the job ended → mark the Workload ``Finished`` (its quota is released by the admission pass);
-3. the Workload is evicted → suspend the job, restore its pod templates, and once no pod is left clear the
-   reservation (``QuotaReserved=False``, ``Requeued=True``) so the quota goes back;
-4. the Workload is admitted and the job suspended → inject the flavors' node labels and tolerations and
-   unsuspend ("Admitted by clusterQueue …");
-5. the job runs without admission → suspend it and restore its templates.
-Workloads whose owner job is gone are deleted (what the garbage collector does in a full cluster).
-Unlabelled jobs are never touched.
+1. no Workload yet → create it (Kueue's name, owner reference, pod sets, priority, the finalizer
+   ``kueue.x-k8s.io/resource-in-use``, ``maximumExecutionTimeSeconds`` from the job's label);
+2. its Workload is being deleted → stop the job, then let the Workload go once no pod is active;
+3. the job ended → mark the Workload ``Finished`` (its quota is released by the admission pass), and a
+   finished Workload loses its finalizer;
+4. the Workload is evicted → stop the job in Kueue's order (suspend, unset ``startTime``, restore its pod
+   templates and counts) and once no pod is left clear the reservation (``QuotaReserved=False``; ``Requeued``
+   True after a preemption, False after a deactivation or a PodsReady timeout) so the quota goes back;
+5. the Workload is admitted and the job suspended → inject the flavors' node labels and tolerations (and a
+   partial admission's count) and unsuspend ("Admitted by clusterQueue …"); while it runs, keep its
+   ``PodsReady`` condition when waitForPodsReady is on;
+6. the job runs without admission → stop it.
+Workloads whose owner job is gone are deleted (what the garbage collector does in a full cluster); their
+finalizer comes off once none of the job's pods is left. Unlabelled jobs are never touched.
 """
 
 from __future__ import annotations
@@ -20,20 +25,25 @@ from typing import Any
 
 from gitopsq import logs
 from gitopsq.cluster.admission.integrations import INTEGRATIONS, Integration, PodSetPlacement
+from gitopsq.cluster.admission.lifecycle import MAX_EXEC_EXCEEDED, max_execution_seconds
 from gitopsq.cluster.admission.live_workload import (
     EVICTING,
     FINISHED,
     JOB_UID_LABEL,
     PRIORITY_LABEL,
     QUEUE_LABEL,
+    RESOURCE_IN_USE,
     read_workload,
 )
-from gitopsq.cluster.admission.options import NO_FAULT, FaultPoint
+from gitopsq.cluster.admission.options import NO_FAULT, FaultPoint, WaitForPodsReady
+from gitopsq.cluster.admission.pods_ready import PODS_READY, TIMEOUT_REASON, WAIT_FOR_START, wanted_condition
 from gitopsq.cluster.admission.ports import WatchCache, WorkloadWriter
-from gitopsq.cluster.admission.workload_status import condition, is_true, set_condition
+from gitopsq.cluster.admission.workload_status import condition, is_true, parse_time, set_condition
 from gitopsq.cluster.admission.writer import workload_path
 from gitopsq.cluster.kinds import WORKLOAD
 from gitopsq.errors import ClusterError
+
+PodsLeft = Callable[[str, str], int]  # (namespace, label selector) -> pods not yet terminal, terminating included
 
 
 def _log() -> Any:
@@ -77,9 +87,12 @@ def new_workload(integration: Integration, job: Mapping[str, Any], cache: WatchC
     spec: dict[str, Any] = {"queueName": labels[QUEUE_LABEL], "podSets": pod_sets, "priority": priority}
     if ref is not None:
         spec["priorityClassRef"] = ref
+    limit = max_execution_seconds(labels)
+    if limit is not None:
+        spec["maximumExecutionTimeSeconds"] = limit
     return {"apiVersion": WORKLOAD.api_version, "kind": WORKLOAD.kind, "metadata": {
         "name": workload_name(integration.kind, integration.group, meta["name"], meta["uid"]),
-        "namespace": meta["namespace"], "labels": {JOB_UID_LABEL: meta["uid"]},
+        "namespace": meta["namespace"], "labels": {JOB_UID_LABEL: meta["uid"]}, "finalizers": [RESOURCE_IN_USE],
         "ownerReferences": [{"apiVersion": f"{integration.group}/{integration.version}", "kind": integration.kind,
                              "name": meta["name"], "uid": meta["uid"], "controller": True,
                              "blockOwnerDeletion": True}]}, "spec": spec}
@@ -105,8 +118,11 @@ class JobReconciler:
     """Runs the steps of the module docstring over every labelled job; one call = one pass."""
 
     def __init__(self, cache: WatchCache, writer: WorkloadWriter, *, now: Callable[[], float],
-                 integrations: tuple[Integration, ...] = INTEGRATIONS, fault: FaultPoint = NO_FAULT) -> None:
+                 integrations: tuple[Integration, ...] = INTEGRATIONS, fault: FaultPoint = NO_FAULT,
+                 pods_ready: WaitForPodsReady | None = None, pods_left: PodsLeft | None = None) -> None:
         self.cache, self.writer, self.now = cache, writer, now
+        self.pods_left = pods_left
+        self.pods_ready = pods_ready or WaitForPodsReady()
         self.integrations = integrations
         self.fault = fault
 
@@ -136,13 +152,41 @@ class JobReconciler:
                     self._job(integration, job, owned.get(f"{meta['namespace']}/{meta['uid']}", []))
                 except ClusterError as err:
                     _log().info("job step deferred", job=f"{meta.get('namespace')}/{meta.get('name')}", error=str(err))
-        kinds = {i.kind for i in self.integrations}
+        by_kind = {i.kind: i for i in self.integrations}
         for key, workloads in owned.items():
             for wl in workloads:
                 refs = [r for r in wl["metadata"].get("ownerReferences") or () if r.get("controller")]
-                if key not in live_uids and refs and refs[0].get("kind") in kinds:
+                if key in live_uids or not refs or refs[0].get("kind") not in by_kind:
+                    continue
+                if wl["metadata"].get("deletionTimestamp"):
+                    self._finalize_orphan(by_kind[refs[0]["kind"]], wl, str(refs[0].get("uid")))
+                else:
                     self._delete_orphan(wl)
         return self.writer.writes - before
+
+    def _finalize_orphan(self, integration: Integration, wl: dict[str, Any], uid: str) -> None:
+        """The job is gone (or going) and so is its Workload: the finalizer comes off, and the quota with it,
+        only once none of the job's pods is left running or terminating."""
+        ns = wl["metadata"]["namespace"]
+        try:
+            if self.pods_left is not None and self.pods_left(ns, integration.pod_selector(uid)):
+                return
+            self._drop_finalizer(wl)
+        except ClusterError as err:
+            _log().info("workload finalizer kept", workload=f"{ns}/{wl['metadata']['name']}", error=str(err))
+
+    def _drop_finalizer(self, wl: dict[str, Any]) -> None:
+        meta = wl["metadata"]
+        finalizers = list(meta.get("finalizers") or ())
+        if RESOURCE_IN_USE not in finalizers:
+            return
+        rest = [f for f in finalizers if f != RESOURCE_IN_USE]
+        key = f"{meta['namespace']}/{meta['name']}"
+        self.writer.patch("workloads", workload_path(meta["namespace"], meta["name"]),
+                          {"metadata": {"finalizers": rest or None, "resourceVersion": meta.get("resourceVersion")}},
+                          f"Workload/{key}")
+        if meta.get("deletionTimestamp") and not rest:
+            self.cache.forget("workloads", key)  # gone now; its quota with it
 
     def _delete_orphan(self, wl: Mapping[str, Any]) -> None:
         meta = wl["metadata"]
@@ -151,6 +195,7 @@ class JobReconciler:
                                f"{meta['namespace']}/{meta['name']}", f"Workload/{meta['namespace']}/{meta['name']}")
         except ClusterError as err:
             _log().info("orphan workload not deleted", workload=meta["name"], error=str(err))
+            return
 
     def _job(self, integration: Integration, job: dict[str, Any], workloads: list[dict[str, Any]]) -> None:
         meta = job["metadata"]
@@ -165,10 +210,22 @@ class JobReconciler:
             self.writer.event(job, integration.kind, "CreatedWorkload", f"Created Workload: {meta['namespace']}/{name}")
             return
         live = read_workload(wl)
+        if wl["metadata"].get("deletionTimestamp"):
+            # Someone deleted the Workload of a live job (Kueue: stop the job, then let the Workload go; the
+            # job gets a new one).
+            templates: list[Mapping[str, Any]] = list((wl.get("spec") or {}).get("podSets") or ())
+            finished = live is not None and live.state == FINISHED
+            if not finished and (not integration.is_suspended(job)
+                                 or integration.restore_patch(job, templates) is not None):
+                self._stop(integration, job, templates, path, obj, why="Workload is deleted")
+            elif finished or integration.active_pods(job) == 0:
+                self._drop_finalizer(wl)
+            return
         if live is None:
             return
         ended = integration.finished(job)
         if live.state == FINISHED:
+            self._drop_finalizer(wl)  # Kueue: a finished Workload holds nothing
             return
         if ended is not None:
             status = {"conditions": [dict(c) for c in (wl.get("status") or {}).get("conditions") or ()]}
@@ -176,36 +233,72 @@ class JobReconciler:
             self.writer.workload_status(wl, status)
             return
         suspended = integration.is_suspended(job)
-        original = list((wl.get("spec") or {}).get("podSets") or ())
+        original: list[Mapping[str, Any]] = list((wl.get("spec") or {}).get("podSets") or ())
         if live.state == EVICTING or not is_true(wl, "Admitted"):
-            if not suspended:
-                self.writer.patch(integration.resource, path, integration.suspend_patch(job), obj)
-                if live.state != EVICTING:
-                    self.writer.event(job, integration.kind, "Stopped", "Not admitted by cluster queue")
-                return
-            restore = integration.restore_patch(job, original)
-            if restore is not None:
-                self.writer.patch(integration.resource, path, restore, obj)
+            if not suspended or integration.restore_patch(job, original) is not None:
+                evicted = condition(wl, "Evicted") if live.state == EVICTING else None
+                why = str(evicted.get("message", "")) if evicted else "Not admitted by cluster queue"
+                self._stop(integration, job, original, path, obj, why=why)
                 return
             if live.state == EVICTING and integration.active_pods(job) == 0:
                 self._release(wl)
             return
-        if suspended:
-            self.fault("before-unsuspend")
-            cq = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
-            self.writer.patch(integration.resource, path, integration.start_patch(job, placements(self.cache, wl)),
-                              obj)
-            self.writer.event(job, integration.kind, "Started", f"Admitted by clusterQueue {cq}")
+        if not suspended:
+            if self.pods_ready.enable:
+                self._pods_ready(wl, integration.pods_ready(job))
+            return
+        self.fault("before-unsuspend")
+        cq = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
+        self.writer.patch(integration.resource, path, integration.start_patch(job, placements(self.cache, wl)), obj)
+        self.writer.event(job, integration.kind, "Started", f"Admitted by clusterQueue {cq}")
+
+    def _pods_ready(self, wl: dict[str, Any], ready: bool) -> None:
+        """Keep an admitted Workload's ``PodsReady`` condition true to its job's pods (pods_ready.py)."""
+        wanted = wanted_condition(wl, ready)
+        old = condition(wl, PODS_READY)
+        if old is not None and (old.get("status"), old.get("reason"), old.get("message")) == wanted:
+            return
+        conds = [dict(c) for c in (wl.get("status") or {}).get("conditions") or ()]
+        set_condition(conds, PODS_READY, *wanted, self.now())
+        self.writer.workload_status(wl, {"conditions": conds})
+
+    def _stop(self, integration: Integration, job: dict[str, Any], original: list[Mapping[str, Any]], path: str,
+              obj: str, *, why: str) -> None:
+        """Kueue's stop, in its order: suspend (with the stop mark), unset the status fields that freeze the pod
+        templates (``startTime``), restore the templates and drop the mark. Each step works on the previous
+        step's answer; a crash in between leaves the mark, so the next pass redoes the stop."""
+        if not (job.get("spec") or {}).get("suspend"):
+            job = self.writer.patch(integration.resource, path, integration.suspend_patch(job), obj)
+            self.writer.event(job, integration.kind, "Stopped", why)
+        clear = integration.start_time_patch(job)
+        if clear is not None:
+            job = self.writer.patch(integration.resource, f"{path}/status", clear, obj)
+        restore = integration.restore_patch(job, original)
+        if restore is not None:
+            self.writer.patch(integration.resource, path, restore, obj)
 
     def _release(self, wl: dict[str, Any]) -> None:
         """The evicted job has stopped: give the quota back and requeue (Kueue ``UnsetQuotaReservation``)."""
         evicted = condition(wl, "Evicted") or {}
         conds = [dict(c) for c in (wl.get("status") or {}).get("conditions") or ()]
-        status = {"admission": None, "conditions": conds}
+        status: dict[str, Any] = {"admission": None, "conditions": conds}
         now = self.now()
+        admitted = condition(wl, "Admitted")
+        limited = (wl.get("spec") or {}).get("maximumExecutionTimeSeconds") is not None
+        if limited and admitted is not None and admitted.get("status") == "True" and \
+                evicted.get("reason") != f"DeactivatedDueTo{MAX_EXEC_EXCEEDED}":
+            # Kueue: the time this admission ran counts against the maximum of the next one
+            ran = max(0, round(now - parse_time(admitted.get("lastTransitionTime"))))
+            status["accumulatedPastExecutionTimeSeconds"] = \
+                int((wl.get("status") or {}).get("accumulatedPastExecutionTimeSeconds") or 0) + ran
         set_condition(conds, "QuotaReserved", "False", "Pending", str(evicted.get("message", "")), now)
         set_condition(conds, "Admitted", "False", "NoReservation", "The workload has no reservation",
                       now)
-        if evicted.get("reason") == "Preempted":
+        reason = str(evicted.get("reason", ""))
+        if reason == "Preempted":
             set_condition(conds, "Requeued", "True", "Preempted", "The workload was preempted", now)
+        elif reason.startswith("Deactivated") or reason == TIMEOUT_REASON:  # Kueue: out until reactivated, or
+            set_condition(conds, "Requeued", "False", reason, str(evicted.get("message", "")), now)  # backoff ends
+        if self.pods_ready.enable:
+            set_condition(conds, PODS_READY, *WAIT_FOR_START, now)
         self.writer.workload_status(wl, status)

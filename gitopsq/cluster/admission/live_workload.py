@@ -15,12 +15,14 @@ from gitopsq.api import model as m
 from gitopsq.api.codec import decode
 from gitopsq.api.reader import Reader
 from gitopsq.api.workload_codec import decode_pod_sets
+from gitopsq.cluster.admission.partial import assigned_counts, with_counts
 from gitopsq.cluster.admission.workload_status import Flavors, condition, is_true, parse_time
 
 FINISHED, ADMITTED, EVICTING, PENDING, INACTIVE = "finished", "admitted", "evicting", "pending", "inactive"
 QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL: Final = "kueue.x-k8s.io/priority-class"
 JOB_UID_LABEL: Final = "kueue.x-k8s.io/job-uid"
+RESOURCE_IN_USE: Final = "kueue.x-k8s.io/resource-in-use"  # the Workload finalizer of job-owned Workloads
 
 @dataclass(frozen=True, slots=True)
 class LiveWorkload:
@@ -91,13 +93,17 @@ def _read_workload(raw: Mapping[str, Any]) -> LiveWorkload | None:
     spec = raw.get("spec") or {}
     status = raw.get("status") or {}
     pod_sets = _pod_sets(raw)
-    if pod_sets is None or meta.get("deletionTimestamp"):
+    deleting = bool(meta.get("deletionTimestamp"))
+    if pod_sets is None or (deleting and RESOURCE_IN_USE not in (meta.get("finalizers") or ())):
         return None
     admission = status.get("admission")
     if is_true(raw, "Finished"):
         state = FINISHED
     elif admission and is_true(raw, "QuotaReserved"):
-        state = EVICTING if is_true(raw, "Evicted") else ADMITTED
+        # Deleted while holding quota: its finalizer keeps it (and the quota) until its job's pods are gone.
+        state = EVICTING if is_true(raw, "Evicted") or deleting else ADMITTED
+    elif deleting:
+        return None
     elif spec.get("active") is False:
         state = INACTIVE
     else:
@@ -108,6 +114,7 @@ def _read_workload(raw: Mapping[str, Any]) -> LiveWorkload | None:
         cq = admission.get("clusterQueue")
         for psa in admission.get("podSetAssignments") or ():
             flavors[psa.get("name", "main")] = dict(psa.get("flavors") or {})
+        pod_sets = with_counts(pod_sets, assigned_counts(admission))  # partial admission: what it holds
     reserved = condition(raw, "QuotaReserved")
     ref = spec.get("priorityClassRef") or {}
     return LiveWorkload(

@@ -94,7 +94,8 @@ class AdmissionLoop:
         self.events = events
         self.writer = Writer(self.client, self.cache, events)
         self.metrics = metrics
-        self.jobs = JobReconciler(self.cache, self.writer, now=time.time, fault=fault)
+        self.jobs = JobReconciler(self.cache, self.writer, now=time.time, fault=fault,
+                                  pods_ready=self.options.wait_for_pods_ready, pods_left=self._pods_left)
         share = max(1.0, self.options.qps * self.options.queue_status_share)
         self.queues = QueueStatusWriter(self.cache, self.writer, min_interval=self.options.queue_status_interval,
                                         local_interval=self.options.local_queue_status_interval,
@@ -104,6 +105,14 @@ class AdmissionLoop:
         self.passes = 0
         self.synced = threading.Event()
         self.progress = Progress(self.client)
+
+    def _pods_left(self, namespace: str, selector: str) -> int:
+        """Pods matching ``selector`` not yet Succeeded or Failed, terminating ones included (one LIST; asked
+        only for the Workloads of deleted jobs, which keep their quota until it says 0)."""
+        answer = self.client.request("GET", f"/api/v1/namespaces/{namespace}/pods",
+                                     query=(("labelSelector", selector),), obj=f"pods of {selector}")
+        return sum(1 for p in (answer or {}).get("items") or ()
+                   if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
 
     def run(self, stop: threading.Event, may_write: Callable[[], bool]) -> None:
         self.writer.may_write = may_write

@@ -10,8 +10,42 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from gitopsq.admission.topology import Settings
+from gitopsq.manifests.config_model import PodsReadySettings
 
 FAULT_ENV: Final = "GITOPSQ_FAULT"  # test hook: SIGKILL the loop process at the named point (docs/admission-loop.md)
+
+
+@dataclass(frozen=True, slots=True)
+class RequeuingStrategy:
+    """Kueue's ``waitForPodsReady.requeuingStrategy``: how a Workload evicted for not getting ready is queued again."""
+
+    timestamp: str = "Eviction"  # queue order after such an eviction: "Eviction" time or "Creation" time
+    backoff_limit_count: int | None = None  # requeues before deactivation; None: unlimited
+    backoff_base_seconds: int = 60  # n-th requeue waits min(base * 2^(n-1), max) seconds
+    backoff_max_seconds: int = 3600
+
+
+@dataclass(frozen=True, slots=True)
+class WaitForPodsReady:
+    """Kueue's ``waitForPodsReady`` (all-or-nothing): an admitted Workload whose pods are not all ready within
+    ``timeout`` seconds of admission (``recovery_timeout`` after losing readiness) is evicted and requeued.
+    gitopsq keeps it off unless enabled (Kueue 0.19's v1beta2 configuration turns it on by default)."""
+
+    enable: bool = False
+    timeout: float = 1800.0
+    recovery_timeout: float | None = None  # None: same as timeout; 0: no recovery timeout
+    block_admission: bool = False  # while an admitted Workload is not ready, admit nothing
+    requeuing_strategy: RequeuingStrategy = field(default_factory=RequeuingStrategy)
+
+
+def wait_for_pods_ready(settings: PodsReadySettings) -> WaitForPodsReady:
+    """gitopsq.yaml's ``admission.waitForPodsReady`` as the loop's setting."""
+    return WaitForPodsReady(enable=settings.enable, timeout=settings.timeout,
+                            recovery_timeout=settings.recovery_timeout, block_admission=settings.block_admission,
+                            requeuing_strategy=RequeuingStrategy(
+                                timestamp=settings.timestamp, backoff_limit_count=settings.backoff_limit_count,
+                                backoff_base_seconds=settings.backoff_base_seconds,
+                                backoff_max_seconds=settings.backoff_max_seconds))
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +65,7 @@ class LoopOptions:
     pending_share: float = 0.1  # fraction of qps for pending reasons while admissions are being written
     settings: Settings = field(default_factory=Settings)
     events: bool = True
+    wait_for_pods_ready: WaitForPodsReady = field(default_factory=WaitForPodsReady)
 
 
 @dataclass(frozen=True, slots=True)

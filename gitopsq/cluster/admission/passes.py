@@ -4,7 +4,10 @@ The engine is rebuilt from the cache — admitted Workloads are the source of tr
 loses nothing — and settles ``now``. Writes: evictions first, then, only in quota trees where nothing was
 evicted this pass, admissions in the engine's own order and at most about a second of the request budget per
 pass (the rest is decided afresh next pass, so late high-priority arrivals are not stuck behind a long batch);
-then the pending reasons of queue heads whose reason changed.
+then the pending reasons of queue heads whose reason changed. Besides the engine's evictions, the pass evicts
+deactivated Workloads and those past their maximum execution time (lifecycle.py) or not ready in time, and
+requeues the ones whose backoff is over or that were reactivated (pods_ready.py); backing-off Workloads never
+reach the engine.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from gitopsq import logs
 from gitopsq.admission.topology import Topology
 from gitopsq.cluster.admission.decisions import MIN_WINDOW, Decisions, decide, next_window
 from gitopsq.cluster.admission.integrations import INTEGRATIONS
+from gitopsq.cluster.admission.lifecycle import DEACTIVATION_TARGET, Deactivate, lifecycle, reactivated
 from gitopsq.cluster.admission.live_workload import (
     ADMITTED,
     EVICTING,
@@ -28,7 +32,9 @@ from gitopsq.cluster.admission.live_workload import (
     topology_of,
 )
 from gitopsq.cluster.admission.options import NO_FAULT, FaultPoint, LoopOptions
+from gitopsq.cluster.admission.partial import with_counts
 from gitopsq.cluster.admission.pass_audit import PassAudit
+from gitopsq.cluster.admission.pods_ready import TIMEOUT_REASON, block_admissions, queue_view, timeouts
 from gitopsq.cluster.admission.ports import AdmissionMetrics, DecisionSink, WatchCache, WorkloadWriter
 from gitopsq.cluster.admission.rate_limited import TokenBucket
 from gitopsq.cluster.admission.workload_status import (
@@ -38,6 +44,7 @@ from gitopsq.cluster.admission.workload_status import (
     iso,
     set_condition,
 )
+from gitopsq.cluster.admission.writer import workload_path
 from gitopsq.cluster.kinds import BY_PLURAL, TOPOLOGY
 from gitopsq.cluster.kube import ClusterConflict, ClusterNotFound
 from gitopsq.errors import ClusterError
@@ -126,10 +133,26 @@ class AdmissionPass:
                 if self.metrics is not None:
                     self.metrics.workload_finished(w)
                 self.audit.submit("finished", w, w.cluster_queue or "", w.flavors, now, reason="Finished")
+        pods_ready = self.options.wait_for_pods_ready
+        if pods_ready.enable:  # backing-off Workloads stay out; those whose wait is over are requeued (pods_ready.py)
+            live, due = queue_view(live, now, pods_ready)
+            self._parallel([functools.partial(self._requeue, w, now) for w in due])
+        woken = reactivated(live)  # active again after a deactivation: requeued first, admitted in a later pass
+        if woken:
+            live = {k: w for k, w in live.items() if w not in woken}
+            self._parallel([functools.partial(self._requeue, w, now, reason="Reactivated") for w in woken])
         decisions = decide(topology, live, now, self.options.pending_heads, window=window,
                            explain_all=self.metrics is not None)
+        block_admissions(decisions, live, pods_ready)  # blockAdmission: nothing new while a gang is not ready
+        life = lifecycle(live, now)  # deactivations and maximum execution times (lifecycle.py)
+        late = timeouts(live, now, pods_ready)
+        decisions.evict.update(life.evict)
+        decisions.evict.update(late.evict)
+        for key, deactivate in sorted((life.deactivate | late.deactivate).items()):
+            self._deactivate(live[key], deactivate, now)
         for key, eviction in sorted(decisions.evict.items()):
-            self._evict(live[key], eviction.kind, eviction.reason, eviction.message, now)
+            self._evict(live[key], eviction.kind, eviction.reason, eviction.message, now,
+                        requeue_state=eviction.requeue_state)
         if decisions.evict:
             self.fault("after-preempt")
         # In the engine's order (round-robin over ClusterQueues, priority within each) and about a second of
@@ -138,7 +161,8 @@ class AdmissionPass:
         self.capped = len(decisions.admit) - len(chosen)
         self._window = next_window(window, [live[key] for key in decisions.admit])
         self.admissions_written += len(chosen)
-        admissions = [functools.partial(self._admit, live[key], a.cluster_queue, a.flavors, a.checks, now)
+        admissions = [functools.partial(self._admit, live[key], a.cluster_queue, a.flavors, a.checks, now,
+                                        a.counts)
                       for key, a in chosen]
         if self.fault.armed("after-reserve") and admissions:
             admissions[0]()
@@ -209,9 +233,44 @@ class AdmissionPass:
     def _conditions(self, w: LiveWorkload) -> list[dict[str, Any]]:
         return [dict(c) for c in (w.raw.get("status") or {}).get("conditions") or ()]
 
-    def _evict(self, w: LiveWorkload, kind: str, reason: str, message: str, now: float) -> None:
+    def _deactivate(self, w: LiveWorkload, deactivate: Deactivate, now: float) -> None:
+        """Kueue's first two deactivation steps: the ``DeactivationTarget`` mark, then ``spec.active: false``;
+        the eviction follows in a later pass (lifecycle.py)."""
+        if deactivate.event:
+            conds = self._conditions(w)
+            set_condition(conds, DEACTIVATION_TARGET, "True", deactivate.reason, deactivate.message, now)
+            if not self._write(w, {"conditions": conds, "accumulatedPastExecutionTimeSeconds": None}):
+                return
+            self.writer.event(w.raw, "Workload", deactivate.reason, deactivate.event, warning=True)
+        try:
+            self.writer.patch("workloads", workload_path(w.namespace, w.name), {"spec": {"active": False}},
+                              f"Workload/{w.key}")
+        except ClusterError as err:
+            _log().info("workload not deactivated yet", workload=w.key, error=str(err))
+
+    def _requeue(self, w: LiveWorkload, now: float, *, reason: str = "BackoffFinished") -> None:
+        """Back into the queue (Kueue): a Workload evicted for not getting ready has waited out its backoff
+        (``BackoffFinished``), or a deactivated one is active again (``Reactivated``)."""
         conds = self._conditions(w)
+        if reason == "Reactivated":
+            set_condition(conds, "Requeued", "True", reason, "The workload was reactivated", now)
+            self._write(w, {"conditions": conds})
+            return
+        set_condition(conds, "Requeued", "True", "BackoffFinished", "The workload backoff was finished", now)
+        requeue_state = dict((w.raw.get("status") or {}).get("requeueState") or {})
+        requeue_state["requeueAt"] = None
+        self._write(w, {"conditions": conds, "requeueState": requeue_state})
+
+    def _evict(self, w: LiveWorkload, kind: str, reason: str, message: str, now: float,  # noqa: PLR0917
+               requeue_state: Mapping[str, object] | None = None) -> None:
+        conds = self._conditions(w)
+        if reason.startswith("DeactivatedDueTo"):  # the mark has done its work (Kueue drops it on eviction)
+            conds = [c for c in conds if c.get("type") != DEACTIVATION_TARGET]
         status: dict[str, Any] = {"conditions": conds}
+        if requeue_state is not None:
+            status["requeueState"] = dict(requeue_state)
+        elif reason.startswith("Deactivated"):
+            status["requeueState"] = None  # Kueue forgets past requeues of a deactivated Workload
         set_condition(conds, "Evicted", "True", "Preempted" if kind == "Preempted" else reason, message, now)
         if kind == "Preempted":
             set_condition(conds, "Preempted", "True", reason, message, now)
@@ -219,7 +278,9 @@ class AdmissionPass:
             status["admission"] = None
             set_condition(conds, "QuotaReserved", "False", "Pending", message, now)
             set_condition(conds, "Admitted", "False", "NoReservation", "The workload has no reservation", now)
-            set_condition(conds, "Requeued", "True", "Preempted" if kind == "Preempted" else reason, message, now)
+            # deactivated: out until reactivated; timed out: out until its backoff is over
+            requeued = "False" if reason.startswith("Deactivated") or reason == TIMEOUT_REASON else "True"
+            set_condition(conds, "Requeued", requeued, "Preempted" if kind == "Preempted" else reason, message, now)
         if self._write(w, status):
             self.writer.event(w.raw, "Workload", "Preempted" if kind == "Preempted" else "Evicted", message)
             self.audit.submit("preempted" if kind == "Preempted" else "evicted", w, w.cluster_queue or "", w.flavors,
@@ -227,9 +288,11 @@ class AdmissionPass:
             if self.metrics is not None:
                 self.metrics.evicted(w, kind, reason, message)
 
-    def _admit(self, w: LiveWorkload, cq: str, flavors: Flavors, checks: tuple[str, ...], now: float) -> None:
+    def _admit(self, w: LiveWorkload, cq: str, flavors: Flavors, checks: tuple[str, ...], now: float,  # noqa: PLR0917
+               counts: Mapping[str, int] | None = None) -> None:
         conds = self._conditions(w)
-        status: dict[str, Any] = {"admission": admission_status(cq, w.pod_sets, flavors), "conditions": conds}
+        pod_sets = with_counts(w.pod_sets, counts) if counts else w.pod_sets  # partial admission: as admitted
+        status: dict[str, Any] = {"admission": admission_status(cq, pod_sets, flavors), "conditions": conds}
         set_condition(conds, "QuotaReserved", "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cq}", now)
         for kind in ("Evicted", "Preempted"):
             old = condition(w.raw, kind)

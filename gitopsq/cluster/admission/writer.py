@@ -99,9 +99,13 @@ class Writer:
         return answer
 
     def delete(self, resource: str, path: str, key: str, obj: str) -> None:
-        self.send("DELETE", path, obj=obj)
+        answer = self.send("DELETE", path, obj=obj)
         self.count()
-        self.cache.forget(resource, key)
+        meta = (answer.get("metadata") or {}) if isinstance(answer, dict) else {}
+        if meta.get("deletionTimestamp") and meta.get("finalizers"):
+            self.cache.put(resource, answer)  # a finalizer holds it: still there, now being deleted
+        else:
+            self.cache.forget(resource, key)
 
     def event(self, obj: Mapping[str, Any], kind: str, reason: str, message: str, *, warning: bool = False) -> None:
         if self.events is not None:

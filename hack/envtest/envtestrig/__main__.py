@@ -12,8 +12,11 @@ from envtestrig.build import PrepareError, cache_root, prepare
 from envtestrig.rig import Rig, RigError
 
 USAGE = """usage: scripts/envtest COMMAND
-  prepare   install etcd and build kube-apiserver unless cached (idempotent)
-  up        start a rig (prepares first); a running rig is left as it is
+  prepare   install etcd, build kube-apiserver, kube-controller-manager, kube-scheduler and kwok unless
+            cached (idempotent); prepare --bare builds only what the bare profile needs
+  up        start a bare rig: etcd + kube-apiserver (prepares first); a running rig is left as it is
+  up --full start the full rig: + kube-controller-manager, kube-scheduler and kwok, which plays every Node
+            annotated kwok.x-k8s.io/node=fake (see docs/envtest.md)
   env       print shell exports for the running rig: eval "$(scripts/envtest env)"
   status    say whether the rig runs (exit 0) or not (exit 1)
   down      stop the rig's processes by their recorded PIDs and delete its state
@@ -38,28 +41,39 @@ def _env_lines(rig: Rig) -> str:
     )
 
 
+ALLOWED = {("prepare",), ("prepare", "--bare"), ("up",), ("up", "--full"), ("down",), ("env",), ("status",)}
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 1 or argv[0] not in {"prepare", "up", "down", "env", "status"}:
+    if tuple(argv) not in ALLOWED:
         sys.stderr.write(USAGE)
         return 2
     verb = argv[0]
     try:
         if verb == "prepare":
-            binaries = prepare()
+            binaries = prepare(full="--bare" not in argv)
             print(f"kube-apiserver {binaries.kubernetes_version}: {binaries.kube_apiserver}")
+            for name, path in (
+                ("kube-controller-manager", binaries.kube_controller_manager),
+                ("kube-scheduler", binaries.kube_scheduler),
+                ("kwok", binaries.kwok),
+            ):
+                if path is not None:
+                    print(f"{name}: {path}")
             print(f"etcd: {binaries.etcd}")
             print(f"kubectl: {binaries.kubectl}")
             return 0
         rig = _loaded()
         if verb == "up":
-            if rig is not None and all(rig.running().values()):
-                print(f"envtest: already running at {rig.api_url}")
+            full = "--full" in argv
+            if rig is not None and all(rig.running().values()) and rig.full == full:
+                print(f"envtest: already running ({rig.state.profile}) at {rig.api_url}")
                 return 0
             if rig is not None:
-                rig.stop()
+                rig.stop()  # a rig of the other profile, or one with a process gone: start afresh
             shutil.rmtree(state_dir(), ignore_errors=True)
-            rig = Rig.start(prepare(), state_dir())
-            print(f"envtest: kube-apiserver ready at {rig.api_url}")
+            rig = Rig.start(prepare(full=full), state_dir(), full=full)
+            print(f"envtest: {rig.state.profile} rig ready, kube-apiserver at {rig.api_url}")
             print('envtest: run  eval "$(scripts/envtest env)"  to point kubectl at it')
             return 0
         if rig is None:
@@ -70,8 +84,10 @@ def main(argv: list[str]) -> int:
             return 0
         if verb == "status":
             running = rig.running()
+            pids = rig.pids()
+            print(f"profile: {rig.state.profile}")
             for name, alive in running.items():
-                print(f"{name}: {'running' if alive else 'stopped'} (pid {_pid(rig, name)})")
+                print(f"{name}: {'running' if alive else 'stopped'} (pid {pids[name]})")
             print(f"api: {rig.api_url}\nkubeconfig: {rig.kubeconfig}")
             return 0 if all(running.values()) else 1
         rig.stop()
@@ -81,10 +97,6 @@ def main(argv: list[str]) -> int:
     except (PrepareError, RigError) as err:
         sys.stderr.write(f"envtest: {err}\n")
         return 3
-
-
-def _pid(rig: Rig, name: str) -> int:
-    return rig.state.etcd_pid if name == "etcd" else rig.state.apiserver_pid
 
 
 if __name__ == "__main__":

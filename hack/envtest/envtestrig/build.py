@@ -1,7 +1,10 @@
-"""Getting the rig's two binaries onto the machine: etcd from Debian, kube-apiserver built from the Go proxy.
+"""Getting the rig's binaries onto the machine: etcd from Debian; kube-apiserver and, for the full profile,
+kube-controller-manager and kube-scheduler built from the Go proxy (one ``go build`` for all, so the packages
+they share compile once); KWOK built from its own small module under hack/kwok.
 
-Both are cached under ``${GITOPSQ_ENVTEST_DIR:-~/.cache/gitopsq/envtest}/<kubernetes version>/`` so a second
-``prepare`` (or the next CI run on the same machine) costs a few milliseconds.
+Kubernetes binaries are cached under ``${GITOPSQ_ENVTEST_DIR:-~/.cache/gitopsq/envtest}/<kubernetes version>/``
+and KWOK under ``.../kwok/<kwok version>/``, so a second ``prepare`` (or the next CI run on the same machine)
+costs a few milliseconds.
 """
 
 from __future__ import annotations
@@ -13,12 +16,16 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 HACK_DIR = Path(__file__).resolve().parent.parent  # hack/envtest, which holds go.mod
+KWOK_DIR = HACK_DIR.parent / "kwok"  # hack/kwok: KWOK's go.mod and gitopsq's own stages
 APT_ETCD_PACKAGE = "etcd-server"
+BARE_COMMANDS = ("kube-apiserver",)
+FULL_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 
 
 class PrepareError(RuntimeError):
@@ -33,6 +40,15 @@ class Binaries:
     etcd: Path
     kubernetes_version: str
     kubectl: Path
+    # the full profile's binaries; None when only the bare profile was prepared
+    kube_controller_manager: Path | None = None
+    kube_scheduler: Path | None = None
+    kwok: Path | None = None
+
+    @property
+    def full(self) -> bool:
+        """True when the binaries of the full profile (controllers, scheduler, KWOK) are all here."""
+        return None not in (self.kube_controller_manager, self.kube_scheduler, self.kwok)
 
 
 def kubernetes_version() -> str:
@@ -44,6 +60,19 @@ def kubernetes_version() -> str:
     return match.group(1)
 
 
+def kwok_version() -> str:
+    """The sigs.k8s.io/kwok release pinned in hack/kwok/go.mod."""
+    text = (KWOK_DIR / "go.mod").read_text()
+    match = re.search(r"^\s*(?:require\s+)?sigs\.k8s\.io/kwok\s+(v\S+)", text, re.MULTILINE)
+    if match is None:
+        raise PrepareError("hack/kwok/go.mod does not require sigs.k8s.io/kwok")
+    return match.group(1)
+
+
+def kwok_path() -> Path:
+    return cache_root() / "kwok" / kwok_version() / "kwok"
+
+
 def cache_root() -> Path:
     configured = os.environ.get("GITOPSQ_ENVTEST_DIR")
     return Path(configured) if configured else Path.home() / ".cache" / "gitopsq" / "envtest"
@@ -53,38 +82,64 @@ def version_dir(version: str | None = None) -> Path:
     return cache_root() / (version or kubernetes_version())
 
 
-def find_binaries() -> Binaries | None:
-    """The cached binaries, or None when ``prepare`` still has work to do."""
+def find_binaries(full: bool = False) -> Binaries | None:
+    """The cached binaries, or None when ``prepare`` still has work to do (for ``full``, on the full profile)."""
     version = kubernetes_version()
-    apiserver = version_dir(version) / "kube-apiserver"
+    folder = version_dir(version)
     etcd, kubectl = _find_etcd(), _find_kubectl(version)
-    if not _is_executable(apiserver) or etcd is None or kubectl is None:
+    commands = FULL_COMMANDS if full else BARE_COMMANDS
+    if etcd is None or kubectl is None or not all(_is_executable(folder / c) for c in commands):
         return None
-    return Binaries(kube_apiserver=apiserver, etcd=etcd, kubernetes_version=version, kubectl=kubectl)
+    if full and not _is_executable(kwok_path()):
+        return None
+    return _binaries(version, etcd, kubectl)
 
 
-def prepare(log: bool = True) -> Binaries:
+def _binaries(version: str, etcd: Path, kubectl: Path) -> Binaries:
+    folder = version_dir(version)
+
+    def cached(path: Path) -> Path | None:
+        return path if _is_executable(path) else None
+
+    return Binaries(
+        kube_apiserver=folder / "kube-apiserver",
+        etcd=etcd,
+        kubernetes_version=version,
+        kubectl=kubectl,
+        kube_controller_manager=cached(folder / "kube-controller-manager"),
+        kube_scheduler=cached(folder / "kube-scheduler"),
+        kwok=cached(kwok_path()),
+    )
+
+
+def prepare(log: bool = True, full: bool = False) -> Binaries:
     """Install etcd and build kube-apiserver (and kubectl, if none is installed) unless cached; idempotent.
 
-    Concurrent callers (pytest-xdist workers, two checkouts) wait on one lock file instead of building twice.
+    ``full`` also builds kube-controller-manager, kube-scheduler and KWOK (``scripts/envtest prepare`` and so
+    ``scripts/test`` always do). Concurrent callers (pytest-xdist workers, two checkouts) wait on one lock file
+    instead of building twice.
     """
     cache_root().mkdir(parents=True, exist_ok=True)
     with (cache_root() / ".prepare.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        return _prepare_locked(log)
+        return _prepare_locked(log, full)
 
 
-def _prepare_locked(log: bool) -> Binaries:
+def _prepare_locked(log: bool, full: bool) -> Binaries:
     etcd = _find_etcd() or _install_etcd(log)
     version = kubernetes_version()
-    apiserver = version_dir(version) / "kube-apiserver"
-    if not _is_executable(apiserver):
-        _build(version, "kube-apiserver", apiserver, log)
+    folder = version_dir(version)
+    wanted = list(FULL_COMMANDS if full else BARE_COMMANDS)
+    if _find_kubectl(version) is None:
+        wanted.append("kubectl")
+    missing = [c for c in wanted if not _is_executable(folder / c)]
+    if missing:
+        _build_kubernetes(version, missing, folder, log)
+    if full and not _is_executable(kwok_path()):
+        _build_kwok(log)
     kubectl = _find_kubectl(version)
-    if kubectl is None:
-        kubectl = version_dir(version) / "kubectl"
-        _build(version, "kubectl", kubectl, log)
-    return Binaries(kube_apiserver=apiserver, etcd=etcd, kubernetes_version=version, kubectl=kubectl)
+    assert kubectl is not None  # built above when none was on PATH
+    return _binaries(version, etcd, kubectl)
 
 
 def _find_kubectl(version: str) -> Path | None:
@@ -159,31 +214,58 @@ def _version_ldflags(version: str) -> str:
     return " ".join(flags)
 
 
-BUILD_MINUTES = {"kube-apiserver": "5-7", "kubectl": "1-3"}  # measured on 2 cores, see docs/envtest.md
+# measured on 2 cores, see docs/envtest.md; the first of several in one `go build` pays for the shared packages
+BUILD_MINUTES = {"kube-apiserver": 6, "kube-controller-manager": 3, "kube-scheduler": 1, "kubectl": 2, "kwok": 2}
 
 
-def _build(version: str, command: str, target: Path, log: bool) -> None:
+def _run_go_build(argv: list[str], cwd: Path, what: str) -> float:
     if shutil.which("go") is None:
-        raise PrepareError(f"{command} is not cached and no Go toolchain is on PATH")
+        raise PrepareError(f"{what} is not cached and no Go toolchain is on PATH")
+    started = time.monotonic()
+    done = subprocess.run(argv, cwd=cwd, env=go_environment(), capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise PrepareError(f"go build {what} failed:\n{done.stderr.strip()[-2000:]}")
+    return round(time.monotonic() - started, 1)
+
+
+def _build_kubernetes(version: str, commands: list[str], folder: Path, log: bool) -> None:
+    """One ``go build`` for every missing command: the packages they share are compiled once."""
+    folder.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".build-", dir=folder))
+    minutes = sum(BUILD_MINUTES[c] for c in commands)
+    _say(log, f"building {', '.join(commands)} {version} from the Go module proxy (first time: up to {minutes} min)")
+    argv = [
+        "go", "build", "-trimpath", "-buildvcs=false", "-ldflags", _version_ldflags(version),
+        "-o", f"{staging}/", *(f"k8s.io/kubernetes/cmd/{c}" for c in commands),
+    ]  # fmt: skip
+    try:
+        seconds = _run_go_build(argv, HACK_DIR, ", ".join(commands))
+        for command in commands:
+            (staging / command).replace(folder / command)  # atomic: a half-written binary is never cached
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    info = {"version": version, "buildSeconds": seconds, "builtTogether": commands, "go": _go_version()}
+    for command in commands:
+        (folder / f"{command}.build-info.json").write_text(json.dumps(info, indent=2) + "\n")
+    _say(log, f"built {', '.join(commands)} {version} in {seconds}s -> {folder}")
+
+
+def _build_kwok(log: bool) -> None:
+    target = kwok_path()
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".partial")
-    minutes = BUILD_MINUTES[command]
-    _say(log, f"building {command} {version} from the Go module proxy (first time: about {minutes} min)")
-    argv = [
-        "go", "build", "-trimpath", "-buildvcs=false",
-        "-ldflags", _version_ldflags(version),
-        "-o", str(partial), f"k8s.io/kubernetes/cmd/{command}",
-    ]  # fmt: skip
-    started = time.monotonic()
-    done = subprocess.run(argv, cwd=HACK_DIR, env=go_environment(), capture_output=True, text=True, check=False)
-    if done.returncode != 0:
+    version = kwok_version()
+    _say(log, f"building kwok {version} from the Go module proxy (first time: about {BUILD_MINUTES['kwok']} min)")
+    argv = ["go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", "-o", str(partial)]
+    argv.append("sigs.k8s.io/kwok/cmd/kwok")
+    try:
+        seconds = _run_go_build(argv, KWOK_DIR, "kwok")
+        partial.replace(target)
+    finally:
         partial.unlink(missing_ok=True)
-        raise PrepareError(f"go build {command} failed:\n{done.stderr.strip()[-2000:]}")
-    partial.replace(target)  # atomic: a half-written binary is never mistaken for a cached one
-    seconds = round(time.monotonic() - started, 1)
     info = {"version": version, "buildSeconds": seconds, "go": _go_version()}
-    (target.parent / f"{command}.build-info.json").write_text(json.dumps(info, indent=2) + "\n")
-    _say(log, f"built {command} {version} in {seconds}s -> {target}")
+    (target.parent / "kwok.build-info.json").write_text(json.dumps(info, indent=2) + "\n")
+    _say(log, f"built kwok {version} in {seconds}s -> {target}")
 
 
 def _go_version() -> str:

@@ -1,4 +1,5 @@
 """One rig: etcd and kube-apiserver on loopback, their credentials, a kubeconfig, and the PIDs we started.
+The full profile adds kube-controller-manager, kube-scheduler and KWOK (fake nodes and pod lifecycles).
 
 Everything lives in one work directory with a ``state.json`` so that a later process (``scripts/envtest
 down``) can stop exactly the processes this rig started, after checking each PID still runs our command.
@@ -20,12 +21,34 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from envtestrig import pki
-from envtestrig.build import Binaries
+from envtestrig.build import KWOK_DIR, Binaries
 from envtestrig.kubeconfig import write_kubeconfig
 from envtestrig.processes import alive, cmdline, free_port, listens_on, stop_pid
 
 READY_TIMEOUT_SECONDS = 90.0
 START_ATTEMPTS = 3
+FAKE_NODE_ANNOTATION = "kwok.x-k8s.io/node"  # KWOK plays every Node annotated with it set to "fake"
+KWOK_STAGES = KWOK_DIR / "stages.yaml"
+POD_CIDR = "10.244.0.0/16"
+# the controllers a Job, its pods and a namespace's life need (docs/envtest.md "Full profile")
+CONTROLLERS = (
+    "job-controller",
+    "garbage-collector-controller",
+    "pod-garbage-collector-controller",
+    "serviceaccount-controller",
+    "serviceaccount-token-controller",
+    "root-ca-certificate-publisher-controller",
+    "namespace-controller",
+    "ttl-after-finished-controller",
+    "replicaset-controller",
+    "deployment-controller",
+)
+# each full-profile component and the RigState field holding its PID
+COMPONENTS = {
+    "kube-controller-manager": "controller_manager_pid",
+    "kube-scheduler": "scheduler_pid",
+    "kwok": "kwok_pid",
+}
 
 
 class RigError(RuntimeError):
@@ -44,9 +67,16 @@ class RigState:
     etcd_pid: int
     apiserver_pid: int
     kubernetes_version: str
+    profile: str = "bare"  # "full" adds the three components below
+    controller_manager_port: int = 0
+    scheduler_port: int = 0
+    kwok_port: int = 0
+    controller_manager_pid: int = 0
+    scheduler_pid: int = 0
+    kwok_pid: int = 0
 
 
-def _fresh_state(root: Path, version: str) -> RigState:
+def _fresh_state(root: Path, version: str, full: bool) -> RigState:
     shm = Path("/dev/shm")  # tmpfs: etcd's fsyncs cost nothing there
     data_parent = shm if shm.is_dir() and os.access(shm, os.W_OK) else root
     etcd_data = tempfile.mkdtemp(prefix=f"gitopsq-envtest-etcd-{root.name}-", dir=data_parent)
@@ -59,6 +89,10 @@ def _fresh_state(root: Path, version: str) -> RigState:
         etcd_pid=0,
         apiserver_pid=0,
         kubernetes_version=version,
+        profile="full" if full else "bare",
+        controller_manager_port=free_port() if full else 0,
+        scheduler_port=free_port() if full else 0,
+        kwok_port=free_port() if full else 0,
     )
 
 
@@ -74,9 +108,19 @@ class Rig:
 
     # ---- starting -------------------------------------------------------------------------------------
 
+    @property
+    def full(self) -> bool:
+        return self.state.profile == "full"
+
     @classmethod
-    def start(cls, binaries: Binaries, workdir: Path | None = None) -> Rig:
-        """Start etcd and kube-apiserver on free loopback ports; return once /readyz answers ok."""
+    def start(cls, binaries: Binaries, workdir: Path | None = None, full: bool = False) -> Rig:
+        """Start etcd and kube-apiserver on free loopback ports; return once /readyz answers ok.
+
+        ``full`` also starts kube-controller-manager, kube-scheduler and KWOK (``binaries`` must come from
+        ``prepare(full=True)``) and returns once each answers its health check.
+        """
+        if full and not binaries.full:
+            raise RigError("the full profile needs the controller-manager, scheduler and kwok: prepare(full=True)")
         root = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="gitopsq-envtest-"))
         root.mkdir(parents=True, exist_ok=True)
         (root / "logs").mkdir(exist_ok=True)
@@ -85,12 +129,14 @@ class Rig:
         tokens.write_text(json.dumps({"admin": credentials.admin_token, "nobody": credentials.nobody_token}))
         tokens.chmod(0o600)
         for attempt in range(1, START_ATTEMPTS + 1):
-            rig = cls(_fresh_state(root, binaries.kubernetes_version))
+            rig = cls(_fresh_state(root, binaries.kubernetes_version, full))
             rig._binaries = binaries
             try:
                 rig._start_etcd()
                 rig._start_apiserver()
                 write_kubeconfig(rig.kubeconfig, rig.api_url, credentials)
+                if full:
+                    rig._start_components()
                 return rig
             except RigError as err:
                 rig.stop()
@@ -119,11 +165,11 @@ class Rig:
         self.state = RigState(**{**asdict(self.state), **changes})
         self._save()
 
-    def _spawn(self, argv: list[str], log_name: str) -> int:
+    def _spawn(self, argv: list[str], log_name: str, env: dict[str, str] | None = None) -> int:
         log = (self.workdir / "logs" / log_name).open("ab")
         try:
             process = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env
             )
         finally:
             log.close()
@@ -159,14 +205,70 @@ class Rig:
             f"--service-account-signing-key-file={p / 'service-account.key'}",
             "--service-account-issuer=https://kubernetes.default.svc",
             "--service-cluster-ip-range=10.0.0.0/24",
-            # no controller-manager creates default service accounts, so pods would be refused
-            "--disable-admission-plugins=ServiceAccount",
+            # bare: no controller-manager creates default service accounts, so pods would be refused.
+            # full: no node-lifecycle controller lifts the not-ready taint this plugin puts on every new Node
+            f"--disable-admission-plugins={'TaintNodesByCondition' if self.full else 'ServiceAccount'}",
+            # full: Debian's etcd 3.4 has no watch progress requests, so with WatchList on, every watch from
+            # resourceVersion 0 (KWOK's) is turned into a watch-list and refused: KWOK would only see re-lists
+            *(["--feature-gates=WatchList=false"] if self.full else []),
             "--allow-privileged=true", "--profiling=false", "--v=1",
         ]  # fmt: skip
 
     def _start_apiserver(self) -> None:
         self._replace_state(apiserver_pid=self._spawn(self.apiserver_argv(), "kube-apiserver.log"))
         self.wait_ready()
+
+    # ---- the full profile's components -----------------------------------------------------------------
+
+    def component_argv(self, name: str) -> list[str]:
+        """Command line of one full-profile component; each names this rig's kubeconfig (``down`` checks it)."""
+        assert self._binaries is not None
+        s, p, kubeconfig = self.state, self.pki_dir, str(self.kubeconfig)
+        if name == "kube-controller-manager":
+            return [
+                str(self._binaries.kube_controller_manager), f"--kubeconfig={kubeconfig}", "--leader-elect=false",
+                f"--controllers={','.join(CONTROLLERS)}",
+                f"--service-account-private-key-file={p / 'service-account.key'}",
+                f"--root-ca-file={p / 'serving-ca.crt'}", "--use-service-account-credentials=false",
+                "--bind-address=127.0.0.1", f"--secure-port={s.controller_manager_port}",
+                f"--cert-dir={self.workdir / 'controller-manager-certs'}",
+                # upstream's default, stated because tests rely on it: finished pods stay readable
+                "--terminated-pod-gc-threshold=12500", "--profiling=false", "--v=1",
+            ]  # fmt: skip
+        if name == "kube-scheduler":
+            return [
+                str(self._binaries.kube_scheduler), f"--kubeconfig={kubeconfig}", "--leader-elect=false",
+                "--bind-address=127.0.0.1", f"--secure-port={s.scheduler_port}",
+                f"--cert-dir={self.workdir / 'scheduler-certs'}", "--profiling=false", "--v=1",
+            ]  # fmt: skip
+        if name == "kwok":
+            return [
+                str(self._binaries.kwok), f"--kubeconfig={kubeconfig}", f"--config={KWOK_STAGES}",
+                "--manage-all-nodes=false", f"--manage-nodes-with-annotation-selector={FAKE_NODE_ANNOTATION}=fake",
+                f"--cidr={POD_CIDR}", "--node-ip=10.0.0.1", "--node-lease-duration-seconds=40",
+                f"--server-address=127.0.0.1:{s.kwok_port}",
+            ]  # fmt: skip
+        raise RigError(f"unknown component {name}")
+
+    def _start_components(self) -> None:
+        """Spawn all three at once (they wait for the API themselves), then wait for each health check."""
+        # and no client asks for watch-lists either (see the WatchList gate in apiserver_argv)
+        env = {**os.environ, "KUBE_FEATURE_WatchListClient": "false"}
+        for name, field in COMPONENTS.items():
+            self._replace_state(**{field: self._spawn(self.component_argv(name), f"{name}.log", env)})
+        insecure = ssl.create_default_context()
+        insecure.check_hostname = False
+        insecure.verify_mode = ssl.CERT_NONE  # self-signed serving certificates made by the components
+        s = self.state
+        self._wait_http(f"https://127.0.0.1:{s.controller_manager_port}/healthz", pid=s.controller_manager_pid,
+                        log_name="kube-controller-manager.log", context=insecure)  # fmt: skip
+        self._wait_http(f"https://127.0.0.1:{s.scheduler_port}/healthz", pid=s.scheduler_pid,
+                        log_name="kube-scheduler.log", context=insecure)  # fmt: skip
+        self._wait_http(f"http://127.0.0.1:{s.kwok_port}/healthz", pid=s.kwok_pid, log_name="kwok.log", context=None)
+
+    def _component_pids(self) -> dict[str, int]:
+        recorded = asdict(self.state)
+        return {name: int(recorded[field]) for name, field in COMPONENTS.items()}
 
     # ---- health ---------------------------------------------------------------------------------------
 
@@ -218,12 +320,15 @@ class Rig:
         path = self.workdir / "logs" / log_name
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
 
+    def pids(self) -> dict[str, int]:
+        """Every process of this rig's profile and its recorded PID."""
+        base = {"etcd": self.state.etcd_pid, "kube-apiserver": self.state.apiserver_pid}
+        return {**base, **self._component_pids()} if self.full else base
+
     def running(self) -> dict[str, bool]:
-        return {
-            "etcd": alive(self.state.etcd_pid) and self.state.etcd_data in cmdline(self.state.etcd_pid),
-            "kube-apiserver": alive(self.state.apiserver_pid)
-            and str(self.pki_dir) in cmdline(self.state.apiserver_pid),
-        }
+        markers = {"etcd": self.state.etcd_data, "kube-apiserver": str(self.pki_dir)}
+        ours = f"--kubeconfig={self.kubeconfig}"  # on every component's command line
+        return {name: alive(pid) and markers.get(name, ours) in cmdline(pid) for name, pid in self.pids().items()}
 
     # ---- restarting and stopping ----------------------------------------------------------------------
 
@@ -244,7 +349,9 @@ class Rig:
         self._start_apiserver()
 
     def stop(self, remove_data: bool = True) -> None:
-        """Stop both processes by their recorded PIDs, then delete etcd's data directory."""
+        """Stop every process by its recorded PID (components first), then delete etcd's data directory."""
+        for pid in self._component_pids().values():
+            stop_pid(pid, f"--kubeconfig={self.kubeconfig}")
         stop_pid(self.state.apiserver_pid, str(self.pki_dir))
         stop_pid(self.state.etcd_pid, self.state.etcd_data)
         if remove_data:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from envtest_rig import Envtest
+from envtest_rig import Envtest, FullCluster
 from running_loop import RunningLoop
 
 
@@ -14,3 +14,24 @@ def admission(kueue_clean: Envtest) -> Iterator[RunningLoop]:
     """A running admission loop on a rig with no Kueue objects."""
     with RunningLoop(kueue_clean) as running:
         yield running
+
+
+@pytest.fixture(scope="session")
+def full_kueue(full_cluster: FullCluster) -> FullCluster:
+    """The full rig (controllers, scheduler, KWOK) with gitopsq's bundled CRDs installed and Established."""
+    from gitopsq.cluster.crds import install_crds
+
+    with full_cluster.api_client() as api:
+        install_crds(api)
+    return full_cluster
+
+
+@pytest.fixture
+def full_admission(full_kueue: FullCluster) -> Iterator[RunningLoop]:
+    """A running admission loop on the full rig, with no Kueue objects before or after the test."""
+    full_kueue.delete_all()
+    try:
+        with RunningLoop(full_kueue) as running:
+            yield running
+    finally:
+        full_kueue.delete_all()

@@ -43,6 +43,14 @@ class Integration(Protocol):
         """Pods still running or terminating: quota is released only when none are left."""
         ...
 
+    def pod_selector(self, uid: str) -> str:
+        """A label selector for the pods of the job with this UID (to see them go after the job is gone)."""
+        ...
+
+    def pods_ready(self, job: Mapping[str, Any]) -> bool:
+        """Whether every pod the job runs now is ready or has succeeded (waitForPodsReady)."""
+        ...
+
     def finished(self, job: Mapping[str, Any]) -> tuple[str, str] | None:
         """(``Succeeded`` | ``Failed``, message) once the job has ended; None while it may still run."""
         ...
@@ -52,10 +60,15 @@ class Integration(Protocol):
         ...
 
     def suspend_patch(self, job: Mapping[str, Any]) -> dict[str, Any]:
-        """A merge patch that suspends the job."""
+        """A merge patch that suspends the job (and marks it as being stopped, if the kind has such a mark)."""
+        ...
+
+    def start_time_patch(self, job: Mapping[str, Any]) -> dict[str, Any] | None:
+        """A merge patch of the job's status subresource that lets its pod templates be restored (batch/v1:
+        unset ``startTime``), or None when none is needed. Sent after the suspend, before the restore."""
         ...
 
     def restore_patch(self, job: Mapping[str, Any], original: list[Mapping[str, Any]]) -> dict[str, Any] | None:
-        """A merge patch putting back the original pod templates (Workload ``spec.podSets``), or None when the
-        job's templates already match them."""
+        """A merge patch putting back the original pod templates and counts (Workload ``spec.podSets``) and
+        clearing the stop mark, or None when the job already matches them."""
         ...

@@ -1,16 +1,33 @@
-"""batch/v1 Job: one pod set ``main`` of ``min(parallelism, completions)`` pods (Kueue's job controller)."""
+"""batch/v1 Job: one pod set ``main`` of ``min(parallelism, completions)`` pods (Kueue's job controller).
+
+Stopping follows Kueue's order (``Job.Stop``): suspend (marking the Job ``kueue.x-k8s.io/stopping``), clear
+``status.startTime`` through the status subresource, then restore the pod template and drop the mark. The API
+server accepts edits of a suspended Job's node selector and tolerations only while ``startTime`` is unset, and
+the Job controller never unsets it, so without the middle step a started Job could not be moved off a flavor.
+Kubernetes 1.36 (gates ``MutableSchedulingDirectivesForSuspendedJobs``, beta) also accepts the edit of a started
+Job once it is marked ``Suspended``, and on either rule only while ``status.active`` is 0 (k8s
+pkg/registry/batch/job/strategy.go ``shouldAllowMutablePodTemplate``), so the restore waits for the Job
+controller to have deleted the active pods; the quota is released after that anyway.
+"""
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from gitopsq.cluster.admission.integrations.base import PodSetPlacement
+from gitopsq.cluster.admission.partial import MIN_PARALLELISM, min_count
+
+STOPPING: Final = "kueue.x-k8s.io/stopping"
 
 
 def _template_spec(job: Mapping[str, Any]) -> Mapping[str, Any]:
     return ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+
+
+def _annotations(job: Mapping[str, Any]) -> Mapping[str, str]:
+    return (job.get("metadata") or {}).get("annotations") or {}
 
 
 class BatchJob:
@@ -30,14 +47,31 @@ class BatchJob:
         count = parallelism if completions is None else min(parallelism, int(completions))
         template = copy.deepcopy(spec.get("template") or {})
         template.get("metadata", {}).pop("creationTimestamp", None)
-        return [{"name": "main", "count": count, "template": template}]
+        pod_set: dict[str, Any] = {"name": "main", "count": count, "template": template}
+        least = min_count(_annotations(job), count)
+        if least is not None:
+            pod_set["minCount"] = least
+        return [pod_set]
 
     def is_suspended(self, job: Mapping[str, Any]) -> bool:
-        return bool((job.get("spec") or {}).get("suspend"))
+        """Suspended and not half-way through a stop (Kueue's ``IsSuspended``): a stop interrupted by a crash
+        is redone."""
+        return bool((job.get("spec") or {}).get("suspend")) and STOPPING not in _annotations(job)
 
     def active_pods(self, job: Mapping[str, Any]) -> int:
         status = job.get("status") or {}
         return int(status.get("active") or 0) + int(status.get("terminating") or 0)
+
+    def pod_selector(self, uid: str) -> str:
+        return f"batch.kubernetes.io/controller-uid={uid}"
+
+    def pods_ready(self, job: Mapping[str, Any]) -> bool:
+        """Ready plus succeeded pods reach min(parallelism, completions) (Kueue's ``Job.PodsReady``)."""
+        spec, status = job.get("spec") or {}, job.get("status") or {}
+        completions = spec.get("completions")
+        want = self._parallelism(job) if completions is None else min(self._parallelism(job), int(completions))
+        uncounted = len((status.get("uncountedTerminatedPods") or {}).get("succeeded") or ())
+        return int(status.get("ready") or 0) + int(status.get("succeeded") or 0) + uncounted >= want
 
     def finished(self, job: Mapping[str, Any]) -> tuple[str, str] | None:
         for c in (job.get("status") or {}).get("conditions") or ():
@@ -57,20 +91,46 @@ class BatchJob:
         pod_spec: dict[str, Any] = {"nodeSelector": selector or None}
         if tolerations:
             pod_spec["tolerations"] = tolerations
-        return {"spec": {"suspend": False, "template": {"spec": pod_spec}}}
+        spec: dict[str, Any] = {"suspend": False, "template": {"spec": pod_spec}}
+        admitted = next((p.count for p in placements if p.name == "main"), 0)
+        if admitted and MIN_PARALLELISM in _annotations(job) and admitted != self._parallelism(job):
+            spec["parallelism"] = admitted  # partial admission (Kueue's RunWithPodSetsInfo): only the pods admitted
+        return {"spec": spec}
 
     def suspend_patch(self, job: Mapping[str, Any]) -> dict[str, Any]:
-        return {"spec": {"suspend": True}}
+        return {"metadata": {"annotations": {STOPPING: "true"}}, "spec": {"suspend": True}}
+
+    def start_time_patch(self, job: Mapping[str, Any]) -> dict[str, Any] | None:
+        """A status-subresource merge patch unsetting ``startTime``, or None when it is unset."""
+        if (job.get("status") or {}).get("startTime") is None:
+            return None
+        return {"status": {"startTime": None}}
 
     def restore_patch(self, job: Mapping[str, Any], original: list[Mapping[str, Any]]) -> dict[str, Any] | None:
+        patch: dict[str, Any] = {}
+        if STOPPING in _annotations(job):
+            patch["metadata"] = {"annotations": {STOPPING: None}}
         if not original:
-            return None
+            return patch or None
         want = (original[0].get("template") or {}).get("spec") or {}
         have = _template_spec(job)
         want_sel, have_sel = dict(want.get("nodeSelector") or {}), dict(have.get("nodeSelector") or {})
         want_tol, have_tol = list(want.get("tolerations") or []), list(have.get("tolerations") or [])
-        if want_sel == have_sel and want_tol == have_tol:
-            return None
-        selector: dict[str, Any] = {k: None for k in have_sel if k not in want_sel}
-        selector.update(want_sel)
-        return {"spec": {"template": {"spec": {"nodeSelector": selector or None, "tolerations": want_tol or None}}}}
+        spec: dict[str, Any] = {}
+        if int((job.get("status") or {}).get("active") or 0):
+            return None  # not yet, and the stop mark stays: template edits are refused while pods are active
+        if want_sel != have_sel or want_tol != have_tol:
+            selector: dict[str, Any] = {k: None for k in have_sel if k not in want_sel}
+            selector.update(want_sel)
+            spec["template"] = {"spec": {"nodeSelector": selector or None, "tolerations": want_tol or None}}
+        count = original[0].get("count")
+        if original[0].get("minCount") is not None and count is not None and self._parallelism(job) != count:
+            spec["parallelism"] = int(count)  # partial admission had reduced it
+        if spec:
+            patch["spec"] = spec
+        return patch or None
+
+    @staticmethod
+    def _parallelism(job: Mapping[str, Any]) -> int:
+        value = (job.get("spec") or {}).get("parallelism")
+        return 1 if value is None else int(value)
