@@ -8,8 +8,10 @@ from __future__ import annotations
 import time
 from types import SimpleNamespace
 
+import structlog
 from prometheus_client import CollectorRegistry
 
+from gitopsq import logs
 from gitopsq.controller.forge_status import ForgeReporter
 from gitopsq.forge import Backoff, Secret, open_forge
 from gitopsq.forge.notify import DriftRepeats, Notifier, Target
@@ -55,12 +57,16 @@ def test_a_slow_forge_never_delays_the_sync(recorder: Recorder) -> None:
 def test_a_failing_forge_is_counted_not_raised(recorder: Recorder, capsys) -> None:  # type: ignore[no-untyped-def]
     """A forge answering 500 to every call costs the sync nothing: the failure is counted and the token never
     appears in the log."""
-    recorder.route("POST", STATUS_PATH, (500, {"message": "boom"}))
-    rep, registry = reporter(recorder)
-    rep.status(SHA, "failure", "rejected: x")
-    wait(lambda: registry.get_sample_value("gitopsq_forge_status_total", {"outcome": "failed"}) == 1)
-    rep.close()
-    seen = capsys.readouterr()
+    logs.configure(json=True)  # to this test's captured stderr, whatever an earlier test left configured
+    try:
+        recorder.route("POST", STATUS_PATH, (500, {"message": "boom"}))
+        rep, registry = reporter(recorder)
+        rep.status(SHA, "failure", "rejected: x")
+        wait(lambda: registry.get_sample_value("gitopsq_forge_status_total", {"outcome": "failed"}) == 1)
+        rep.close()
+        seen = capsys.readouterr()
+    finally:
+        structlog.reset_defaults()
     assert "commit status not set" in seen.out + seen.err and "tok-123-secret" not in seen.out + seen.err
 
 
