@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from gitopsq import __version__
+from gitopsq import __version__, logs
 from gitopsq.commands.groups import SuggestingGroup
 from gitopsq.errors import EXIT_RUNTIME, EXIT_USAGE, GitopsqError
 
@@ -66,8 +66,6 @@ def cli() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script; never lets a traceback reach the user for expected errors."""
-    from gitopsq import logs
-
     logs.configure(json=False, level="warning")
     try:
         rv: Any = cli.main(args=argv, prog_name="gitopsq", standalone_mode=False)

@@ -1,6 +1,6 @@
 """The no-cluster tour behind `gitopsq demo` (shell: files, Git, the audit writer; docs/demo.md).
 
-Steps, each reported as a `Step` (ok, failed, or unavailable — never faked):
+Steps, each reported as a `Step` (ok or failed — never faked):
 
 1. **repository**: copy ``repo-template/`` into ``<dir>/queues`` and commit it on ``main`` (pygit2);
 2. **sync**: open it through `gitopsq.source` as the controller would, and resolve ``main``;
@@ -29,8 +29,18 @@ from typing import Any
 import pygit2
 
 from gitopsq import logs
+from gitopsq.admission.topology import STRATEGIES, Settings
+from gitopsq.audit import AuditTrail, TrailSettings, records
+from gitopsq.audit.approvals import commit_info
 from gitopsq.errors import GitopsqError, UsageError
+from gitopsq.simulate import chart
 from gitopsq.simulate.chart import nominal_quotas
+from gitopsq.simulate.engine import simulate
+from gitopsq.simulate.report import render_text
+from gitopsq.simulate.result import to_json
+from gitopsq.simulate.scenario import parse_scenario
+from gitopsq.source import open_source
+from gitopsq.validation import validate_revision
 
 _log = logs.get("demo")
 
@@ -40,13 +50,13 @@ DEMO_AUTHOR = ("gitopsq demo", "demo@gitopsq.invalid")
 # The first commit is the platform team's: in the template's gitopsq.yaml Alice is a platform maintainer, so the
 # built-in policies (platform-only-global, team-owns-path) accept the repository's first revision.
 PLATFORM_ADMIN = ("Alice Admin", "alice@example.com")
-OK, FAILED, UNAVAILABLE = "ok", "failed", "unavailable"
+OK, FAILED = "ok", "failed"
 
 
 @dataclass(frozen=True, slots=True)
 class Step:
     name: str
-    status: str  # ok | failed | unavailable
+    status: str  # ok | failed
     detail: str
 
 
@@ -113,9 +123,6 @@ def make_repository(template: Path, target: Path, when: datetime) -> str:
 
 def _sync_and_check(outcome: DemoOutcome) -> tuple[Any, Any] | None:
     """The source and the check report of ``main``, or None after recording the failed step."""
-    from gitopsq.source import open_source
-    from gitopsq.validation import validate_revision
-
     try:
         source = open_source(str(outcome.repository))
         outcome.revision = source.resolve("main")
@@ -138,8 +145,6 @@ def _sync_and_check(outcome: DemoOutcome) -> tuple[Any, Any] | None:
 
 def _settings(config: Any, fallback: Any) -> Any:
     """The repository's ``admission`` block as simulation settings, when gitopsq.yaml declares one."""
-    from gitopsq.admission.topology import STRATEGIES, Settings
-
     admission = getattr(config, "admission", None)
     if admission is None or not admission.declared:
         return fallback
@@ -150,9 +155,6 @@ def _settings(config: Any, fallback: Any) -> Any:
 
 
 def _simulate(outcome: DemoOutcome, source: Any, report: Any) -> Any:
-    from gitopsq.simulate.engine import simulate
-    from gitopsq.simulate.scenario import parse_scenario
-
     text = source.read_file(outcome.revision, TRACE_PATH)
     if text is None:
         outcome.add("simulate", FAILED, f"{TRACE_PATH} is missing from the repository")
@@ -191,8 +193,6 @@ def audit_records(result: Any, *, repository: str, revision: str, start: datetim
     the ClusterQueue stayed within its nominal quota. ``commit`` (an audit ``CommitInfo``) says who wrote the
     synced revision, as the controller's sync records do.
     """
-    from gitopsq.audit import records
-
     out = [records.sync_attempt(time=start, source_url=repository, revision=revision, previous_revision=None,
                                 result="applied", actor="gitopsq demo", commit=commit,
                                 message="demo: template synced and checked; sample trace replayed")]
@@ -237,9 +237,6 @@ def audit_records(result: Any, *, repository: str, revision: str, start: datetim
 
 def _commit_record(outcome: DemoOutcome) -> Any:
     """The synced commit as the audit trail records it (author, committer, signature state), or None."""
-    from gitopsq.audit.approvals import commit_info
-    from gitopsq.source import open_source
-
     try:
         return commit_info(open_source(str(outcome.repository)).commit_info(outcome.revision))
     except GitopsqError:
@@ -247,11 +244,6 @@ def _commit_record(outcome: DemoOutcome) -> Any:
 
 
 def _audit(outcome: DemoOutcome, start: datetime, config: Any) -> None:
-    try:
-        from gitopsq.audit import AuditTrail, TrailSettings
-    except ImportError as err:  # the audit package is optional in partial builds
-        outcome.add("audit", UNAVAILABLE, f"gitopsq.audit is not available: {err}")
-        return
     recs = audit_records(outcome.result, repository=str(outcome.repository), revision=outcome.revision,
                          start=start, scenario=outcome.scenario, nominal=nominal_quotas(outcome.scenario.objects),
                          commit=_commit_record(outcome))
@@ -277,10 +269,6 @@ def _audit(outcome: DemoOutcome, start: datetime, config: Any) -> None:
 
 
 def _report(outcome: DemoOutcome, objects: list[Any]) -> None:
-    from gitopsq.simulate import chart
-    from gitopsq.simulate.report import render_text
-    from gitopsq.simulate.result import to_json
-
     outcome.report = outcome.directory / "report.txt"
     outcome.report.write_text(render_text(outcome.result) + "\n", encoding="utf-8")
     outcome.result_json = outcome.directory / "result.json"
@@ -298,8 +286,6 @@ def _report(outcome: DemoOutcome, objects: list[Any]) -> None:
 
 def write_chart(result: Any, path: Path, objects: list[Any] | None = None) -> Path:
     """Write the usage chart of ``result`` to ``path`` (.svg or .html); UsageError for another suffix."""
-    from gitopsq.simulate import chart
-
     try:
         text = chart.render_chart(result, path.suffix, chart.nominal_quotas(objects or []))
     except ValueError as err:

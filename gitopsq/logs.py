@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 from collections.abc import MutableMapping
 from typing import Any
 
@@ -20,6 +21,29 @@ def _redact(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[
     return event
 
 
+class _StderrLogger:
+    """Writes each rendered line to the `sys.stderr` of the moment of writing, not of configuring.
+
+    A stream captured at `configure` time goes stale when a caller swaps `sys.stderr` and later closes its stand-in
+    (click's CliRunner does both): every logger would then raise "I/O operation on closed file".
+    """
+
+    _lock = threading.Lock()
+
+    def msg(self, message: str) -> None:
+        with self._lock:
+            stream = sys.stderr
+            stream.write(message + "\n")
+            stream.flush()
+
+    log = debug = info = warn = warning = msg
+    fatal = failure = err = error = critical = exception = msg
+
+
+def _stderr_logger(*_: Any) -> _StderrLogger:
+    return _StderrLogger()
+
+
 def configure(*, json: bool, level: str = "info") -> None:
     """Configure structlog once per process."""
     renderer: Any = structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
@@ -33,15 +57,17 @@ def configure(*, json: bool, level: str = "info") -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
-        cache_logger_on_first_use=True,
+        logger_factory=_stderr_logger,
+        # No caching: a cached logger keeps the level and renderer of its first use, and a later `configure`
+        # (another command in the same process, a test) would not reach module-level loggers.
+        cache_logger_on_first_use=False,
     )
 
 
 def get(name: str) -> Any:
     """A logger bound to a component name.
 
-    The logger stays a lazy proxy until its first use, so module-level loggers follow `configure` even when
-    their module was imported before it ran (binding eagerly would freeze structlog's default, stdout, config).
+    A lazy proxy that binds on every use, so one module-level ``_log = logs.get(...)`` follows whichever
+    `configure` is in force (and whichever stream is `sys.stderr`) when it writes.
     """
     return structlog.get_logger(name, component=name)

@@ -10,10 +10,20 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client.core import GaugeMetricFamily
 
-# Kueue's generateExponentialBuckets(14): 1, 2.5, 5, 10, ... seconds
-BUCKETS = tuple(round(v, 3) for i in range(14) for v in ((1.0, 2.5, 5.0)[i % 3] * 10 ** (i // 3),))
+from gitopsq import __version__
+
+
+def exponential_buckets(count: int) -> tuple[float, ...]:
+    """Kueue's ``generateExponentialBuckets(count)``: 1, then 2.5 doubling (2.5, 5, 10, 20, ... seconds)."""
+    return (1.0, *(2.5 * 2 ** i for i in range(count - 1)))
+
+
+BUCKETS = exponential_buckets(14)  # Kueue's wait-time histograms
+BUCKETS_16 = exponential_buckets(16)  # kueue_admission_wait_time_seconds
 _CQ_RES = ["cohort", "cluster_queue", "flavor", "resource", "replica_role"]
+_LQ_RES = ["name", "namespace", "flavor", "resource", "replica_role"]
 
 
 class KueueMetrics:
@@ -30,8 +40,8 @@ class KueueMetrics:
         def gauge(name: str, doc: str, labels: list[str]) -> Gauge:
             return Gauge(name, doc, [*labels, "replica_role"], registry=r)
 
-        def histogram(name: str, doc: str, labels: list[str]) -> Histogram:
-            return Histogram(name, doc, [*labels, "replica_role"], buckets=BUCKETS, registry=r)
+        def histogram(name: str, doc: str, labels: list[str], buckets: tuple[float, ...] = BUCKETS) -> Histogram:
+            return Histogram(name, doc, [*labels, "replica_role"], buckets=buckets, registry=r)
 
         pc = ["cluster_queue", "priority_class"]
         self.attempts = counter("kueue_admission_attempts_total", "Admission attempts by result", ["result"])
@@ -43,10 +53,22 @@ class KueueMetrics:
         self.finished_total = counter("kueue_finished_workloads_total", "Workloads finished", pc)
         self.evicted_total = counter("kueue_evicted_workloads_total", "Workloads evicted",
                                      ["cluster_queue", "reason", "underlying_cause", "priority_class"])
+        self.evicted_once = counter("kueue_evicted_workloads_once_total", "Unique workload evictions",
+                                    ["cluster_queue", "reason", "underlying_cause", "priority_class"])
+        self._evicted_seen: set[tuple[str, str, str]] = set()  # (workload uid, reason, cause) counted once
         self.preempted_total = counter("kueue_preempted_workloads_total", "Workloads preempted",
                                        ["preempting_cluster_queue", "reason"])
         self.reserved_wait = histogram("kueue_quota_reserved_wait_time_seconds", "Creation to quota reservation", pc)
-        self.admission_wait = histogram("kueue_admission_wait_time_seconds", "Creation to admission", pc)
+        self.admission_wait = histogram("kueue_admission_wait_time_seconds", "Created or requeued until admission",
+                                        pc, BUCKETS_16)
+        self.checks_wait = histogram("kueue_admission_checks_wait_time_seconds",
+                                     "Quota reservation until admission", pc)
+        self.ready_wait = histogram("kueue_ready_wait_time_seconds", "Created or requeued until ready", pc)
+        self.admitted_ready_wait = histogram("kueue_admitted_until_ready_wait_time_seconds",
+                                             "Admitted until ready", pc)
+        self.cq_share = gauge("kueue_cluster_queue_weighted_share", "Weighted dominant resource share",
+                              ["cluster_queue", "cohort"])
+        self.cohort_share = gauge("kueue_cohort_weighted_share", "Weighted dominant resource share", ["cohort"])
         self.pending = gauge("kueue_pending_workloads", "Pending workloads", ["cluster_queue", "status"])
         self.finished = _FinishedGauge(self.registry, self.role)
         self.reserving = gauge("kueue_reserving_active_workloads", "Workloads holding quota", ["cluster_queue"])
@@ -69,30 +91,61 @@ class KueueMetrics:
         self.lq_reserving = gauge("kueue_local_queue_reserving_active_workloads", "Workloads holding quota", lq)
         self.lq_admitted = gauge("kueue_local_queue_admitted_active_workloads", "Admitted workloads", lq)
         self.lq_admitted_total = counter("kueue_local_queue_admitted_workloads_total", "Workloads admitted", lq)
+        lqpc = [*lq, "priority_class"]
+        self.lq_reserved_total = counter("kueue_local_queue_quota_reserved_workloads_total",
+                                         "Workloads that reserved quota", lqpc)
+        self.lq_finished_total = counter("kueue_local_queue_finished_workloads_total", "Workloads finished", lq)
+        self.lq_evicted_total = counter("kueue_local_queue_evicted_workloads_total", "Workloads evicted",
+                                        [*lq, "reason", "underlying_cause", "priority_class"])
+        self.lq_reserved_wait = histogram("kueue_local_queue_quota_reserved_wait_time_seconds",
+                                          "Created or requeued until quota reservation", lqpc)
+        self.lq_admission_wait = histogram("kueue_local_queue_admission_wait_time_seconds",
+                                           "Created or requeued until admission", lqpc)
+        self.lq_checks_wait = histogram("kueue_local_queue_admission_checks_wait_time_seconds",
+                                        "Quota reservation until admission", lqpc)
+        self.lq_ready_wait = histogram("kueue_local_queue_ready_wait_time_seconds", "Created or requeued until ready",
+                                       lqpc)
+        self.lq_admitted_ready_wait = histogram("kueue_local_queue_admitted_until_ready_wait_time_seconds",
+                                                "Admitted until ready", lqpc)
+        self.lq_finished = _FinishedGauge(r, self.role, "kueue_local_queue_finished_workloads", ("name", "namespace"))
+        self.lq_status = gauge("kueue_local_queue_status", "LocalQueue Active condition (1 = current)",
+                               [*lq, "active"])
+        self.lq_reservation = Gauge("kueue_local_queue_resource_reservation", "Reserved quota", _LQ_RES, registry=r)
+        self.lq_usage = Gauge("kueue_local_queue_resource_usage", "Quota used by admitted workloads", _LQ_RES,
+                              registry=r)
+        # Aliases under the names the AKS walkthrough's PromQL uses (not Kueue's; docs/metrics.md, "Aliases")
+        self.alias_admitted = Counter("kueue_workload_admitted", "Alias: workloads admitted (kueue_admitted_"
+                                      "workloads_total summed over priority classes)", ["clusterqueue"], registry=r)
+        self.alias_pending = Gauge("kueue_workload_pending_total", "Alias: pending workloads (kueue_pending_"
+                                   "workloads summed over status)", ["clusterqueue"], registry=r)
+        self.alias_used = Gauge("kueue_clusterqueue_used_resources", "Alias: quota reserved "
+                                "(kueue_cluster_queue_resource_reservation)", ["clusterqueue", "flavor", "resource"],
+                                registry=r)
+        self.alias_available = Gauge("kueue_clusterqueue_available_resources", "Alias: nominal quota not reserved "
+                                     "(nominal - reservation, at least 0)", ["clusterqueue", "flavor", "resource"],
+                                     registry=r)
         self.build = Gauge("kueue_build_info", "Build information", ["git_version", "replica_role"], registry=r)
-        from gitopsq import __version__
-
         self.build.labels(__version__, self.role).set(1)
 
     def set_role(self, role: str) -> None:
         """``replica_role`` from now on (``leader`` / ``follower``). The state gauges are dropped: a follower runs
         no admission pass, so it must not keep serving the last state it saw as leader; a leader's next pass
         writes them again."""
-        from gitopsq import __version__
-
         if role == self.role:
             return
         self.build.remove(__version__, self.role)
-        self.role = self.finished.role = role
+        self.role = self.finished.role = self.lq_finished.role = role
         self.build.labels(__version__, role).set(1)
         for g in self._state_gauges():
             g.clear()
         self.finished.values = {}
+        self.lq_finished.values = {}
 
     def _state_gauges(self) -> tuple[Gauge, ...]:
         return (self.pending, self.reserving, self.admitted_active, self.cq_status, self.unadmitted, self.cq_info,
                 self.reservation, self.usage, self.nominal, self.borrowing, self.lending, self.lq_pending,
-                self.lq_reserving, self.lq_admitted)
+                self.lq_reserving, self.lq_admitted, self.cq_share, self.cohort_share, self.lq_status,
+                self.lq_reservation, self.lq_usage, self.alias_pending, self.alias_used, self.alias_available)
 
     # --- events of one pass -------------------------------------------------------------------------------------
 
@@ -103,42 +156,91 @@ class KueueMetrics:
             self.attempts.labels("inadmissible", self.role).inc(inadmissible)
         self.attempt_seconds.labels("success" if admitted else "inadmissible", self.role).observe(seconds)
 
-    def admitted(self, w: Any, cq: str, waited: float, *, checks: bool, reserved: bool = True) -> None:
-        """A reservation was written (``reserved``) and, unless admission checks remain, an admission."""
-        pc = w.priority_class or ""
+    def admitted(self, w: Any, cq: str, waited: float, *, checks: bool, reserved: bool = True,
+                 checks_waited: float | None = None) -> None:
+        """A reservation was written (``reserved``) and, unless admission checks remain, an admission. ``waited``
+        counts from the Workload's creation or last requeue (Kueue's queued wait time); ``checks_waited``, from
+        its quota reservation, when admission checks were waited for."""
+        pc, lq = w.priority_class or "", (w.queue, w.namespace)
         if reserved:
             self.quota_reserved.labels(cq, pc, self.role).inc()
             self.reserved_wait.labels(cq, pc, self.role).observe(waited)
+            self.lq_reserved_total.labels(*lq, pc, self.role).inc()
+            self.lq_reserved_wait.labels(*lq, pc, self.role).observe(waited)
         if not checks:
             self.admitted_total.labels(cq, pc, self.role).inc()
+            self.alias_admitted.labels(cq).inc()
             self.admission_wait.labels(cq, pc, self.role).observe(waited)
-            self.lq_admitted_total.labels(w.queue, w.namespace, self.role).inc()
+            self.lq_admitted_total.labels(*lq, self.role).inc()
+            self.lq_admission_wait.labels(*lq, pc, self.role).observe(waited)
+            if checks_waited is not None:
+                self.checks_wait.labels(cq, pc, self.role).observe(checks_waited)
+                self.lq_checks_wait.labels(*lq, pc, self.role).observe(checks_waited)
+
+    def ready(self, w: Any, queued_waited: float, admitted_waited: float) -> None:
+        """An admitted Workload's pods all became ready (its ``PodsReady`` condition turned True)."""
+        cq, pc, lq = w.cluster_queue or "", w.priority_class or "", (w.queue, w.namespace)
+        self.ready_wait.labels(cq, pc, self.role).observe(queued_waited)
+        self.admitted_ready_wait.labels(cq, pc, self.role).observe(admitted_waited)
+        self.lq_ready_wait.labels(*lq, pc, self.role).observe(queued_waited)
+        self.lq_admitted_ready_wait.labels(*lq, pc, self.role).observe(admitted_waited)
 
     def evicted(self, w: Any, kind: str, reason: str, message: str) -> None:
-        cq = w.cluster_queue or ""
+        cq, pc = w.cluster_queue or "", w.priority_class or ""
         if kind == "Preempted":
-            self.evicted_total.labels(cq, "Preempted", reason, w.priority_class or "", self.role).inc()
+            label, cause = "Preempted", reason
             found = re.search(r"preemptor path: \S*/([^/;\s]+);", message)
             self.preempted_total.labels(found.group(1) if found else "", reason, self.role).inc()
+        elif reason.startswith("DeactivatedDueTo"):  # Kueue labels the cause apart: Deactivated / AdmissionCheck
+            label, cause = "Deactivated", reason.removeprefix("DeactivatedDueTo")
         else:
-            self.evicted_total.labels(cq, reason, "", w.priority_class or "", self.role).inc()
+            label, cause = reason, ""
+        self.evicted_total.labels(cq, label, cause, pc, self.role).inc()
+        self.lq_evicted_total.labels(w.queue, w.namespace, label, cause, pc, self.role).inc()
+        once = (str(getattr(w, "uid", "") or w.key), label, cause)
+        if once not in self._evicted_seen:  # the first eviction of this workload for this reason
+            self._evicted_seen.add(once)
+            self.evicted_once.labels(cq, label, cause, pc, self.role).inc()
 
     def workload_finished(self, w: Any) -> None:
         self.finished_total.labels(w.cluster_queue or "", w.priority_class or "", self.role).inc()
+        self.lq_finished_total.labels(w.queue, w.namespace, self.role).inc()
+        self._evicted_seen = {k for k in self._evicted_seen if k[0] != str(getattr(w, "uid", "") or w.key)}
+
+    def observe_shares(self, queues: Mapping[str, tuple[str, float]], cohorts: Mapping[str, float]) -> None:
+        """Fair sharing's weighted shares after a pass: ClusterQueue -> (cohort, share), cohort -> share (NaN for
+        a node of weight 0 that borrows, as Kueue reports it)."""
+        self.cq_share.clear()
+        self.cohort_share.clear()
+        for name, (cohort, share) in queues.items():
+            self.cq_share.labels(name, cohort, self.role).set(share)
+        for name, share in cohorts.items():
+            self.cohort_share.labels(name, self.role).set(share)
 
     # --- state after a pass -------------------------------------------------------------------------------------
 
     def observe_queues(self, topology: Any, cq_tally: Mapping[str, Any], lq_tally: Mapping[str, Any],
-                       reasons: Iterable[tuple[str, str]], finished: Mapping[str, int]) -> None:
-        """Gauges from the tallies queue_status.py computed; ``reasons`` = (cluster queue, pending reason)."""
+                       reasons: Iterable[tuple[str, str]], finished: Mapping[str, int], *,
+                       active: Mapping[str, int] | None = None, lq_active: Mapping[str, int] | None = None,
+                       shares: tuple[Mapping[str, tuple[str, float]], Mapping[str, float]] | None = None) -> None:
+        """Gauges from the tallies queue_status.py computed; ``reasons`` = (cluster queue, pending reason);
+        ``active`` / ``lq_active``: pending workloads still in the admission queue (not yet found inadmissible)
+        per ClusterQueue / ``namespace/name``; ``shares``: fair sharing's weighted shares."""
         for g in self._state_gauges():
             g.clear()
+        if shares is not None:  # only with fair sharing on, as Kueue
+            self.observe_shares(*shares)
         self.finished.values = dict(finished)
+        self.lq_finished.values = {}
         role = self.role
+        active = active or {}
+        lq_active = lq_active or {}
         for name, spec in topology.queues.items():
             t = cq_tally[name]
-            self.pending.labels(name, "inadmissible", role).set(t.pending)
-            self.pending.labels(name, "active", role).set(0)
+            fresh = min(t.pending, active.get(name, 0))
+            self.pending.labels(name, "inadmissible", role).set(t.pending - fresh)
+            self.pending.labels(name, "active", role).set(fresh)
+            self.alias_pending.labels(name).set(t.pending)
             self.reserving.labels(name, role).set(t.reserving)
             self.admitted_active.labels(name, role).set(t.admitted)
             for status in ("pending", "active", "terminating"):
@@ -157,6 +259,9 @@ class KueueMetrics:
                 if lim.lending is not None:
                     self.lending.labels(*labels).set(lim.lending / unit)
                 self.reservation.labels(*labels).set(t.reserved.get((flavor, res), 0) / unit)
+                self.alias_used.labels(name, flavor, res).set(t.reserved.get((flavor, res), 0) / unit)
+                self.alias_available.labels(name, flavor, res).set(
+                    max(0, lim.nominal - t.reserved.get((flavor, res), 0)) / unit)
                 self.usage.labels(*labels).set(t.used.get((flavor, res), 0) / unit)
         counts: dict[tuple[str, str], int] = {}
         for cq, reason in reasons:
@@ -165,28 +270,42 @@ class KueueMetrics:
             self.unadmitted.labels(cq, reason, "", role).set(n)
         for key, t in lq_tally.items():
             ns, _, name = key.partition("/")
-            self.lq_pending.labels(name, ns, "inadmissible", role).set(t.pending)
+            fresh = min(t.pending, lq_active.get(key, 0))
+            self.lq_pending.labels(name, ns, "inadmissible", role).set(t.pending - fresh)
+            self.lq_pending.labels(name, ns, "active", role).set(fresh)
             self.lq_reserving.labels(name, ns, role).set(t.reserving)
             self.lq_admitted.labels(name, ns, role).set(t.admitted)
+            self.lq_finished.values[(name, ns)] = t.finished
+            for (flavor, res), milli in t.reserved.items():
+                self.lq_reservation.labels(name, ns, flavor, res, role).set(milli / 1000.0)
+            for (flavor, res), milli in t.used.items():
+                self.lq_usage.labels(name, ns, flavor, res, role).set(milli / 1000.0)
+        for (ns, name), lq in topology.local_queues.items():
+            self.lq_status.labels(name, ns, "True" if _lq_active(topology, lq) else "False", role).set(1)
+
+
+def _lq_active(topology: Any, lq: Any) -> bool:
+    """A LocalQueue's ``Active`` condition as queue_status.py writes it: not stopped, its ClusterQueue active."""
+    spec = topology.queues.get(lq.cluster_queue)
+    return lq.stop_policy == "None" and spec is not None and spec.active
 
 
 class _FinishedGauge:
-    """``kueue_finished_workloads{cluster_queue}``: a gauge sharing its name with the counter
-    ``kueue_finished_workloads_total``, which prometheus_client's own Gauge refuses; served by a collector
-    without ``describe`` so the registry does not check the name."""
+    """``kueue_finished_workloads{cluster_queue}`` (and ``kueue_local_queue_finished_workloads{name,namespace}``):
+    a gauge sharing its name with a counter ``..._total``, which prometheus_client's own Gauge refuses; served by
+    a collector without ``describe`` so the registry does not check the name."""
 
-    def __init__(self, registry: CollectorRegistry, role: str) -> None:
-        self.values: dict[str, int] = {}
-        self.role = role
+    def __init__(self, registry: CollectorRegistry, role: str, name: str = "kueue_finished_workloads",
+                 labels: tuple[str, ...] = ("cluster_queue",)) -> None:
+        self.values: dict[Any, int] = {}  # label value (or tuple of values) -> count
+        self.role, self.name, self.labels = role, name, labels
         registry.register(self)
 
     def collect(self) -> Iterable[Any]:
-        from prometheus_client.core import GaugeMetricFamily
-
-        family = GaugeMetricFamily("kueue_finished_workloads", "Finished workloads still present",
-                                   labels=["cluster_queue", "replica_role"])
-        for cq, n in sorted(self.values.items()):
-            family.add_metric([cq, self.role], n)
+        family = GaugeMetricFamily(self.name, "Finished workloads still present",
+                                   labels=[*self.labels, "replica_role"])
+        for key, n in sorted(self.values.items()):
+            family.add_metric([*(key if isinstance(key, tuple) else (key,)), self.role], n)
         yield family
 
 

@@ -18,8 +18,12 @@ from typing import Any
 from gitopsq.api import findings
 from gitopsq.api.findings import Finding
 from gitopsq.errors import Location, SourceError
+from gitopsq.manifests.config import parse_config
 from gitopsq.manifests.config_model import CONFIG_PATH, RepoConfig
 from gitopsq.manifests.report import Report
+from gitopsq.policy.forge_merge import forge_of
+from gitopsq.source.keyring import signing_keys
+from gitopsq.source.signatures import SignatureVerifier
 
 _SOURCE_FAILURES = (SourceError, ValueError, KeyError, AttributeError)
 ForgeApprovals = Callable[[str], Sequence[Mapping[str, Any]]]
@@ -65,10 +69,6 @@ def commits_for_policy(source: Any, base: str | None, head: str, trust: RepoConf
     a finding when the history cannot be read (a shallow clone): then nothing is judged as signed.
     ``forge_approvals(sha)`` gives the approvals of the pull request a forge-signed commit merged (raises
     ForgeError when the forge cannot say: the caller retries rather than judging without them)."""
-    from gitopsq.policy.forge_merge import forge_of
-    from gitopsq.source.keyring import signing_keys
-    from gitopsq.source.signatures import SignatureVerifier
-
     try:
         if base is None or not hasattr(source, "commits_between"):
             infos = (source.commit_info(head),)
@@ -146,8 +146,6 @@ def blob_size(source: Any, blob_id: str) -> int | None:
 def read_base_config(source: Any, base: str | None) -> BaseTrust:
     """`base_trust` for a caller holding only a source (the approvals of the sync loop): the base's gitopsq.yaml
     parsed; no base or no file → ``config`` None (the head's may judge); unreadable → ``problem`` (fail closed)."""
-    from gitopsq.manifests.config import parse_config
-
     if base is None:
         return BaseTrust(None)
     try:

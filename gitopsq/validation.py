@@ -17,12 +17,13 @@ from typing import Any
 
 from gitopsq.api import findings
 from gitopsq.api.findings import Finding
-from gitopsq.errors import PolicyError, SourceError
+from gitopsq.errors import Location, PolicyError, SourceError
 from gitopsq.manifests import ParseCache, check_revision
 from gitopsq.manifests.report import Report
 from gitopsq.policy import SourcedObject, Verdict, build_policy_input, evaluate, load_policies
 from gitopsq.policy.placement import cluster_scoped_findings
 from gitopsq.policy.revision import PolicyOutcome, head_verdicts, raw_config, sourced_objects
+from gitopsq.source import DirectorySource
 from gitopsq.trust import BaseTrust, ForgeApprovals, base_trust, commits_for_policy
 from gitopsq.trust import policy_files as trusted_policy_files
 
@@ -142,8 +143,6 @@ def judge(source: Any, head: str, head_report: Report, *, base: str | None, base
     if trust.problem is not None:
         return PolicyOutcome((), (trust.problem,)), touched
     config = trust.config or head_report.config
-    from gitopsq.source import DirectorySource
-
     problems: list[Finding] = []
     commit: dict[str, Any] | None = None  # a plain directory has no commit: identity rules do not apply
     commits: list[dict[str, Any]] = []
@@ -206,8 +205,6 @@ def _cached_verdicts(cache: ValidationCache, base: Report | None, head: Report, 
 
 def verdict_finding(verdict: Verdict) -> Finding:
     """A deny or warn verdict as a finding, so every caller prints and counts it like any other."""
-    from gitopsq.errors import Location
-
     location = Location(verdict.path, verdict.line) if verdict.path else None
     make = findings.error if verdict.denies else findings.warning
     return make(f"policy/{verdict.policy}", f"policy {verdict.policy}: {verdict.message}", location=location,

@@ -9,13 +9,14 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import cluster_rig
 from envtest_rig import Envtest
 from queue_repo import NS, QueueRepo, get
 
@@ -71,13 +72,7 @@ class ControllerProcess:
 
 def wait_for(what: Callable[[], Any], timeout: float = 60.0, message: str = "") -> Any:
     """Poll until ``what`` is truthy; the timeout only bounds a failure (generous: CI machines may be loaded)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = what()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {message or what}")
+    return cluster_rig.wait_for(message or str(what), what, timeout)
 
 
 def applied_revision(env: Envtest, repo: QueueRepo) -> str | None:
@@ -112,3 +107,14 @@ class Controller:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         return self.proc.wait(timeout=60)
+
+
+@contextmanager
+def killed_at_end() -> Iterator[list[Any]]:
+    """A list to put started controller processes in; each one still running is killed (SIGKILL) at the end."""
+    processes: list[Any] = []
+    try:
+        yield processes
+    finally:
+        for process in processes:
+            process.stop(signal.SIGKILL)

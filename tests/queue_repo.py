@@ -4,6 +4,7 @@ live objects they produce (shared by tests/sync, tests/controller and tests/clus
 from __future__ import annotations
 
 import subprocess
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -106,3 +107,10 @@ def cq_live(env: Envtest, name: str) -> dict[str, Any] | None:
 def cpu_of(obj: dict[str, Any] | None) -> str:
     assert obj is not None
     return str(obj["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"])
+
+
+def template_repo(path: Path, prefix: str) -> QueueRepo:
+    """A queue repository at ``path`` with the template committed; its tag is ``prefix`` plus a random suffix."""
+    repo = QueueRepo(path, f"{prefix}{uuid.uuid4().hex[:6]}")
+    repo.commit("template")
+    return repo

@@ -11,6 +11,7 @@ Heavy modules (pygit2) load on first use, so ``import gitopsq.audit.records`` st
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from gitopsq.audit import records
@@ -31,6 +32,4 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(name)
-    import importlib
-
     return getattr(importlib.import_module(module), name)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -73,8 +74,6 @@ def git_env(environ: Mapping[str, str]) -> dict[str, str]:
     GITOPSQ_GIT_TOKEN[_FILE], GITOPSQ_GIT_USERNAME, GITOPSQ_SSH_KEY_FILE, GITOPSQ_SSH_KNOWN_HOSTS) turned into a
     credential helper and an ssh command, unless git's own settings (a credential.helper in GIT_CONFIG_*,
     GIT_SSH_COMMAND) already say otherwise. Variables that would point git at another repository are dropped."""
-    import shlex
-
     env = {k: v for k, v in environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
     env["GIT_TERMINAL_PROMPT"] = "0"
     if environ.get("GITOPSQ_GIT_TOKEN_FILE") or environ.get("GITOPSQ_GIT_TOKEN"):

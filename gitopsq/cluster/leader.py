@@ -27,10 +27,7 @@ from gitopsq.cluster.apply import KubeRest
 from gitopsq.cluster.kube import ClusterConflict, ClusterForbidden, ClusterNotFound
 from gitopsq.errors import ClusterError
 
-
-def _log() -> Any:
-    """The logger, looked up at use: a module-level bound logger would freeze the configuration of import time."""
-    return logs.get("leader")
+_log = logs.get("leader")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +80,7 @@ class LeaderElector:
             if not self._try():
                 self._drop()  # someone else holds it: stop at once, whatever the deadline says
         except ClusterError as err:  # transient: keep leading until the renew deadline passes
-            _log().info("lease round failed", lease=self.config.name, error=str(err))
+            _log.info("lease round failed", lease=self.config.name, error=str(err))
         if not self.is_leading():
             self._drop()
         return self.is_leading()
@@ -144,7 +141,7 @@ class LeaderElector:
             self._renewed_at = now
         if acquired:
             self.transitions += 1
-            _log().info("became leader", lease=self.config.name, identity=self.config.identity)
+            _log.info("became leader", lease=self.config.name, identity=self.config.identity)
 
     def release(self) -> None:
         """Give the lease up (if we hold it) so a standby takes over without waiting for expiry."""
@@ -160,9 +157,9 @@ class LeaderElector:
                 return
             spec.update(holderIdentity="", leaseDurationSeconds=1, renewTime=_micro_time(self._wall()))
             self._request("PUT", self._path, body={**lease, "spec": spec})
-            _log().info("released lease", lease=self.config.name)
+            _log.info("released lease", lease=self.config.name)
         except ClusterError as err:
-            _log().warning("could not release lease; it expires on its own", error=str(err))
+            _log.warning("could not release lease; it expires on its own", error=str(err))
 
     def _request(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
         answer: dict[str, Any] = self.rest.request(method, path, body=body, obj=f"Lease/{self.config.name}",

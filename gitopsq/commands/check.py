@@ -178,6 +178,7 @@ class DiskCache(MutableMapping[str, FileResult]):
 
 def cache_file(display: str) -> Path | None:
     """Where the parsed-file cache of repository ``display`` lives (under the Git source's cache root)."""
+    # Imported on use for CLI start-up time: gitopsq.source loads pygit2, not needed for --help.
     from gitopsq.source.cache import cache_root
 
     try:
@@ -196,6 +197,7 @@ def load_report(repo: str, rev: str, *, worktree: bool = False, use_cache: bool 
     Policies judge the change since ``base`` (a branch, tag or commit), by default the change REV itself brings
     (against its first parent); a root commit or a plain directory is judged whole.
     """
+    # Imported on use for CLI start-up time: pygit2 and the policy stack wait until a check runs.
     from gitopsq.commands.policy import backend_from_env
     from gitopsq.source import DirectorySource, open_any, open_directory
     from gitopsq.validation import validate_revision

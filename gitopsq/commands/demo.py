@@ -8,18 +8,19 @@ prints what happened and where to look. Exit 0 when every available step succeed
 from __future__ import annotations
 
 import tempfile
+import textwrap
 from pathlib import Path
 
 import click
 
+from gitopsq import logs
 from gitopsq.errors import EXIT_OK, EXIT_REJECTED
+from gitopsq.simulate.report import render_text
 
-_MARK = {"ok": "✓", "failed": "✗", "unavailable": "–"}
+_MARK = {"ok": "✓", "failed": "✗"}
 
 
 def _queue_table(result: object) -> list[str]:
-    from gitopsq.simulate.report import render_text
-
     text = render_text(result)  # type: ignore[arg-type]
     lines = text.splitlines()
     if "ClusterQueues:" not in lines:
@@ -31,8 +32,6 @@ def _queue_table(result: object) -> list[str]:
 
 def _pending(result: object, width: int = 110) -> list[str]:
     """Why the workloads still pending at the end wait, in Kueue's words (wrapped at ``width`` columns)."""
-    import textwrap
-
     waiting = sorted((k, w) for k, w in result.workloads.items() if w.state == "Pending")  # type: ignore[attr-defined]
     lines = ["", f"Still pending at the end ({len(waiting)}):"] if waiting else []
     for key, w in waiting:
@@ -43,6 +42,7 @@ def _pending(result: object, width: int = 110) -> list[str]:
 
 def describe(outcome: object) -> str:
     """What happened and where to look, for a terminal."""
+    # Imported on use for CLI start-up time: gitopsq.demo loads pygit2, the audit trail and the simulator.
     from gitopsq.demo import DemoOutcome
 
     assert isinstance(outcome, DemoOutcome)
@@ -76,7 +76,7 @@ def describe(outcome: object) -> str:
 @click.pass_context
 def command(ctx: click.Context, directory: Path | None, template: Path | None) -> None:
     """The no-cluster tour: repository, sync, check, simulate, audit — and where to look."""
-    from gitopsq import logs
+    # Imported on use for CLI start-up time: gitopsq.demo loads pygit2, the audit trail and the simulator.
     from gitopsq.demo import run_demo
 
     logs.configure(json=False, level="warning")  # the tour prints its own account; only problems go to stderr

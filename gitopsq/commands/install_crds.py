@@ -18,6 +18,7 @@ def command(ctx: click.Context, kubeconfig: str | None, context: str | None, dry
     A CRD that already exists and is not managed by gitopsq (for example one installed with Kueue) is kept
     as it is, and gitopsq uses it.
     """
+    # Imported on use for CLI start-up time: the Kubernetes client waits for a real install.
     from gitopsq.cluster.crds import CrdAction, install_crds
     from gitopsq.cluster.kube import load_api_client
 

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import click
+import yaml
 
-from gitopsq.admission.topology import STRATEGIES, Settings
+from gitopsq.admission.topology import Settings
 from gitopsq.api import model as m
 from gitopsq.api.codec import encode
 from gitopsq.commands.check import DiskCache, cache_file
@@ -32,6 +33,7 @@ from gitopsq.plan.render_markdown import render_markdown
 from gitopsq.plan.render_text import render_text
 from gitopsq.simulate.scenario import Scenario, parse_scenario
 from gitopsq.simulate.scenario import _Parser as _ScenarioParser
+from gitopsq.source import DirectorySource, open_any
 from gitopsq.validation import judge
 
 WORKLOADS_PATH = "/apis/kueue.x-k8s.io/v1beta2/workloads"
@@ -41,10 +43,9 @@ def settings_of(config: RepoConfig | None) -> Settings | None:
     """The repository's ``admission`` block as engine settings (None: not declared)."""
     if config is None or not config.admission.declared:
         return None
-    return Settings(fair_sharing=config.admission.fair_sharing,
-                    preemption_strategies=tuple(config.admission.preemption_strategies) or STRATEGIES,
-                    fair_sharing_look_ahead=config.admission.fair_sharing_look_ahead,
-                    inadmissible_requeue=config.admission.inadmissible_requeue)
+    from gitopsq.cluster.admission.options import engine_settings  # the live loop's reading, feature gates included
+
+    return engine_settings(config.admission)
 
 
 def scenario_with_objects(path: str, objects: Sequence[m.QueueObject]) -> Scenario:
@@ -55,8 +56,6 @@ def scenario_with_objects(path: str, objects: Sequence[m.QueueObject]) -> Scenar
     instead of about twenty). Only when that finds a problem is the file parsed again by `parse_scenario`, with
     line numbers, so every error still names its file:line.
     """
-    import yaml
-
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as err:
@@ -89,6 +88,7 @@ class _Unlined(_ScenarioParser):
 
 def cluster_workloads(kubeconfig: str) -> tuple[CurrentWorkload, ...]:
     """Every unfinished, active Workload of the cluster, with its admission (ClusterError when unreachable)."""
+    # Imported on use for CLI start-up time: the Kubernetes client only with --cluster.
     from gitopsq.cluster.admission.live_workload import ADMITTED, EVICTING, PENDING, read_workload
     from gitopsq.cluster.apply import Backoff, KubeRest
     from gitopsq.cluster.kube import load_api_client
@@ -135,8 +135,6 @@ def _history(source: Any, base: str, head: str) -> tuple[History, list[str]]:
 def make_plan(repo: str, base_rev: str, head_rev: str, *, cluster: str | None = None, workloads: str | None = None,
               trace: str | None = None, use_cache: bool = True) -> PrPlan:
     """Everything `gitopsq plan` computes, as a `PrPlan` (used by the command, tests and benchmarks)."""
-    from gitopsq.source import DirectorySource, open_any
-
     repo = locate(repo)  # from a subdirectory: its repository's root, as git does
     source = open_any(repo)
     if isinstance(source, DirectorySource):

@@ -10,11 +10,7 @@ from typing import Any
 from gitopsq import logs
 from gitopsq.errors import AuditError
 
-
-def _log() -> Any:
-    """The logger, looked up at use: structlog caches a logger on first use, and a module-level one would keep
-    writing to the stream of the `logs.configure` in force then."""
-    return logs.get("controller")
+_log = logs.get("controller")
 
 
 class LeaderAudit:
@@ -32,14 +28,14 @@ class LeaderAudit:
         trail = self._opener()
         with self._lock:
             self.trail = trail
-        _log().info("audit trail open")
+        _log.info("audit trail open")
 
     def follow(self) -> None:
         with self._lock:
             trail, self.trail = self.trail, None
         if trail is not None:
             trail.close()
-            _log().info("audit trail closed")
+            _log.info("audit trail closed")
 
     def _current(self) -> Any:
         with self._lock:

@@ -30,8 +30,7 @@ DEFAULT_CONTEXT = "gitopsq/sync"
 _REMEMBERED = 256  # revisions whose last posted state is kept (bounded memory)
 
 
-def _log() -> Any:
-    return logs.get("controller")
+_log = logs.get("controller")
 
 
 class ForgeReporter:
@@ -103,7 +102,7 @@ class ForgeReporter:
             self._queue.put_nowait((sha, state, description))
         except queue.Full:
             self.outcomes.labels("dropped").inc()
-            _log().warning("commit status dropped: queue full", revision=sha, state=state)
+            _log.warning("commit status dropped: queue full", revision=sha, state=state)
 
     def close(self, timeout: float = 5.0) -> None:
         if self._thread is not None:
@@ -127,11 +126,11 @@ class ForgeReporter:
                                       target_url=self.target_url)
             except Exception as err:  # a forge outage never reaches the sync; the reason is logged, not the token
                 self.outcomes.labels("failed").inc()
-                _log().warning("commit status not set", revision=sha, state=state, forge=self.forge.name,
+                _log.warning("commit status not set", revision=sha, state=state, forge=self.forge.name,
                                error=str(getattr(err, "reason", err)))
             else:
                 self.outcomes.labels("sent").inc()
-                _log().info("commit status set", revision=sha, state=state, forge=self.forge.name)
+                _log.info("commit status set", revision=sha, state=state, forge=self.forge.name)
 
     def _drift(self, result: Any, sha: str) -> None:
         plan = getattr(result, "plan", None)

@@ -24,11 +24,7 @@ from typing import Any, Protocol
 from gitopsq import logs
 from gitopsq.cluster.leader import LeaderElector
 
-
-def _log() -> Any:
-    """The logger, looked up at use: structlog caches a logger on first use, and a module-level one would keep
-    writing to the stream of the `logs.configure` in force then."""
-    return logs.get("controller")
+_log = logs.get("controller")
 
 
 class Runnable(Protocol):
@@ -82,14 +78,14 @@ class Controller:
             try:
                 hook.lead()
             except Exception as err:  # a hook never keeps the runnables from running
-                _log().error("leadership hook failed", hook=type(hook).__name__, error=str(err))
+                _log.error("leadership hook failed", hook=type(hook).__name__, error=str(err))
         stop = threading.Event()
         self._leadership_stop = stop
         self._threads = [threading.Thread(target=r.run, args=(stop, self.may_write), name=f"gitopsq-{r.name}",
                                           daemon=True) for r in self.runnables]
         for thread in self._threads:
             thread.start()
-        _log().info("runnables started", runnables=[r.name for r in self.runnables])
+        _log.info("runnables started", runnables=[r.name for r in self.runnables])
 
     def _stop_runnables(self) -> None:
         if self._leadership_stop is None:
@@ -102,8 +98,8 @@ class Controller:
             try:
                 hook.follow()
             except Exception as err:
-                _log().error("leadership hook failed", hook=type(hook).__name__, error=str(err))
-        _log().info("runnables stopped")
+                _log.error("leadership hook failed", hook=type(hook).__name__, error=str(err))
+        _log.info("runnables stopped")
 
     def _on_leadership(self, leading: bool) -> None:
         if leading:

@@ -33,10 +33,12 @@ from gitopsq.source import open_source
 from gitopsq.sync.audit import SyncAuditRecords
 from gitopsq.sync.loop import SyncLoop
 from gitopsq.sync.model import SyncOptions
-from gitopsq.sync.repo_config import audit_config
+from gitopsq.sync.repo_config import audit_config, repo_config
 from gitopsq.sync.syncer import Syncer, default_source_name
 from gitopsq.sync.validate import check_pipeline_validator
 from gitopsq.webhook.push import GitWebhook, read_secret
+
+_log = logs.get("controller")
 
 
 def _duration(text: str) -> float:
@@ -72,7 +74,7 @@ class Wiring:
     def run(self) -> None:
         f = self.f
         logs.configure(json=f["log_format"] == "json")
-        self.log = logs.get("controller")
+        self.log = _log
         self.stopping = threading.Event()
         self.api_client = load_api_client(f["kubeconfig"], f["context"])
         self.closers: list[Any] = []
@@ -115,10 +117,16 @@ class Wiring:
             self.loop = self._sync_loop()
             runnables.append(self.loop)
         self.admission: Any = None
+        self.configured_revision: str | None = None  # whose gitopsq.yaml `admission` block the loop follows
         if self.admission_on:
             self.admission = AdmissionLoop(self.api_client, LoopOptions(qps=f["qps"], burst=f["burst"]),
                                            metrics=self.kueue_metrics, audit=self.audit)
             runnables.append(WakingRunnable(self.admission, lambda: self.admission.cache.changed))
+            if self.loop is not None:
+                try:
+                    self._configure_admission(self.loop.syncer.store.read().last_applied)
+                except GitopsqError as err:  # API down at start: the first sync pass configures it
+                    self.log.warning("cannot read the applied revision yet", error=str(err))
         self.controller = Controller(runnables, self.elector, hooks=hooks)
         if f["metrics_addr"]:
             try:
@@ -142,12 +150,25 @@ class Wiring:
         if self.audit is not None:
             syncer.audit = SyncAuditRecords(self.audit, self.source, syncer.validated_at, forge=self.reporter.forge)
 
-        def on_result(result: Any) -> None:
-            self.sync_metrics.observe(result)
-            self.reporter.observe(result)
-
         return SyncLoop(syncer, SyncOptions(rev=f["branch"], prune=f["prune"]), interval=self.poll,
-                        drift_interval=self.drift, on_result=on_result)
+                        drift_interval=self.drift, on_result=self._on_sync)
+
+    def _on_sync(self, result: Any) -> None:
+        self.sync_metrics.observe(result)
+        self.reporter.observe(result)  # commit status and notifications: queued, never waited for
+        if getattr(result, "outcome", None) in ("applied", "unchanged"):
+            self._configure_admission(getattr(result, "revision", None))
+
+    def _configure_admission(self, revision: str | None) -> None:
+        """The admission loop follows gitopsq.yaml's ``admission`` block of the applied revision (read at start
+        from the GitSource's lastAppliedRevision, then after every sync that applies a new one)."""
+        if self.admission is None or not revision or revision == self.configured_revision:
+            return
+        config = repo_config(self.source, revision)
+        if config is None:  # the sync never applies a revision whose gitopsq.yaml does not parse
+            return
+        self.configured_revision = revision
+        self.admission.configure(config.admission)
 
     def _open_trail(self) -> Any:
         f = self.f

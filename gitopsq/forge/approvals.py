@@ -1,25 +1,34 @@
-"""Approvals given in the forge for the merges a sync applies (docs/audit.md "Approvals from the forge").
+"""Approvals given in the forge for the merges a sync applies (docs/audit.md "Required approvals").
 
 A squash merge carries no approval Git can show: the reviews live in the forge. For the change ``base`` →
 ``revision`` this walks the first-parent chain of ``revision`` back to ``base`` (each step is one merge or
-squash commit the branch received), asks the forge which pull request each commit merged, and turns that pull
-request's standing approvals into audit `Approval` rows. A reviewer counts under the same rules as every other
-approval (gitopsq.plan.approval_check): the e-mail must be a maintainer's. The e-mail is the one the forge shows
-(Gitea) or, where the forge hides it (GitHub, GitLab), the maintainer whose ``forgeUser`` in the trusted
-gitopsq.yaml is the reviewer's login; a reviewer neither resolves is recorded with an empty e-mail and never
-satisfies a requirement.
+squash commit the branch received), asks the forge which pull request each commit merged, and returns that pull
+request's standing approvals as `MergedReview` rows; gitopsq.sync.audit turns them into record approvals. A
+reviewer counts under the same rules as every other approval (gitopsq.plan.approval_check): the e-mail must be
+a maintainer's — the one the forge shows (Gitea) or, where the forge hides it (GitHub, GitLab), that of the
+maintainer whose ``forgeUser`` in the trusted gitopsq.yaml is the reviewer's login; a reviewer neither resolves
+is recorded with an empty e-mail and never satisfies a requirement. `approvals_reader` serves validation
+(gitopsq.policy.forge_merge) the same facts as plain data.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from datetime import datetime
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from gitopsq.audit.records import Approval
-from gitopsq.forge.model import Forge
+from gitopsq.forge.model import Approval, Forge
 
 MAX_MERGES = 50  # first-parent steps asked about per change: one forge call each (a catch-up sync may span many)
+
+
+@dataclass(frozen=True, slots=True)
+class MergedReview:
+    """One standing approval of the pull request that ``merge`` (a merge or squash commit) brought in."""
+
+    merge: str
+    pull_request: int
+    approval: Approval
 
 
 def first_parent_chain(source: Any, base: str | None, revision: str, limit: int = MAX_MERGES) -> list[str]:
@@ -33,23 +42,14 @@ def first_parent_chain(source: Any, base: str | None, revision: str, limit: int 
     return out
 
 
-def forge_approvals(forge: Forge, source: Any, base: str | None, revision: str,
-                    logins: Mapping[str, tuple[str, str]] | None = None) -> list[Approval]:
-    """The forge's approving reviews of the pull requests merged by ``base..revision`` (first parents), as audit
-    approvals. ``logins`` maps a lower-case forge login to a maintainer's ``(name, email)``. Raises what the
-    forge client raises (`gitopsq.forge.http.ForgeError`)."""
-    known = {k.lower(): v for k, v in (logins or {}).items()}
-    out: list[Approval] = []
+def merged_reviews(forge: Forge, source: Any, base: str | None, revision: str) -> list[MergedReview]:
+    """The forge's standing approvals of the pull requests merged by ``base..revision`` (first parents), each
+    with the commit that merged it and the PR number. Raises what the forge client raises (ForgeError)."""
+    out: list[MergedReview] = []
     for sha in first_parent_chain(source, base, revision):
         pr = forge.pull_request_of(sha)
-        if pr is None:
-            continue
-        for given in forge.approvals(pr):
-            name, email = known.get(given.reviewer.lower(), (given.reviewer, given.email or ""))
-            if given.email:
-                email = given.email
-            out.append(Approval(name, email, "review", sha, _time(given.at), forge=forge.name, pull_request=pr,
-                                login=given.reviewer, approved_commit=given.commit))
+        if pr is not None:
+            out.extend(MergedReview(sha, pr, given) for given in forge.approvals(pr))
     return out
 
 
@@ -77,12 +77,3 @@ def maintainer_logins(config: Any) -> dict[str, tuple[str, str]]:
             if login and person.email:
                 out.setdefault(login.lower(), (person.name, person.email))
     return out
-
-
-def _time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None

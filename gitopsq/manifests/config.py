@@ -39,6 +39,8 @@ _TOP: Final = ("apiVersion", "kind", "include", "exclude", "policyPaths", "allow
                "capacity", "trustZones", "signing", "audit", "policies", "admission", "teamClusterScopedKinds",
                "forgeKeys")
 _STRATEGIES: Final = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+# the Kueue v0.19.2 gates the admission engine models, with Kueue's defaults (gitopsq/admission/topology.py)
+FEATURE_GATES: Final = {"FlavorFungibilityPreserveScanProgress": True, "PrioritizePreemptorWorkloads": False}
 _SSH_TYPES: Final = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
                      "sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-nistp256@openssh.com")
 _GPG: Final = re.compile(r"^[0-9A-Fa-f]{40}$")
@@ -282,12 +284,18 @@ class _Parser:
         r = self.r
         if raw is None:
             return AdmissionSettings()
-        body = r.mapping(raw, ("admission",), allowed=("fairSharing", "inadmissibleRequeue", "waitForPodsReady"))
+        body = r.mapping(raw, ("admission",), allowed=("fairSharing", "inadmissibleRequeue", "waitForPodsReady",
+                                                     "featureGates"))
+        gates = r.mapping(body.get("featureGates") or {}, ("admission", "featureGates"), allowed=tuple(FEATURE_GATES))
+        feature_gates = tuple((str(name), r.boolean(value, ("admission", "featureGates", name),
+                                                    default=FEATURE_GATES[str(name)]))
+                              for name, value in sorted(gates.items()) if str(name) in FEATURE_GATES)
         requeue = r.string(body.get("inadmissibleRequeue"), ("admission", "inadmissibleRequeue"), default="Batched",
                            choices=("Batched", "Immediate"))
         pods_ready = read_pods_ready(r, body.get("waitForPodsReady"), ("admission", "waitForPodsReady"))
         if body.get("fairSharing") is None:
-            return AdmissionSettings(inadmissible_requeue=requeue, declared=True, wait_for_pods_ready=pods_ready)
+            return AdmissionSettings(inadmissible_requeue=requeue, declared=True, wait_for_pods_ready=pods_ready,
+                                     feature_gates=feature_gates)
         p: FieldPath = ("admission", "fairSharing")
         fs = r.mapping(body["fairSharing"], p, allowed=("enable", "preemptionStrategies", "lookAhead"))
         strategies = r.string_list(fs.get("preemptionStrategies"), (*p, "preemptionStrategies"))
@@ -299,7 +307,8 @@ class _Parser:
                                  preemption_strategies=strategies or _STRATEGIES,
                                  fair_sharing_look_ahead=r.boolean(fs.get("lookAhead"), (*p, "lookAhead"),
                                                                    default=False),
-                                 inadmissible_requeue=requeue, declared=True, wait_for_pods_ready=pods_ready)
+                                 inadmissible_requeue=requeue, declared=True, wait_for_pods_ready=pods_ready,
+                                 feature_gates=feature_gates)
 
 
 def signing_key_problem(key: str) -> str | None:

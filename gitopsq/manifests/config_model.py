@@ -98,6 +98,7 @@ class AdmissionSettings:
     inadmissible_requeue: str = "Batched"  # Kueue's; "Immediate" is gitopsq's opt-in departure
     declared: bool = False  # whether gitopsq.yaml had an admission block at all
     wait_for_pods_ready: PodsReadySettings = PodsReadySettings()  # the live loop's, not simulate's
+    feature_gates: tuple[tuple[str, bool], ...] = ()  # Kueue gates the engine models, as (name, on) pairs
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

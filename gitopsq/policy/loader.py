@@ -17,6 +17,7 @@ from gitopsq.errors import Location, PolicyError
 from gitopsq.manifests.yamldoc import load_yaml
 from gitopsq.policy.backend import Backend, CelCompileError, get_backend
 from gitopsq.policy.evaluate import program
+from gitopsq.policy.library import builtin_files
 from gitopsq.policy.model import (
     Match,
     Operation,
@@ -253,8 +254,6 @@ def load_policies(builtin: bool = True, repo_files: Mapping[str, str] | Iterable
     ``repo_files`` maps repository-relative paths to file text (the caller reads them). A repository policy
     may not reuse a built-in policy's name, and names are unique.
     """
-    from gitopsq.policy.library import builtin_files
-
     policies: list[Policy] = []
     if builtin:
         for path, text in builtin_files():

@@ -7,22 +7,22 @@ not depend on these fields."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from gitopsq import logs
 from gitopsq.audit.approvals import commit_info
-from gitopsq.audit.records import PolicyVerdict, Record
+from gitopsq.audit.records import Approval, PolicyVerdict, Record
 from gitopsq.audit.redact import redact
 from gitopsq.errors import GitopsqError
+from gitopsq.forge.approvals import maintainer_logins, merged_reviews
+from gitopsq.source.keyring import signing_keys
+from gitopsq.source.signatures import verify_signature
 from gitopsq.sync.approvals import change_approvals
 from gitopsq.sync.model import Validated
 from gitopsq.sync.repo_config import repo_config
 
-
-def _log() -> Any:
-    """The logger, looked up at use: structlog caches a logger on first use, and a module-level one would keep
-    writing to the stream of the `logs.configure` in force then."""
-    return logs.get("controller")
+_log = logs.get("controller")
 
 
 class SyncAuditRecords:
@@ -57,7 +57,7 @@ class SyncAuditRecords:
             info = self.source.commit_info(revision)
             extra["commit"] = commit_info(info, verified_signature(self.source, info, previous)).to_json()
         except (GitopsqError, ValueError, KeyError) as err:
-            _log().warning("commit facts not added to the audit record", revision=revision, error=str(err))
+            _log.warning("commit facts not added to the audit record", revision=revision, error=str(err))
         try:
             facts = change_approvals(self.source, revision, previous, self._forge_approvals)
             extra["approvals"] = [a.to_json() for a in facts.approvals]
@@ -65,7 +65,7 @@ class SyncAuditRecords:
             extra["approvalRequired"] = bool(facts.required)
         except Exception as err:  # the record must still be written, whatever the history reading hit
             # Unknown is not "not required": the export lists the change with this error as its reason.
-            _log().warning("approvals not checked for the audit record", revision=revision, error=str(err))
+            _log.warning("approvals not checked for the audit record", revision=revision, error=str(err))
             extra["approvalRequired"] = True
             extra["approvalError"] = str(err)
         validated = self.validated_at(revision)
@@ -75,20 +75,34 @@ class SyncAuditRecords:
         extra["verdicts"] = [v.to_json() for v in verdicts]
         return Record({**data, **redact(extra)})
 
-    def _forge_approvals(self, base: str | None, revision: str, trust: Any) -> list[Any]:
+    def _forge_approvals(self, base: str | None, revision: str, trust: Any) -> list[Approval]:
+        """Approving reviews of the merged pull requests, reviewers matched to maintainers by the e-mail the
+        forge shows or by ``forgeUser`` (an unmatched reviewer keeps an empty e-mail and counts for nobody)."""
         if self.forge is None:
             return []
-        from gitopsq.forge.approvals import forge_approvals, maintainer_logins
-
-        return forge_approvals(self.forge, self.source, base, revision, maintainer_logins(trust))
+        logins = maintainer_logins(trust)
+        out = []
+        for review in merged_reviews(self.forge, self.source, base, revision):
+            given = review.approval
+            name, email = logins.get(given.reviewer.lower(), (given.reviewer, ""))
+            out.append(Approval(name, given.email or email, "review", review.merge, _time(given.at),
+                                forge=self.forge.name, pull_request=review.pull_request, login=given.reviewer,
+                                approved_commit=given.commit))
+        return out
 
 
 def verified_signature(source: Any, info: Any, previous: str | None) -> Any:
     """The head commit's signature verified as validation verifies it: against the keys of the trusted
     gitopsq.yaml (the previously applied revision's, else the first parent's, else the commit's own)."""
-    from gitopsq.source.keyring import signing_keys
-    from gitopsq.source.signatures import verify_signature
-
     base = previous if previous not in (None, info.sha) else (info.parents[0] if info.parents else None)
     trust = (repo_config(source, base) if base is not None else None) or repo_config(source, info.sha)
     return verify_signature(info, signing_keys(trust))
+
+
+def _time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None

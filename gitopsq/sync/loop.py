@@ -14,11 +14,7 @@ from gitopsq.errors import GitopsqError
 from gitopsq.sync.model import SyncOptions
 from gitopsq.sync.syncer import Syncer
 
-
-def _log() -> Any:
-    """The logger, looked up at use: structlog caches a logger on first use, and a module-level one would keep
-    writing to the stream of the `logs.configure` in force then."""
-    return logs.get("controller")
+_log = logs.get("controller")
 
 # Outcomes after which polling goes on at the normal interval: the pass reached a final answer. A stalled
 # source waits for a person, so backing off would only delay noticing the repair.
@@ -53,7 +49,7 @@ class SyncLoop:
 
     def trigger(self, why: str = "requested") -> None:
         """Sync now instead of at the next poll (where a Git push webhook wakes the loop)."""
-        _log().info("sync triggered", why=why)
+        _log.info("sync triggered", why=why)
         self._wake.set()
 
     def run(self, stop: threading.Event, may_write: Callable[[], bool]) -> None:
@@ -91,6 +87,6 @@ class SyncLoop:
             self.stats.last_success = time.monotonic()
         else:
             self.stats.consecutive_failures += 1
-        _log().info("sync pass", outcome=outcome, revision=getattr(result, "revision", None), error=error)
+        _log.info("sync pass", outcome=outcome, revision=getattr(result, "revision", None), error=error)
         self._on_result(result if result is not None else outcome)
         return result

@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from gitopsq.api.model import KINDS, ObjectKey
-from gitopsq.sync.culprit import drift_managers
 from gitopsq.sync.diff import FieldChange, diff
 from gitopsq.sync.inventory import Inventory, InventoryEntry, version_of
 from gitopsq.sync.normalize import (
+    drift_managers,
     foreign_manager,
     normalize_live,
     owned_fields,

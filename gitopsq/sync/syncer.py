@@ -33,11 +33,7 @@ from gitopsq.sync.plan import Plan, build_plan, inventory_after, key_of_document
 from gitopsq.sync.report import audit_records
 from gitopsq.sync.validate import check_pipeline_validator
 
-
-def _log() -> Any:
-    """The logger, looked up at use: structlog caches a logger on first use, and a module-level one would keep
-    writing to the stream of the `logs.configure` in force then."""
-    return logs.get("sync")
+_log = logs.get("sync")
 
 TARGETED_READ_LIMIT = 200  # above this many changed objects, LISTs beat one GET each
 SOURCE_LABEL = "gitopsq.dev/source"  # on every applied object: <namespace>.<name> of its GitSource
@@ -278,7 +274,7 @@ class Syncer:
         try:
             self.store.write(state, status)
         except GitopsqError as err:
-            _log().warning("status of an interrupted sync not written", error=str(err))
+            _log.warning("status of an interrupted sync not written", error=str(err))
 
     def _report(self, state: SourceState, result: SyncResult, inventory: Inventory) -> None:
         plan, execution = result.plan, result.execution
@@ -327,7 +323,7 @@ class Syncer:
             try:
                 self.audit.record(record)
             except Exception as err:  # the audit trail has its own WAL and retries; a sync never fails on it
-                _log().warning("audit record not written", error=str(err))
+                _log.warning("audit record not written", error=str(err))
 
 
 def default_source_name(repo: str) -> str:

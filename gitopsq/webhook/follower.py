@@ -10,11 +10,7 @@ from gitopsq import logs
 from gitopsq.errors import GitopsqError
 from gitopsq.webhook.jobs import JobWebhook
 
-
-def _log() -> Any:
-    """The logger, looked up at use: structlog caches a logger on first use, and a module-level one would keep
-    writing to the stream of the `logs.configure` in force then."""
-    return logs.get("webhook")
+_log = logs.get("webhook")
 
 
 class PolicyFollower:
@@ -36,9 +32,9 @@ class PolicyFollower:
                 policies = tuple(self.load(applied))
                 self.hook.options = replace(self.hook.options, policies=policies)
                 self.loaded = applied
-                _log().info("job webhook policies", revision=applied, policies=[p.name for p in policies])
+                _log.info("job webhook policies", revision=applied, policies=[p.name for p in policies])
         except GitopsqError as err:
-            _log().debug("job webhook policies not refreshed", error=str(err))
+            _log.debug("job webhook policies not refreshed", error=str(err))
 
     def start(self, stop: threading.Event, interval: float) -> threading.Thread:
         def loop() -> None:

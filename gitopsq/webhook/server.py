@@ -17,11 +17,7 @@ from gitopsq import logs
 from gitopsq.webhook.certs import MUTATE_PATH, VALIDATE_PATH
 from gitopsq.webhook.jobs import JobWebhook
 
-
-def _log() -> Any:
-    """The logger, looked up at use: structlog caches a logger on first use, and a module-level one would keep
-    writing to the stream of the `logs.configure` in force then."""
-    return logs.get("webhook")
+_log = logs.get("webhook")
 
 MAX_BODY = 3 << 20
 
@@ -66,7 +62,7 @@ class WebhookServer:
                 except (ValueError, KeyError, TypeError, AttributeError) as err:
                     self._send(400, {"error": f"not an AdmissionReview: {err}"})
                     return
-                _log().debug("admission review", path=self.path, allowed=answer["response"]["allowed"])
+                _log.debug("admission review", path=self.path, allowed=answer["response"]["allowed"])
                 self._send(200, answer)
 
         server = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
@@ -104,9 +100,9 @@ class WebhookServer:
         try:
             self.reload()
         except (OSError, ssl.SSLError) as err:
-            _log().warning("webhook certificate not reloaded yet", error=str(err))
+            _log.warning("webhook certificate not reloaded yet", error=str(err))
             return False
-        _log().info("webhook certificate reloaded", cert=str(self.cert_file))
+        _log.info("webhook certificate reloaded", cert=str(self.cert_file))
         return True
 
     def watch(self, stop: threading.Event, interval: float = 5.0) -> threading.Thread:

@@ -4,7 +4,6 @@ runs with exactly the rendered arguments and environment, as the chart's Service
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import time
 import uuid
@@ -16,18 +15,13 @@ import pytest
 import yaml
 from chart_helm import ROOT, Helm, Rendered
 from chart_pod import PodFiles, PodProcess, secret_manifest
+from chart_rig import apply, free_port, service_account_kubeconfig
 from envtest_rig import Envtest
 
 from gitopsq.webhook.push import sign
 
 pytestmark = pytest.mark.envtest
 FIXTURES = Path(__file__).parent / "fixtures"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -37,13 +31,6 @@ def rig(kueue_crds: Envtest) -> Envtest:
     kueue_crds.kubectl("apply", "--server-side", "--field-manager=chart-tests", "-f", crds)
     kueue_crds.kubectl("wait", "--for=condition=Established", "--timeout=60s", "-f", crds)
     return kueue_crds
-
-
-def apply(rig: Envtest, objects: list[dict[str, Any]], *, dry_run: bool) -> subprocess.CompletedProcess[str]:
-    args = ["apply", "--server-side", "--field-manager=helm", "-o", "name", "-f", "-"]
-    if dry_run:
-        args.insert(1, "--dry-run=server")
-    return rig.kubectl(*args, stdin=yaml.safe_dump_all(objects), check=False)
 
 
 @pytest.mark.parametrize("values", [
@@ -150,25 +137,6 @@ spec:
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "queues"]):
         subprocess.run(["git", *args], cwd=path, env=env, check=True, capture_output=True)
     return path
-
-
-def service_account_kubeconfig(rig: Envtest, namespace: str, account: str, target: Path) -> Path:
-    """A kubeconfig that authenticates as the ServiceAccount with a TokenRequest token (what the pod would get)."""
-    from kubernetes import client
-
-    with rig.api_client() as api:
-        request = client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[],
-                                                                                     expiration_seconds=3600))
-        token = client.CoreV1Api(api).create_namespaced_service_account_token(account, namespace, request).status.token
-    admin = yaml.safe_load(rig.kubeconfig.read_text())
-    cluster = admin["clusters"][0]
-    config = {"apiVersion": "v1", "kind": "Config", "clusters": [cluster],
-              "users": [{"name": "sa", "user": {"token": token}}],
-              "contexts": [{"name": "sa", "context": {"cluster": cluster["name"], "user": "sa"}}],
-              "current-context": "sa"}
-    target.write_text(yaml.safe_dump(config))
-    target.chmod(0o600)
-    return target
 
 
 def can_i(rig: Envtest, kubeconfig: Path, *args: str) -> bool:

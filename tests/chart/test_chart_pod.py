@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from chart_helm import Helm
 from chart_pod import PodFiles, PodProcess, translate
+from chart_rig import apply, free_port, service_account_kubeconfig
 
 from gitopsq.audit.gitstore import git_env
 
@@ -85,8 +86,6 @@ def test_admission_mode_runs_with_the_rendered_configuration(helm: Helm, kueue_c
     """mode=admission, started with exactly the rendered args and env as the chart's ServiceAccount: no
     repository, the Lease taken, the Job webhook serving with its certificate stored in the chart's Secret, a
     queued Job admitted into hand-applied queues, Kueue metrics with replica_role="leader", nothing forbidden."""
-    from test_chart_cluster import apply, free_port, service_account_kubeconfig
-
     from gitopsq.cluster.apply import KubeRest
 
     rig = kueue_crds

@@ -6,14 +6,13 @@ import json
 import signal
 import subprocess
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from controller_process import ControllerProcess, applied_revision, wait_for
+from controller_process import ControllerProcess, applied_revision, killed_at_end, wait_for
 from envtest_rig import Envtest
-from queue_repo import QueueRepo, cpu_of, cq_live, get
+from queue_repo import QueueRepo, cpu_of, cq_live, get, template_repo
 
 from gitopsq.webhook.push import sign
 
@@ -25,17 +24,13 @@ SECRET = b"webhook-secret-for-tests"
 
 @pytest.fixture
 def repo(tmp_path: Path) -> QueueRepo:
-    r = QueueRepo(tmp_path / "queues", f"c{uuid.uuid4().hex[:6]}")
-    r.commit("template")
-    return r
+    return template_repo(tmp_path / "queues", "c")
 
 
 @pytest.fixture
 def processes(kueue_clean: Envtest) -> Iterator[list[ControllerProcess]]:
-    started: list[ControllerProcess] = []
-    yield started
-    for p in started:
-        p.stop(signal.SIGKILL)
+    with killed_at_end() as started:
+        yield started
 
 
 def lease_holder(env: Envtest, repo: QueueRepo) -> str | None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from envtest_rig import Envtest
-from queue_repo import NS, QueueRepo, cpu_of, cq_live, get
+from queue_repo import NS, QueueRepo, cpu_of, cq_live, get, template_repo
 
 from gitopsq.cluster.apply import KubeRest
 from gitopsq.cluster.kube import ClusterUnavailable
@@ -26,9 +26,7 @@ pytestmark = pytest.mark.envtest
 
 @pytest.fixture
 def repo(tmp_path: Path) -> QueueRepo:
-    r = QueueRepo(tmp_path / "queues", f"t{uuid.uuid4().hex[:6]}")
-    r.commit("template")
-    return r
+    return template_repo(tmp_path / "queues", "t")
 
 
 @pytest.fixture

@@ -7,9 +7,11 @@ Workloads worth a reason; `next_window` sizes the next pass's window.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
+from gitopsq.admission.dominant_share import DominantShare, drs
 from gitopsq.admission.engine import ADMITTED as V_ADMITTED
 from gitopsq.admission.engine import PENDING as V_PENDING
 from gitopsq.admission.engine import QUOTA_RESERVED as V_RESERVED
@@ -70,6 +72,9 @@ class Decisions:
     deferred: int = 0  # admissions held back: their quota tree evicted something this pass
     order: dict[str, QueuePosition] = field(default_factory=dict)  # every waiting Workload
     behind: dict[str, str] = field(default_factory=dict)  # pending, not a head: its reason (for metrics)
+    active: set[str] = field(default_factory=set)  # pending and still in the admission queue (for metrics)
+    shares: dict[str, tuple[str, float]] = field(default_factory=dict)  # fair sharing: CQ -> (cohort, share)
+    cohort_shares: dict[str, float] = field(default_factory=dict)
 
 
 def decide(topology: Topology, live: Mapping[str, LiveWorkload], now: float,
@@ -117,10 +122,12 @@ def decide(topology: Topology, live: Mapping[str, LiveWorkload], now: float,
     skipped = {w.key for w, _ in outside}
     engine.schedule(now)
     out = Decisions()
+    tried = set(engine.state.status)  # found inadmissible by a cycle (before any reason is asked for below)
     blocked: set[str] = set()
     preemptor_cq: dict[str, str] = {}
     events = engine.take_events()
     rank: dict[str, int] = {}  # the engine's admission order
+    static: set[str] = set()  # pending, held by their queue: their reason needs no nomination
     for e in events:
         if e.type == "QuotaReserved":
             rank.setdefault(e.workload, len(rank))
@@ -148,8 +155,13 @@ def decide(topology: Topology, live: Mapping[str, LiveWorkload], now: float,
         info = engine.state.workloads.get(key)
         lq = topology.local_queues.get((w.namespace, w.queue))
         out.order[key] = QueuePosition(lq.cluster_queue if lq else "", -(info.priority if info else 0), w.created)
-    # Explaining a workload no cycle looked at costs a dry nomination: only the heads get one.
-    worth = set(out.order) if heads_per_queue is None else heads(out, heads_per_queue)
+        spec = topology.queues.get(lq.cluster_queue) if lq is not None else None
+        if lq is not None and (lq.stop_policy != "None" or spec is None or not spec.active):
+            static.add(key)
+    # Explaining a workload no cycle looked at costs a dry nomination: only the heads get one. Workloads held by
+    # their queue (a stopped LocalQueue, an inactive or missing ClusterQueue) have their reason already and
+    # are all explained, as Kueue's workload controller does; they never take a head's place.
+    worth = set(out.order) if heads_per_queue is None else heads(out, heads_per_queue, static) | static
     head_reason: dict[str, str] = {}
     for key in sorted(worth, key=lambda k: (out.order[k].negative_priority, out.order[k].created)):
         v = engine.view(key)
@@ -157,6 +169,9 @@ def decide(topology: Topology, live: Mapping[str, LiveWorkload], now: float,
             out.pending[key] = PendingReason(v.reason, v.message)
             head_reason.setdefault(out.order[key].cluster_queue, v.reason)
     if explain_all:
+        out.active = _still_queued(topology, out.order, tried, static, {w.key for w, _ in outside})
+        if topology.settings.fair_sharing:
+            out.shares, out.cohort_shares = _shares(engine, topology)
         for key, position in out.order.items():
             if key not in out.pending:
                 status = engine.state.status.get(key)
@@ -168,6 +183,32 @@ def decide(topology: Topology, live: Mapping[str, LiveWorkload], now: float,
             out.behind[w.key] = head_reason.get(out.order[w.key].cluster_queue, "Pending")
     out.admit = dict(sorted(out.admit.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
     return out
+
+
+def _still_queued(topology: Topology, order: Mapping[str, QueuePosition], tried: Set[str], held: Set[str],
+                  outside: Set[str]) -> set[str]:
+    """Kueue's ``pending_workloads{status="active"}``: waiting Workloads still in their ClusterQueue's heap. A
+    StrictFIFO queue keeps its head there (and so everything behind it); a BestEffortFIFO one parks a Workload
+    a cycle found inadmissible until something changes. Held ones (stopped or inactive queues) are parked."""
+    out = set()
+    for key, position in order.items():
+        spec = topology.queues.get(position.cluster_queue)
+        if spec is None or key in held:
+            continue
+        if spec.strict_fifo or key in outside or key not in tried:
+            out.add(key)
+    return out
+
+
+def _shares(engine: Engine, topology: Topology) -> tuple[dict[str, tuple[str, float]], dict[str, float]]:
+    """Fair sharing's weighted share of every ClusterQueue and cohort after the pass (NaN: weight 0, borrowing)."""
+    def value(share: DominantShare) -> float:
+        return math.nan if math.isinf(share.weighted) else share.weighted
+
+    tree = engine.state.tree
+    queues = {name: (topology.queues[name].cohort or "", value(drs(node, topology)))
+              for name, node in tree.queues.items() if name in topology.queues}
+    return queues, {name: value(drs(node, topology)) for name, node in tree.cohorts.items()}
 
 
 def next_window(window: int, admitted: Sequence[LiveWorkload]) -> int:
@@ -187,14 +228,17 @@ def _age(entry: tuple[LiveWorkload, int]) -> tuple[float, str]:
     return entry[0].created, entry[0].key
 
 
-def heads(decisions: Decisions, per_queue: int) -> set[str]:
+def heads(decisions: Decisions, per_queue: int, held: Set[str] = frozenset()) -> set[str]:
     """The pending workloads whose reason is worth writing: the first ``per_queue`` of each ClusterQueue in
     queue order (priority, then age), the ones the next admission attempt looks at, and every workload that
     reaches no ClusterQueue. Kueue, too, writes a reason only for the heads it tried (#8095: writing one for
-    every waiting workload costs the request budget admissions need)."""
+    every waiting workload costs the request budget admissions need). ``held`` workloads (their queue
+    stopped or inactive) are no candidates: they would take the place of a head the scheduler does try."""
     by_queue: dict[str, list[tuple[int, float, str]]] = {}
     out: set[str] = set()
     for key, position in decisions.order.items():
+        if key in held:
+            continue
         if not position.cluster_queue:
             out.add(key)
         else:

@@ -46,9 +46,7 @@ from gitopsq.errors import ClusterError
 PodsLeft = Callable[[str, str], int]  # (namespace, label selector) -> pods not yet terminal, terminating included
 
 
-def _log() -> Any:
-    """Looked up at use, so that the configuration `logs.configure` sets later applies."""
-    return logs.get("jobs")
+_log = logs.get("jobs")
 
 
 _PREFIX_MAX = 253 - 1 - 5
@@ -151,7 +149,7 @@ class JobReconciler:
                 try:
                     self._job(integration, job, owned.get(f"{meta['namespace']}/{meta['uid']}", []))
                 except ClusterError as err:
-                    _log().info("job step deferred", job=f"{meta.get('namespace')}/{meta.get('name')}", error=str(err))
+                    _log.info("job step deferred", job=f"{meta.get('namespace')}/{meta.get('name')}", error=str(err))
         by_kind = {i.kind: i for i in self.integrations}
         for key, workloads in owned.items():
             for wl in workloads:
@@ -173,7 +171,7 @@ class JobReconciler:
                 return
             self._drop_finalizer(wl)
         except ClusterError as err:
-            _log().info("workload finalizer kept", workload=f"{ns}/{wl['metadata']['name']}", error=str(err))
+            _log.info("workload finalizer kept", workload=f"{ns}/{wl['metadata']['name']}", error=str(err))
 
     def _drop_finalizer(self, wl: dict[str, Any]) -> None:
         meta = wl["metadata"]
@@ -194,7 +192,7 @@ class JobReconciler:
             self.writer.delete("workloads", workload_path(meta["namespace"], meta["name"]),
                                f"{meta['namespace']}/{meta['name']}", f"Workload/{meta['namespace']}/{meta['name']}")
         except ClusterError as err:
-            _log().info("orphan workload not deleted", workload=meta["name"], error=str(err))
+            _log.info("orphan workload not deleted", workload=meta["name"], error=str(err))
             return
 
     def _job(self, integration: Integration, job: dict[str, Any], workloads: list[dict[str, Any]]) -> None:
@@ -297,8 +295,9 @@ class JobReconciler:
         reason = str(evicted.get("reason", ""))
         if reason == "Preempted":
             set_condition(conds, "Requeued", "True", "Preempted", "The workload was preempted", now)
-        elif reason.startswith("Deactivated") or reason == TIMEOUT_REASON:  # Kueue: out until reactivated, or
-            set_condition(conds, "Requeued", "False", reason, str(evicted.get("message", "")), now)  # backoff ends
+        elif reason.startswith("Deactivated") or reason in (TIMEOUT_REASON, "AdmissionCheck"):  # Kueue: out until
+            # reactivated, or until the backoff (waitForPodsReady's, or a Retry check's requeueAfterSeconds) ends
+            set_condition(conds, "Requeued", "False", reason, str(evicted.get("message", "")), now)
         if self.pods_ready.enable:
             set_condition(conds, PODS_READY, *WAIT_FOR_START, now)
         self.writer.workload_status(wl, status)

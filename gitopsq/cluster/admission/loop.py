@@ -21,14 +21,13 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from kubernetes import client as k8s_client
 
 from gitopsq import logs
 from gitopsq.cluster.admission.job_reconciler import JobReconciler
 from gitopsq.cluster.admission.live_workload import FINISHED, LiveWorkload, read_workload
-from gitopsq.cluster.admission.options import NO_FAULT, FaultPoint, LoopOptions
+from gitopsq.cluster.admission.options import NO_FAULT, FaultPoint, LoopOptions, configured
 from gitopsq.cluster.admission.passes import AdmissionPass
 from gitopsq.cluster.admission.ports import AdmissionMetrics, DecisionSink
 from gitopsq.cluster.admission.queue_status import QueueStatusWriter
@@ -38,12 +37,10 @@ from gitopsq.cluster.admission.workload_index import WorkloadIndex
 from gitopsq.cluster.admission.writer import EventRecorder, Writer
 from gitopsq.cluster.kube import load_api_client
 from gitopsq.errors import ClusterError
+from gitopsq.manifests.config_model import AdmissionSettings
 from gitopsq.metrics import KueueMetrics, serve
 
-
-def _log() -> Any:
-    """Looked up at use, so that the configuration `logs.configure` sets later applies."""
-    return logs.get("admission")
+_log = logs.get("admission")
 
 
 def _finished(view: LiveWorkload) -> bool:
@@ -71,7 +68,7 @@ class Progress:
         if now - self._since < self.every:
             return
         waited = self.client.waited
-        _log().info("admission progress", passes=self._passes, mean_pass_ms=round(1000 * self._busy / self._passes),
+        _log.info("admission progress", passes=self._passes, mean_pass_ms=round(1000 * self._busy / self._passes),
                     longest_pass_ms=round(1000 * self._longest), admissions=admissions_written - self._admissions,
                     throttled_seconds=round(waited - self._waited, 1), seconds=round(now - self._since, 1))
         self._since, self._passes, self._busy, self._longest = now, 0, 0.0, 0.0
@@ -105,6 +102,31 @@ class AdmissionLoop:
         self.passes = 0
         self.synced = threading.Event()
         self.progress = Progress(self.client)
+        self._configure: AdmissionSettings | None = None  # set by `configure`, applied before the next pass
+        self._configure_lock = threading.Lock()
+
+    def configure(self, admission: AdmissionSettings) -> None:
+        """gitopsq.yaml's ``admission`` block of a newly applied revision: the engine's settings and
+        waitForPodsReady from the next pass on (thread-safe; the sync loop calls it)."""
+        with self._configure_lock:
+            self._configure = admission
+        self.cache.changed.set()
+
+    def _apply_configuration(self) -> None:
+        with self._configure_lock:
+            admission, self._configure = self._configure, None
+        if admission is None:
+            return
+        options = configured(self.options, admission)
+        if options == self.options:
+            return
+        self.options = options
+        self.admission.reconfigure(options)
+        self.jobs.pods_ready = options.wait_for_pods_ready
+        _log().info("admission settings changed", fair_sharing=options.settings.fair_sharing,
+                    preemption_strategies=list(options.settings.preemption_strategies),
+                    inadmissible_requeue=options.settings.inadmissible_requeue,
+                    wait_for_pods_ready=options.wait_for_pods_ready.enable)
 
     def _pods_left(self, namespace: str, selector: str) -> int:
         """Pods matching ``selector`` not yet Succeeded or Failed, terminating ones included (one LIST; asked
@@ -121,7 +143,7 @@ class AdmissionLoop:
             while not stop.is_set() and not self.cache.wait_synced(timeout=0.5):
                 pass
             self.synced.set()
-            _log().info("admission loop synced", workloads=len(self.cache.items("workloads")))
+            _log.info("admission loop synced", workloads=len(self.cache.items("workloads")))
             while not stop.is_set():
                 self.cache.changed.clear()
                 started = time.monotonic()
@@ -137,7 +159,7 @@ class AdmissionLoop:
                     stop.wait(max(0.0, self.options.pass_interval - (time.monotonic() - started)))
         finally:
             events = self.events
-            _log().info("admission loop stopped", passes=self.passes, requests=dict(self.client.counts),
+            _log.info("admission loop stopped", passes=self.passes, requests=dict(self.client.counts),
                         by_kind=dict(self.client.by_kind), throttled_seconds=round(self.client.waited, 1),
                         events_sent=events.sent if events else 0, events_dropped=events.dropped if events else 0)
             self.queues.close()
@@ -156,6 +178,7 @@ class AdmissionLoop:
 
     def once(self) -> None:
         self.passes += 1
+        self._apply_configuration()
         self.writer.mark()
         try:
             self.jobs.reconcile()
@@ -164,9 +187,11 @@ class AdmissionLoop:
             cq_tally, lq_tally = self.queues.run(topology, time.time(), count_finished=self.metrics is not None)
             if self.metrics is not None:
                 self.metrics.observe_queues(topology, cq_tally, lq_tally, self.admission.reasons,
-                                            {n: t.finished for n, t in cq_tally.items()})
+                                            {n: t.finished for n, t in cq_tally.items()},
+                                            active=self.admission.active, lq_active=self.admission.lq_active,
+                                            shares=self.admission.shares)
         except ClusterError as err:
-            _log().warning("admission pass failed; retrying", error=str(err))
+            _log.warning("admission pass failed; retrying", error=str(err))
             time.sleep(0.5)
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
-from gitopsq.admission.topology import Settings
-from gitopsq.manifests.config_model import PodsReadySettings
+from gitopsq.admission.topology import STRATEGIES, Settings
+from gitopsq.manifests.config_model import AdmissionSettings, PodsReadySettings
 
 FAULT_ENV: Final = "GITOPSQ_FAULT"  # test hook: SIGKILL the loop process at the named point (docs/admission-loop.md)
 
@@ -66,6 +66,29 @@ class LoopOptions:
     settings: Settings = field(default_factory=Settings)
     events: bool = True
     wait_for_pods_ready: WaitForPodsReady = field(default_factory=WaitForPodsReady)
+
+
+def engine_settings(admission: AdmissionSettings) -> Settings:
+    """gitopsq.yaml's ``admission`` block as the admission core's settings — what ``gitopsq simulate`` and
+    ``gitopsq plan`` decide with, so the live loop decides the same way (Kueue's defaults when undeclared)."""
+    if not admission.declared:
+        return Settings()
+    gates = dict(admission.feature_gates)
+    default = Settings()
+    return Settings(fair_sharing=admission.fair_sharing,
+                    preemption_strategies=tuple(admission.preemption_strategies) or STRATEGIES,
+                    inadmissible_requeue=admission.inadmissible_requeue,
+                    fair_sharing_look_ahead=admission.fair_sharing_look_ahead,
+                    preserve_flavor_scan_progress=gates.get("FlavorFungibilityPreserveScanProgress",
+                                                            default.preserve_flavor_scan_progress),
+                    prioritize_preemptors=gates.get("PrioritizePreemptorWorkloads", default.prioritize_preemptors))
+
+
+def configured(options: LoopOptions, admission: AdmissionSettings) -> LoopOptions:
+    """``options`` with every engine setting of gitopsq.yaml's ``admission`` block: fair sharing (on, its
+    preemption strategies, look-ahead), the requeue mode, the feature gates and waitForPodsReady."""
+    return replace(options, settings=engine_settings(admission),
+                   wait_for_pods_ready=wait_for_pods_ready(admission.wait_for_pods_ready))
 
 
 @dataclass(frozen=True, slots=True)

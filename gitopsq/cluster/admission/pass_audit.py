@@ -13,7 +13,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
 
 from gitopsq import logs
 from gitopsq.audit import records
@@ -21,10 +20,7 @@ from gitopsq.cluster.admission.live_workload import LiveWorkload
 from gitopsq.cluster.admission.ports import DecisionSink
 from gitopsq.errors import AuditError
 
-
-def _log() -> Any:
-    """Looked up at use, so that the configuration `logs.configure` sets later applies."""
-    return logs.get("admission")
+_log = logs.get("admission")
 
 
 def _at(t: float) -> datetime:
@@ -52,7 +48,7 @@ class PassAudit:
         try:
             ticket = self.sink.submit(record)
         except AuditError as err:
-            _log().warning("audit record not submitted", workload=w.key, transition=transition, error=str(err))
+            _log.warning("audit record not submitted", workload=w.key, transition=transition, error=str(err))
             return
         with self._lock:
             self._ticket = ticket if self._ticket is None else max(self._ticket, ticket)
@@ -67,4 +63,4 @@ class PassAudit:
         try:
             self.sink.wait_durable(ticket)
         except AuditError as err:
-            _log().warning("audit records not made durable", up_to=ticket, error=str(err))
+            _log.warning("audit records not made durable", up_to=ticket, error=str(err))

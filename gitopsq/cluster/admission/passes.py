@@ -20,6 +20,7 @@ from typing import Any
 
 from gitopsq import logs
 from gitopsq.admission.topology import Topology
+from gitopsq.cluster.admission import checks as admission_checks
 from gitopsq.cluster.admission.decisions import MIN_WINDOW, Decisions, decide, next_window
 from gitopsq.cluster.admission.integrations import INTEGRATIONS
 from gitopsq.cluster.admission.lifecycle import DEACTIVATION_TARGET, Deactivate, lifecycle, reactivated
@@ -34,6 +35,7 @@ from gitopsq.cluster.admission.live_workload import (
 from gitopsq.cluster.admission.options import NO_FAULT, FaultPoint, LoopOptions
 from gitopsq.cluster.admission.partial import with_counts
 from gitopsq.cluster.admission.pass_audit import PassAudit
+from gitopsq.cluster.admission.pass_metrics import ReadyWatch, queued_at
 from gitopsq.cluster.admission.pods_ready import TIMEOUT_REASON, block_admissions, queue_view, timeouts
 from gitopsq.cluster.admission.ports import AdmissionMetrics, DecisionSink, WatchCache, WorkloadWriter
 from gitopsq.cluster.admission.rate_limited import TokenBucket
@@ -49,10 +51,7 @@ from gitopsq.cluster.kinds import BY_PLURAL, TOPOLOGY
 from gitopsq.cluster.kube import ClusterConflict, ClusterNotFound
 from gitopsq.errors import ClusterError
 
-
-def _log() -> Any:
-    """Looked up at use, so that the configuration `logs.configure` sets later applies."""
-    return logs.get("admission")
+_log = logs.get("admission")
 
 
 def _checks_all_ready(raw: Mapping[str, Any]) -> bool:
@@ -86,6 +85,10 @@ class AdmissionPass:
         self._running: set[str] = set()
         self.last: Decisions = Decisions()
         self.reasons: list[tuple[str, str]] = []
+        self.active: dict[str, int] = {}  # per ClusterQueue, pending workloads still in the admission queue
+        self.lq_active: dict[str, int] = {}  # the same per LocalQueue (namespace/name)
+        self.shares: tuple[dict[str, tuple[str, float]], dict[str, float]] | None = None
+        self._ready = ReadyWatch(metrics, clock()) if metrics is not None else None
         self.backlog = 0  # pending reasons and admissions left for the next pass
         self.capped = 0  # admissions decided but left for the next pass
         self.admissions_written = 0  # admission writes attempted, all passes (progress log)
@@ -94,10 +97,19 @@ class AdmissionPass:
         self._pending_bucket = TokenBucket(share, max(1, int(options.qps)))
         self._pool = ThreadPoolExecutor(max_workers=options.write_workers, thread_name_prefix="admission-write")
 
+    def reconfigure(self, options: LoopOptions) -> None:
+        """New engine settings (gitopsq.yaml's ``admission`` block): the topology is rebuilt with them."""
+        self.options = options
+        self._topology = None
+
     def topology(self) -> Topology:
         generation = self._topology_key()
         if self._topology is None or generation != self._topology_generation:
-            self._topology = topology_of(_with_kinds(self.cache), self.options.settings)
+            topology = topology_of(_with_kinds(self.cache), self.options.settings)
+            if self.cache.watches("admissionchecks"):  # an AdmissionCheck not Active makes its queues inactive
+                topology = admission_checks.with_inactive_checks(
+                    topology, admission_checks.inactive_checks(self.cache.items("admissionchecks")))
+            self._topology = topology
             self._topology_generation = generation
         return self._topology
 
@@ -137,6 +149,8 @@ class AdmissionPass:
         if pods_ready.enable:  # backing-off Workloads stay out; those whose wait is over are requeued (pods_ready.py)
             live, due = queue_view(live, now, pods_ready)
             self._parallel([functools.partial(self._requeue, w, now) for w in due])
+        live, due = admission_checks.queue_view(live, now)  # a Retry check's backoff: out, then requeued
+        self._parallel([functools.partial(self._requeue, w, now) for w in due])
         woken = reactivated(live)  # active again after a deactivation: requeued first, admitted in a later pass
         if woken:
             live = {k: w for k, w in live.items() if w not in woken}
@@ -146,10 +160,15 @@ class AdmissionPass:
         block_admissions(decisions, live, pods_ready)  # blockAdmission: nothing new while a gang is not ready
         life = lifecycle(live, now)  # deactivations and maximum execution times (lifecycle.py)
         late = timeouts(live, now, pods_ready)
+        checked = admission_checks.outcomes(live, now)  # Retry evicts, Rejected deactivates (checks.py)
+        decisions.evict.update(checked.evict)
         decisions.evict.update(life.evict)
         decisions.evict.update(late.evict)
         for key, deactivate in sorted((life.deactivate | late.deactivate).items()):
             self._deactivate(live[key], deactivate, now)
+        for key, deactivate in sorted(checked.deactivate.items()):
+            if key not in life.deactivate and key not in life.evict:
+                self._deactivate(live[key], deactivate, now, event_reason="AdmissionCheckRejected")
         for key, eviction in sorted(decisions.evict.items()):
             self._evict(live[key], eviction.kind, eviction.reason, eviction.message, now,
                         requeue_state=eviction.requeue_state)
@@ -188,6 +207,14 @@ class AdmissionPass:
         if self.metrics is not None:  # every waiting workload's reason, for the pending-workloads gauges
             self.reasons = [(decisions.order[key].cluster_queue, p.reason) for key, p in decisions.pending.items()]
             self.reasons += [(decisions.order[key].cluster_queue, reason) for key, reason in decisions.behind.items()]
+            self.active, self.lq_active = {}, {}
+            for key in decisions.active:
+                cq, lq = decisions.order[key].cluster_queue, f"{live[key].namespace}/{live[key].queue}"
+                self.active[cq] = self.active.get(cq, 0) + 1
+                self.lq_active[lq] = self.lq_active.get(lq, 0) + 1
+            self.shares = (decisions.shares, decisions.cohort_shares) if topology.settings.fair_sharing else None
+            if self._ready is not None:
+                self._ready.observe(live)
         self._running = {k for k, w in live.items() if w.state in (ADMITTED, EVICTING)} | {k for k, _ in chosen}
         self.audit.durable()  # one WAL fsync for every decision this pass wrote
         if self.metrics is not None:
@@ -223,17 +250,17 @@ class AdmissionPass:
             self.writer.workload_status(w.raw, status)
             return True
         except ClusterConflict:
-            _log().debug("workload changed under us; recomputing next pass", workload=w.key)
+            _log.debug("workload changed under us; recomputing next pass", workload=w.key)
         except ClusterNotFound:
             self.cache.forget("workloads", w.key)
         except ClusterError as err:
-            _log().warning("workload status not written", workload=w.key, error=str(err))
+            _log.warning("workload status not written", workload=w.key, error=str(err))
         return False
 
     def _conditions(self, w: LiveWorkload) -> list[dict[str, Any]]:
         return [dict(c) for c in (w.raw.get("status") or {}).get("conditions") or ()]
 
-    def _deactivate(self, w: LiveWorkload, deactivate: Deactivate, now: float) -> None:
+    def _deactivate(self, w: LiveWorkload, deactivate: Deactivate, now: float, *, event_reason: str = "") -> None:
         """Kueue's first two deactivation steps: the ``DeactivationTarget`` mark, then ``spec.active: false``;
         the eviction follows in a later pass (lifecycle.py)."""
         if deactivate.event:
@@ -241,7 +268,7 @@ class AdmissionPass:
             set_condition(conds, DEACTIVATION_TARGET, "True", deactivate.reason, deactivate.message, now)
             if not self._write(w, {"conditions": conds, "accumulatedPastExecutionTimeSeconds": None}):
                 return
-            self.writer.event(w.raw, "Workload", deactivate.reason, deactivate.event, warning=True)
+            self.writer.event(w.raw, "Workload", event_reason or deactivate.reason, deactivate.event, warning=True)
         try:
             self.writer.patch("workloads", workload_path(w.namespace, w.name), {"spec": {"active": False}},
                               f"Workload/{w.key}")
@@ -272,14 +299,17 @@ class AdmissionPass:
         elif reason.startswith("Deactivated"):
             status["requeueState"] = None  # Kueue forgets past requeues of a deactivated Workload
         set_condition(conds, "Evicted", "True", "Preempted" if kind == "Preempted" else reason, message, now)
+        if admission_checks.states(w.raw):  # Kueue: every eviction sends the checks back to Pending
+            status["admissionChecks"] = admission_checks.reset(admission_checks.states(w.raw), now)
         if kind == "Preempted":
             set_condition(conds, "Preempted", "True", reason, message, now)
         if not _owned_by_job(w):  # nothing to stop: the quota goes back at once
             status["admission"] = None
             set_condition(conds, "QuotaReserved", "False", "Pending", message, now)
             set_condition(conds, "Admitted", "False", "NoReservation", "The workload has no reservation", now)
-            # deactivated: out until reactivated; timed out: out until its backoff is over
-            requeued = "False" if reason.startswith("Deactivated") or reason == TIMEOUT_REASON else "True"
+            # deactivated: out until reactivated; timed out or a check's Retry: out until its backoff is over
+            held = reason.startswith("Deactivated") or reason in (TIMEOUT_REASON, admission_checks.REASON)
+            requeued = "False" if held else "True"
             set_condition(conds, "Requeued", requeued, "Preempted" if kind == "Preempted" else reason, message, now)
         if self._write(w, status):
             self.writer.event(w.raw, "Workload", "Preempted" if kind == "Preempted" else "Evicted", message)
@@ -310,7 +340,7 @@ class AdmissionPass:
         milestones = {"created": w.created, "quotaReserved": now} | ({} if checks else {"admitted": now})
         if not checks:
             self.audit.submit("admitted", w, cq, flavors, now, reason="Admitted", times=milestones)
-        waited = max(0.0, now - w.created)
+        waited = max(0.0, now - queued_at(w))
         self.writer.event(w.raw, "Workload", "QuotaReserved",
                           f"Quota reserved in ClusterQueue {cq}, wait time since queued was {round(waited)}s")
         if not checks:
@@ -329,7 +359,8 @@ class AdmissionPass:
             self.audit.submit("admitted", w, cq, w.flavors, now, reason="Admitted",
                               times={"created": w.created, "quotaReserved": w.reserved_at, "admitted": now})
             if self.metrics is not None:
-                self.metrics.admitted(w, cq, max(0.0, now - w.created), checks=False, reserved=False)
+                self.metrics.admitted(w, cq, max(0.0, now - queued_at(w)), checks=False, reserved=False,
+                                      checks_waited=max(0.0, now - w.reserved_at))
 
     def _pending_due(self, w: LiveWorkload, reason: str, message: str, now: float) -> bool:
         """Whether the pending condition needs a write: a new reason, or a new message once per refresh."""

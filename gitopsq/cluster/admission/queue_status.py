@@ -25,10 +25,7 @@ from gitopsq.cluster.admission.workload_status import set_condition as _set
 from gitopsq.cluster.kinds import CLUSTER_QUEUE, LOCAL_QUEUE
 from gitopsq.errors import ClusterError
 
-
-def _log() -> Any:
-    """Looked up at use, so that the configuration `logs.configure` sets later applies."""
-    return logs.get("queue-status")
+_log = logs.get("queue-status")
 
 
 Usage = dict[tuple[str, str], int]  # (flavor, resource) -> milli
@@ -154,8 +151,10 @@ class QueueStatusWriter:
                 cq_tally[lq.cluster_queue].pending += n
             lq_tally.setdefault(f"{namespace}/{queue}", _Tally()).pending += n
         for w in views:
-            if w is not None and w.state == FINISHED and w.cluster_queue in cq_tally:
-                cq_tally[w.cluster_queue].finished += 1
+            if w is not None and w.state == FINISHED:
+                if w.cluster_queue in cq_tally:
+                    cq_tally[w.cluster_queue].finished += 1
+                lq_tally.setdefault(f"{w.namespace}/{w.queue}", _Tally()).finished += 1
             if w is None or w.state not in (ADMITTED, EVICTING, PENDING):
                 continue
             lq = topology.local_queues.get((w.namespace, w.queue))
@@ -241,4 +240,4 @@ class QueueStatusWriter:
         try:
             self.writer.queue_status(resource, path, status)
         except ClusterError as err:
-            _log().info("queue status not written", queue=path, error=str(err))
+            _log.info("queue status not written", queue=path, error=str(err))

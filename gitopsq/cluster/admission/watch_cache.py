@@ -30,10 +30,7 @@ from gitopsq.cluster.kinds import BY_PLURAL, WATCHED, Kind
 from gitopsq.cluster.kube import ClusterUnavailable
 from gitopsq.errors import ClusterError
 
-
-def _log() -> Any:
-    """Looked up at use, so that the configuration `logs.configure` sets later applies."""
-    return logs.get("cache")
+_log = logs.get("cache")
 
 
 T = TypeVar("T")
@@ -152,12 +149,12 @@ class Informer:
                 if delay is None:
                     delays = iter(Backoff(initial=0.2, maximum=5.0, deadline=float("inf")).delays())
                     delay = 0.2
-                _log().warning("watch failed; retrying", resource=self.resource.plural, error=str(err), delay=delay)
+                _log.warning("watch failed; retrying", resource=self.resource.plural, error=str(err), delay=delay)
                 self._stop.wait(delay)
             except Exception as err:
                 if self._stop.is_set():
                     return
-                _log().warning("watch stream broke; relisting", resource=self.resource.plural, error=repr(err))
+                _log.warning("watch stream broke; relisting", resource=self.resource.plural, error=repr(err))
                 rv = None
                 self._stop.wait(0.2)
 

@@ -26,6 +26,12 @@ def test_job_waits_for_ready_admission_checks(kueue_clean: Envtest) -> None:
     env = kueue_clean
     ns = env.new_namespace("checks")
     apply(env, queue_setup(ns, "checked-cq", cpu="4", check="capacity-ok"))
+    # as the check's controller: Kueue treats an AdmissionCheck without Active=True as inactive
+    rest(env).request("PATCH", "/apis/kueue.x-k8s.io/v1beta2/admissionchecks/capacity-ok/status",
+                      body={"status": {"conditions": [{
+                          "type": "Active", "status": "True", "reason": "Active", "message": "ok",
+                          "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
+                      content_type="application/merge-patch+json")
     create_job(env, job_manifest(ns, "checked", "queue", {"cpu": "1"}))
     wl = wait_for("quota reserved", lambda: (w := workload_of(env, ns, "checked"))
                   and (c := cond(w, "QuotaReserved")) and c["status"] == "True" and w)

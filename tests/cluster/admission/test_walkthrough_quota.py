@@ -8,6 +8,7 @@ from cluster_rig import (
     admitted,
     apply,
     cluster_queue,
+    columns,
     cond,
     create_job,
     finish_job,
@@ -91,15 +92,6 @@ def test_third_job_waits_with_kueue_message_until_one_completes(kueue_clean: Env
     assert sorted(columns(out, "QUEUE", "RESERVED IN", "ADMITTED", "FINISHED")) == [
         ("user-queue", "cluster-queue", "True", ""), ("user-queue", "cluster-queue", "True", ""),
         ("user-queue", "cluster-queue", "True", "True")], out
-
-
-def columns(table: str, *names: str) -> list[tuple[str, ...]]:
-    """Cells of kubectl's printed table by header name (blank cells stay blank)."""
-    header, *rows = table.splitlines()
-    starts = [header.index(n) for n in names]
-    ends = [min([p for p in (header.index(h) for h in header.split("  ") if h.strip()) if p > s] + [10_000])
-            for s in starts]
-    return [tuple(row[s:e].strip() for s, e in zip(starts, ends, strict=True)) for row in rows]
 
 
 def test_gpu_flavor_admits_exactly_its_nominal_quota(kueue_clean: Envtest) -> None:

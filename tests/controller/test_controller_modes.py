@@ -4,7 +4,6 @@ the combined mode syncs and admits, sync-only leaves Jobs alone; metrics and aud
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -12,26 +11,22 @@ from pathlib import Path
 
 import pytest
 from cluster_rig import admitted, apply, create_job, job, job_manifest, workload_of
-from controller_process import Controller, wait_for
+from controller_process import Controller, killed_at_end, wait_for
 from envtest_rig import Envtest
-from queue_repo import QueueRepo, cpu_of, cq_live, cq_yaml
+from queue_repo import QueueRepo, cpu_of, cq_live, cq_yaml, template_repo
 
 pytestmark = pytest.mark.envtest
 
 
 @pytest.fixture
 def started(kueue_clean: Envtest) -> Iterator[list[Controller]]:
-    processes: list[Controller] = []
-    yield processes
-    for p in processes:
-        p.stop(signal.SIGKILL)
+    with killed_at_end() as processes:
+        yield processes
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> QueueRepo:
-    r = QueueRepo(tmp_path / "queues", f"m{uuid.uuid4().hex[:6]}")
-    r.commit("template")
-    return r
+    return template_repo(tmp_path / "queues", "m")
 
 
 def queues_by_hand(env: Envtest, tag: str) -> str:

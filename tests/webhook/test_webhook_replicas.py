@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-import signal
 import ssl
 import urllib.error
 import urllib.request
@@ -17,9 +16,10 @@ from typing import Any
 
 import pytest
 from cluster_rig import rest
-from controller_process import Controller, free_port, wait_for
+from controller_process import Controller, free_port, killed_at_end, wait_for
 from cryptography import x509
 from envtest_rig import Envtest
+from webhook_rig import JOB_POLICY, post_review
 
 from gitopsq.webhook.certs import MUTATE_PATH, ensure_certificates, webhook_configurations
 
@@ -35,15 +35,8 @@ def review(name: str) -> bytes:
 
 def mutate(port: int, ca_pem: bytes) -> dict[str, Any] | None:
     """POST an AdmissionReview over HTTPS, trusting only ``ca_pem``; None while the server is not there."""
-    context = ssl.create_default_context(cadata=ca_pem.decode())
-    context.check_hostname = False  # the names are the Service's (checked separately); the CA is still verified
-    request = urllib.request.Request(f"https://localhost:{port}{MUTATE_PATH}", data=review("probe"),
-                                     headers={"Content-Type": "application/json"}, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=5, context=context) as answer:
-            return dict(json.loads(answer.read()))
-    except (OSError, ssl.SSLError, urllib.error.URLError):
-        return None
+    # check_hostname off: the names are the Service's (checked separately); the CA is still verified
+    return post_review(port, MUTATE_PATH, review("probe"), ca_pem, check_hostname=False)
 
 
 def status(port: int, path: str) -> int:
@@ -80,10 +73,8 @@ def objects(kueue_clean: Envtest) -> Iterator[tuple[str, str]]:
 
 @pytest.fixture
 def started(kueue_clean: Envtest) -> Iterator[list[Controller]]:
-    processes: list[Controller] = []
-    yield processes
-    for p in processes:
-        p.stop(signal.SIGKILL)
+    with killed_at_end() as processes:
+        yield processes
 
 
 def replica(env: Envtest, tmp: Path, namespace: str, name: str, identity: str) -> tuple[Controller, int]:
@@ -156,31 +147,12 @@ def test_changed_certificate_files_are_served_without_a_restart(kueue_clean: Env
     assert proc.stop() == 0
 
 
-JOB_POLICY = """apiVersion: gitopsq.dev/v1alpha1
-kind: Policy
-metadata: {name: jobs-at-most-8-pods}
-spec:
-  severity: Deny
-  match: {kinds: [Job]}
-  validations:
-    - expression: "!has(object.spec.parallelism) || object.spec.parallelism <= 8"
-      message: "a Job may run at most 8 pods in parallel"
-"""
-
-
 def validate(port: int, ca_pem: bytes, parallelism: int) -> dict[str, Any] | None:
-    context = ssl.create_default_context(cadata=ca_pem.decode())
     job = {"metadata": {"name": "p", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "main"}},
            "spec": {"parallelism": parallelism}}
     body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                        "request": {"uid": "u", "operation": "CREATE", "namespace": "default", "object": job}})
-    request = urllib.request.Request(f"https://localhost:{port}/validate-batch-v1-job", data=body.encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=5, context=context) as answer:
-            return dict(json.loads(answer.read()))
-    except (OSError, ssl.SSLError, urllib.error.URLError):
-        return None
+    return post_review(port, "/validate-batch-v1-job", body.encode(), ca_pem)
 
 
 def test_jobs_are_judged_by_the_applied_revisions_policies(kueue_clean: Envtest, tmp_path: Path,

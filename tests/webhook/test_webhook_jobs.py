@@ -12,24 +12,13 @@ import pytest
 from cluster_rig import create_job, job_manifest, rest
 from cryptography import x509
 from envtest_rig import Envtest
+from webhook_rig import JOB_POLICY
 
 from gitopsq.errors import ClusterError
 from gitopsq.policy import parse_policies
 from gitopsq.webhook.certs import ensure_certificates, webhook_configurations
 from gitopsq.webhook.jobs import JobWebhook, JobWebhookOptions
 from gitopsq.webhook.server import WebhookServer
-
-POLICY = """
-apiVersion: gitopsq.dev/v1alpha1
-kind: Policy
-metadata: {name: jobs-at-most-8-pods}
-spec:
-  severity: Deny
-  match: {kinds: [Job]}
-  validations:
-    - expression: "!has(object.spec.parallelism) || object.spec.parallelism <= 8"
-      message: "a Job may run at most 8 pods in parallel"
-"""
 
 
 @pytest.fixture
@@ -41,7 +30,7 @@ def webhook(envtest: Envtest, tmp_path: Path) -> Iterator[tuple[str, str]]:
         envtest.kubectl("label", "namespace", ns, f"gitopsq-webhook-test={marker}")
     certs = ensure_certificates(tmp_path / "certs", ["127.0.0.1"])
     hook = JobWebhook(JobWebhookOptions(managed_namespaces=frozenset({managed}),
-                                        policies=parse_policies("policies/jobs.yaml", POLICY)))
+                                        policies=parse_policies("policies/jobs.yaml", JOB_POLICY)))
     server = WebhookServer("127.0.0.1:0", hook, certs.cert_file, certs.key_file)
     server.start()
     api = rest(envtest)

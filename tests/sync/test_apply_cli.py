@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from controller_process import ROOT
 from envtest_rig import Envtest
-from queue_repo import QueueRepo, cpu_of, cq_live
+from queue_repo import QueueRepo, cpu_of, cq_live, template_repo
 
 pytestmark = pytest.mark.envtest
 
@@ -24,9 +23,7 @@ def gitopsq(env: Envtest, *args: str, kubeconfig: str | None = None) -> subproce
 
 @pytest.fixture
 def repo(tmp_path: Path) -> QueueRepo:
-    r = QueueRepo(tmp_path / "queues", f"a{uuid.uuid4().hex[:6]}")
-    r.commit("template")
-    return r
+    return template_repo(tmp_path / "queues", "a")
 
 
 def report(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""Shared builders and helpers of the rig tests in tests/cluster (no tests here): Kueue objects, Jobs, REST
-reads, waiting. The admission loop's own (a running loop, its fixture) are in admission/running_loop.py."""
+"""Shared builders and helpers of the rig tests (no tests here): Kueue objects, Jobs, REST reads, waiting. The
+admission loop's own (a running loop, its fixture) are in cluster/admission/running_loop.py."""
 
 from __future__ import annotations
 
@@ -165,3 +165,12 @@ spec:
     docs.append(f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {{name: queue, namespace: {ns}}}\n"
                 f"spec: {{clusterQueue: {cluster_queue}}}\n")
     return "---\n".join(docs)
+
+
+def columns(table: str, *names: str) -> list[tuple[str, ...]]:
+    """Cells of kubectl's printed table by header name (blank cells stay blank)."""
+    header, *rows = table.splitlines()
+    starts = [header.index(n) for n in names]
+    ends = [min([p for p in (header.index(h) for h in header.split("  ") if h.strip()) if p > s] + [10_000])
+            for s in starts]
+    return [tuple(row[s:e].strip() for s, e in zip(starts, ends, strict=True)) for row in rows]
