@@ -310,7 +310,8 @@ class _FinishedGauge:
 
 
 class SyncMetrics:
-    """gitopsq's own series: sync passes by outcome, last success, applied revision, drift corrections; and the
+    """gitopsq's own series: sync passes by outcome, last success, applied revision, drift corrections, rollbacks,
+    dry-run refusals, unhealthy queues; and the
     audit trail's backlog and pushes (`observe_audit`, sampled from `AuditTrail.status()`)."""
 
     def __init__(self, registry: CollectorRegistry | None = None, *, source: str = "") -> None:
@@ -321,6 +322,12 @@ class SyncMetrics:
         self.applied = Counter("gitopsq_sync_applied_objects_total", "Objects applied by syncs", registry=r)
         self.drift = Counter("gitopsq_sync_drift_corrections_total", "Objects whose drift a sync corrected, by kind",
                              ["kind"], registry=r)
+        self.rollbacks = Counter("gitopsq_sync_rollbacks_total", "Revisions whose apply failed on every attempt "
+                                 "and were rolled back to the last good one", registry=r)
+        self.refusals = Counter("gitopsq_sync_dry_run_refusals_total", "Objects the API server's dry run refused "
+                                "(each refusal leaves its revision unapplied)", registry=r)
+        self.unhealthy = Gauge("gitopsq_sync_unhealthy_queues", "Applied queues not healthy at the last check",
+                               registry=r)
         self.revision = Gauge("gitopsq_sync_applied_revision_info", "1 for the revision applied last, per source",
                               ["source", "revision"], registry=r)
         self.audit_pending = Gauge("gitopsq_audit_pending_records", "Audit records accepted but not yet pushed",
@@ -340,6 +347,14 @@ class SyncMetrics:
             if revision:
                 self.revision.clear()
                 self.revision.labels(self.source, revision).set(1)
+        if outcome == "rolled-back":
+            self.rollbacks.inc()
+        refusals = getattr(result, "refusals", ())
+        if refusals:
+            self.refusals.inc(len(refusals))
+        health = getattr(result, "health", None)
+        if health is not None:
+            self.unhealthy.set(sum(1 for h in health if not h.healthy))
         execution = getattr(result, "execution", None)
         applied = getattr(execution, "applied", ())
         if applied:

@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from gitopsq.admission import messages as msg
 from gitopsq.admission import quota, tournament
 from gitopsq.admission.entry import FIT, NO_FIT, PREEMPT, Entry
+from gitopsq.admission.messages import Status
 from gitopsq.admission.nomination import nominate, preemption_engine
 from gitopsq.admission.preemption import Target, without
 from gitopsq.admission.quota import FlavorResource, QuotaNode
-from gitopsq.admission.state import State, Status
+from gitopsq.admission.state import State
 from gitopsq.admission.topology import BATCHED, QueueSpec
 from gitopsq.admission.workload import Assignment, WorkloadInfo
 
@@ -48,7 +49,7 @@ def _pop_head(state: State, spec: QueueSpec) -> tuple[WorkloadInfo | None, bool]
         if current is None or current.reason != msg.PENDING_EVALUATION:
             # A preempted workload moved aside with its equivalents keeps "pending evaluation", as in Kueue: no
             # scheduler pass looks at it, so nothing rewrites the condition its eviction left.
-            state.status[w.key] = Status(*blocked)
+            state.status[w.key] = blocked
         parked = True
     return None, parked
 
@@ -165,7 +166,7 @@ def _no_fit(c: _Cycle, e: Entry) -> None:
     """Neither fits nor finds victims: wait with the reason; a preemptor that cannot always reclaim holds capacity."""
     state = c.state
     queue = state.queues[e.spec.name]
-    state.status[e.w.key] = Status(e.reason, e.message)
+    status = state.status[e.w.key] = Status(e.reason, e.message)
     if e.reserve:
         c.hold(state.tree.queues[e.spec.name], e.reserve)
     untried = e.nomination is not None and any(i != -1 for i in e.nomination.tried.values())
@@ -181,7 +182,7 @@ def _no_fit(c: _Cycle, e: Entry) -> None:
     else:
         queue.park(e.w)
         if not e.always_inadmissible and not queue.strict:
-            queue.blocked_shapes[e.w.equivalence()] = (e.reason, e.message)
+            queue.blocked_shapes[e.w.equivalence()] = status
         c.touch(e)
 
 
@@ -284,6 +285,7 @@ def settle(state: State, now: float) -> None:
     state.untried_retries = {}
     state.nominations.clear()  # they were made with the last instant's `preempted_now`
     state.candidate_lists.clear()  # likewise
+    state.search_ceilings.clear()  # named by those lists
     batched = state.topology.settings.inadmissible_requeue == BATCHED
     if not batched:
         state.requeue_released()

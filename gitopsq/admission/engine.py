@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 from gitopsq.admission import cycle, quota
 from gitopsq.admission import messages as msg
+from gitopsq.admission.messages import Status
 from gitopsq.admission.quota import FlavorResource, QuotaTree
-from gitopsq.admission.state import Event, Flavors, State, Status
+from gitopsq.admission.state import Event, Flavors, State
 from gitopsq.admission.topology import Topology, fresh_tree
 from gitopsq.admission.workload import Assignment, WorkloadInfo, shape_of
 from gitopsq.api import model as m

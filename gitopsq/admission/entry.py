@@ -47,8 +47,8 @@ class Entry:
         return (0 if self.preemptor else 1, borrow, -self.w.priority, self.w.created, self.w.seq)
 
     def copy(self) -> Entry:
-        """An entry the cycle may change without changing this one."""
+        """This entry as nomination made it, for a cycle to change without changing this one: `preemptor`, the one
+        field a cycle sets (`cycle._nominate_heads`), starts unset as in a fresh nomination."""
         return Entry(self.w, self.spec, self.kind, nomination=self.nomination, targets=list(self.targets),
                      reason=self.reason, message=self.message, always_inadmissible=self.always_inadmissible,
-                     reserve=dict(self.reserve), preemptor=self.preemptor, generation=self.generation,
-                     resumed=self.resumed)
+                     reserve=dict(self.reserve), generation=self.generation, resumed=self.resumed)

@@ -39,7 +39,8 @@ class Mode(IntEnum):
     FIT = 4
 
 
-# Simulates preemption for one flavor-resource: (mode, borrowing level once the victims are gone).
+# Simulates preemption for one flavor-resource: (mode, borrowing level once the victims are gone; not read for
+# NO_CANDIDATES, where the scan keeps the level without preemption).
 Oracle = Callable[[FlavorResource, int], tuple[Mode, int]]
 
 

@@ -5,10 +5,21 @@ Users' runbooks and alerts match on these strings, so they follow Kueue's wordin
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
 from gitopsq.api.quantity import QuantityFormat, format_milli
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """Why a pending workload waits: the reason and message of its ``QuotaReserved=False`` condition. Immutable, so
+    the workloads parked behind one attempt of their equivalence class share its status."""
+
+    reason: str
+    message: str
+
 
 # QuotaReserved=False reasons (UnadmittedWorkloadsObservability), most severe first among the fit reasons.
 NO_MATCHING_FLAVOR: Final = "NoMatchingFlavor"

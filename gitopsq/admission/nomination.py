@@ -29,7 +29,7 @@ def preemption_engine(state: State, *, protect: bool = True) -> ClassicalPreempt
     protected = state.preempted_now if protect else frozenset()
     if state.topology.settings.fair_sharing:
         return FairPreemption(state.tree, state.admitted, state.topology, protected)
-    return ClassicalPreemption(state.tree, state.admitted, protected, state.candidate_lists)
+    return ClassicalPreemption(state.tree, state.admitted, protected, state.candidate_lists, state.search_ceilings)
 
 
 def _oracle_mode(targets: list[Target], cq: str) -> Mode:
@@ -89,7 +89,7 @@ def nominate(state: State, w: WorkloadInfo, spec: QueueSpec, tree_states: dict[s
     if remembered is not None:
         return remembered.copy()
     entry = _nominate(state, w, spec, generation, resume, tree_key=current)
-    state.nominations.put(w.key, inputs, entry.copy())
+    state.nominations.put(w.key, inputs, entry)  # the cycle may set its `preemptor`: `Entry.copy` drops that
     return entry
 
 
@@ -128,7 +128,8 @@ def _nominate_shape(state: State, w: WorkloadInfo, spec: QueueSpec, shape: Shape
     """``generation``, ``resume``: `_resume` (the caller's: nothing it reads changes during a nomination);
     ``tree_key``: `tree_state` of the workload's cohort tree (unchanged whenever a search starts: the oracle and
     the victim search restore the tree before returning)."""
-    labels = state.topology.namespace_labels.get(w.namespace, {})
+    # The API server labels every namespace with its own name, declared or not (topology adds it to declared ones).
+    labels = state.topology.namespace_labels.get(w.namespace) or {"kubernetes.io/metadata.name": w.namespace}
     if spec.namespace_selector is None or not spec.namespace_selector.matches(labels):
         return Entry(w, spec, NO_FIT, reason=msg.MISCONFIGURED, message=msg.NAMESPACE_MISMATCH,
                      always_inadmissible=True)
@@ -153,6 +154,8 @@ def _nominate_shape(state: State, w: WorkloadInfo, spec: QueueSpec, shape: Shape
 
     def oracle(fr: FlavorResource, val: int) -> tuple[Mode, int]:
         found = targets({fr: val}, frozenset({fr}), scan=True)
+        if not found:
+            return Mode.NO_CANDIDATES, 0  # the scan keeps its own borrowing level for a flavor without candidates
         with without(state.tree, [t.workload for t in found]):
             borrow = quota.borrowing_level(node, fr, val)[0]
         return _oracle_mode(found, spec.name), borrow

@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,7 +26,7 @@ from gitopsq.admission import messages as msg
 from gitopsq.admission import quota
 from gitopsq.admission.holders import Holders
 from gitopsq.admission.quota import FlavorResource, QuotaNode, QuotaTree
-from gitopsq.admission.recall import Memo, candidates_key
+from gitopsq.admission.recall import Memo, candidates_key, ceilings_key
 from gitopsq.admission.topology import QueueSpec
 from gitopsq.admission.workload import WorkloadInfo
 
@@ -65,6 +65,7 @@ class _Candidate:
 
 
 Lists = tuple[list[_Candidate], list[_Candidate], list[_Candidate]]  # `ClassicalPreemption.candidates`
+Ceilings = dict[FlavorResource, int]  # `ClassicalPreemption.targets`: the most of each the preemptor could get
 
 # In C: candidate lists are sorted with it ~600,000 times an instant.
 _order_of = attrgetter("order")
@@ -141,16 +142,20 @@ class ClassicalPreemption:
     """Finds victims in one snapshot state; the tree is restored before every method returns."""
 
     def __init__(self, tree: QuotaTree, admitted: Mapping[str, Mapping[str, WorkloadInfo]],
-                 protected: AbstractSet[str] = frozenset(), shared: Memo[Lists] | None = None
-                 ) -> None:
+                 protected: AbstractSet[str] = frozenset(), shared: Memo[Lists] | None = None,
+                 ceilings: Memo[Ceilings] | None = None) -> None:
         self.tree = tree
         self.admitted = admitted
         # Preempted (and evicted) once already in this instant: not a candidate again. A victim still being
         # evicted is not in it: it stays a candidate, and comes first (`candidate_order`).
         self.protected = protected
         # `candidates` by everything they read, shared by the searches of one instant (`State.candidate_lists`):
-        # protected must only grow within the instant (its size then names it) and the memo be emptied with it.
+        # protected must only gain workloads as they stop holding quota (`State.preempted_now`), and the memo be
+        # emptied with it: which holders it leaves out then follows from the tree state the key names.
         self.shared = shared
+        # Per shared candidate lists and attempt, what a search that took every candidate it could still lacked
+        # (`targets`); the same lifetime as ``shared``, whose keys name it.
+        self.ceilings = ceilings
 
     def _variant(self, p: Preemptor, w: WorkloadInfo, advantage: bool) -> int:
         same = w.cluster_queue == p.spec.name
@@ -234,12 +239,18 @@ class ClassicalPreemption:
                     break
 
     def candidates(self, p: Preemptor) -> Lists:
-        """(hierarchy, priority, same-queue) candidates, each in `candidate_order`; never to be mutated (shared).
+        """`_candidates` without its memo key."""
+        return self._candidates(p)[0]
 
-        Besides the tree's usage and holders (``p.tree_key``) and `protected`, they read of the preemptor only its
-        ClusterQueue, priority, creation (when a policy compares it), contested flavor-resources, and, of its
-        requests, at which ancestors it has a hierarchical advantage: workloads of one ClusterQueue nominated
-        against an unchanged tree (a BestEffortFIFO queue's heads parked one after the other) share them."""
+    def _candidates(self, p: Preemptor) -> tuple[Lists, Hashable | None]:
+        """(hierarchy, priority, same-queue) candidates, each in `candidate_order`, never to be mutated (shared);
+        and their key in the shared memo (None when not shared).
+
+        Besides the tree's usage and holders (``p.tree_key``) and whether `protected` applies, they read of the
+        preemptor only its ClusterQueue, priority, creation (when a policy compares it), contested
+        flavor-resources, and, of its requests, at which ancestors it has a hierarchical advantage: workloads of
+        one ClusterQueue nominated against an unchanged tree (a BestEffortFIFO queue's heads parked one after the
+        other) share them."""
         node = self.tree.queues[p.spec.name]
         pre = p.spec.preemption
         # Per ancestor, whether the preemptor's requests fit in the quota of its queue or a lower ancestor.
@@ -255,10 +266,10 @@ class ClassicalPreemption:
             compares_creation = "LowerOrNewerEqualPriority" in (pre.within_cluster_queue, pre.reclaim_within_cohort)
             key = candidates_key(p.spec.name, priority=p.workload.priority,
                                  created=p.workload.created if compares_creation else None, contested=p.contested,
-                                 advantages=tuple(advantages), protected=len(self.protected), tree=p.tree_key)
+                                 advantages=tuple(advantages), protected=bool(self.protected), tree=p.tree_key)
             remembered = shared.get(key)
             if remembered is not None:
-                return remembered
+                return remembered, key
         same = self._from_queue(p, p.spec.name, None, False) if pre.within_cluster_queue != "Never" else []
         hierarchy: list[_Candidate] = []
         priority: list[_Candidate] = []
@@ -272,17 +283,19 @@ class ClassicalPreemption:
         found = (hierarchy, priority, same)
         if shared is not None and key is not None:
             shared.put(key, found)
-        return found
+        return found, key
 
     def _attempts(self, p: Preemptor, hierarchy: list[_Candidate], priority: list[_Candidate]) -> tuple[bool, ...]:
         bwc = p.spec.preemption.borrow_within_cohort
         forbidden = bwc is None or bwc.policy == "Never"
-        node = self.tree.queues[p.spec.name]
-        under_nominal = all(node.usage.get(fr, 0) < node.nominal(fr) for fr in p.contested)
-        if (not hierarchy and not priority) or (forbidden and not under_nominal):
+        if not hierarchy and not priority:
             return (True,)
-        if forbidden and not hierarchy:
-            return (False, True)
+        if forbidden:
+            node = self.tree.queues[p.spec.name]
+            if not all(node.usage.get(fr, 0) < node.nominal(fr) for fr in p.contested):
+                return (True,)
+            if not hierarchy:
+                return (False, True)
         return (True, False)
 
     def _remove(self, w: WorkloadInfo) -> None:
@@ -293,7 +306,9 @@ class ClassicalPreemption:
         assert w.assignment is not None
         quota.add_all(self.tree.queues[w.assignment.cluster_queue], w.assignment.usage)
 
-    def _minimal(self, p: Preemptor, ordered: list[_Candidate], allow_borrowing: bool) -> list[Target]:
+    def _minimal(self, p: Preemptor, ordered: list[_Candidate], allow_borrowing: bool
+                 ) -> tuple[list[Target], Ceilings]:
+        """The minimal victim set, or [] and the `Ceilings` once every candidate it could take was gone."""
         node = self.tree.queues[p.spec.name]
         chosen: list[_Candidate] = []
         fits = False
@@ -321,9 +336,12 @@ class ClassicalPreemption:
                 fits = True
                 break
         if not fits:
+            ceilings = {fr: quota.available(node, fr) if allow_borrowing
+                        else min(quota.available(node, fr), node.subtree.get(fr, 0) - node.usage.get(fr, 0))
+                        for fr in p.requests}  # what `workload_fits` compares each request with
             for c in chosen:
                 self._add(c.workload)
-            return []
+            return [], ceilings
         kept = chosen[-1:]
         for c in reversed(chosen[:-1]):
             self._add(c.workload)
@@ -335,18 +353,35 @@ class ClassicalPreemption:
             self._add(c.workload)
         order = {id(c): i for i, c in enumerate(chosen)}
         kept.sort(key=lambda c: order[id(c)])
-        return [Target(c.workload, _REASON[c.variant]) for c in kept]
+        return [Target(c.workload, _REASON[c.variant]) for c in kept], {}
 
     def targets(self, p: Preemptor) -> list[Target]:
-        """The minimal victim set that lets ``p`` fit, or [] when none exists."""
-        hierarchy, priority, same = self.candidates(p)
+        """The minimal victim set that lets ``p`` fit, or [] when none exists.
+
+        Which candidates an attempt takes while ``p`` does not fit yet depends on the lists, the tree and the
+        attempt, never on ``p``'s requests, and taking one only frees quota: so once an attempt took all it could
+        and ``p`` still did not fit, another preemptor with the same lists (same key) and no smaller requests fails
+        the same way. Heads of one queue parked one after the other in an unchanged tree (a BestEffortFIFO queue
+        after a requeue, while victims elsewhere are still evicted) each ran that futile search; the ceilings it
+        reached are remembered with the lists instead (`recall.ceilings_key`)."""
+        (hierarchy, priority, same), key = self._candidates(p)
         if not (hierarchy or priority or same):
             return []
-        # Kueue's candidate iterator takes the workloads already being evicted of every list first.
-        ordered = [c for group in (hierarchy, priority, same) for c in group if c.workload.evicting]
-        ordered += [c for group in (hierarchy, priority, same) for c in group if not c.workload.evicting]
+        ordered: list[_Candidate] | None = None
         for allow_borrowing in self._attempts(p, hierarchy, priority):
-            found = self._minimal(p, ordered, allow_borrowing)
+            remembered, at = None, None
+            if key is not None and self.ceilings is not None:
+                at = ceilings_key(key, allow_borrowing, tuple(p.requests))
+                remembered = self.ceilings.get(at)
+            if remembered is not None and any(val > remembered[fr] for fr, val in p.requests.items()):
+                continue  # even every candidate this attempt may take would not make room
+            if ordered is None:
+                # Kueue's candidate iterator takes the workloads already being evicted of every list first.
+                ordered = [c for group in (hierarchy, priority, same) for c in group if c.workload.evicting]
+                ordered += [c for group in (hierarchy, priority, same) for c in group if not c.workload.evicting]
+            found, ceilings = self._minimal(p, ordered, allow_borrowing)
             if found:
                 return found
+            if at is not None and self.ceilings is not None:
+                self.ceilings.put(at, ceilings)
         return []

@@ -12,9 +12,10 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator
 
+from gitopsq.admission.messages import Status
 from gitopsq.admission.workload import Shape, WorkloadInfo
 
-Blocked = tuple[str, str]  # (reason, message) the equivalence class's last attempt got
+Blocked = Status  # what the equivalence class's last attempt got
 
 
 class ClusterQueueQueue:
@@ -53,8 +54,9 @@ class ClusterQueueQueue:
             heapq.heappop(heap)
 
     def has_active(self) -> bool:
-        self._clean()
-        return bool(self._heap)
+        # Every key in ``_version`` has its live entry in the heap (stale ones only wait to surface), so this needs
+        # no cleaning: asked of every ClusterQueue in every cycle.
+        return bool(self._version)
 
     def pop(self) -> WorkloadInfo | None:
         """Remove and return the head of the active heap (the sticky preemptor first)."""

@@ -120,9 +120,17 @@ class Memo(Generic[T]):
 
 
 def candidates_key(cq: str, *, priority: int, created: float | None, contested: frozenset[FlavorResource],
-                   advantages: tuple[bool, ...], protected: int, tree: tuple[int, ...]) -> Hashable:
+                   advantages: tuple[bool, ...], protected: bool, tree: tuple[int, ...]) -> Hashable:
     """What a preemption candidate search reads (`ClassicalPreemption.candidates`): the preemptor's ClusterQueue,
     priority, creation (None unless a policy compares it), contested flavor-resources, the ancestors where it has
-    a hierarchical advantage, how many workloads are protected (the set only grows within an instant) and the
-    cohort tree's `tree_state`."""
+    a hierarchical advantage, whether workloads preempted at this instant are left out, and the cohort tree's
+    `tree_state`. Which of those workloads hold quota in the tree follows from its `tree_state`: one joins
+    `State.preempted_now` only as it releases its quota (a holders change), and the set is emptied with the memo;
+    so a preemption completed in another tree leaves this tree's lists valid."""
     return (cq, priority, created, contested, advantages, protected, tree)
+
+
+def ceilings_key(candidates: Hashable, allow_borrowing: bool, requested: tuple[FlavorResource, ...]) -> Hashable:
+    """What the ceilings of a futile victim search read (`ClassicalPreemption.targets`): its candidate lists (by
+    their `candidates_key`, which names the tree state too), the attempt, and which flavor-resources it measured."""
+    return (candidates, allow_borrowing, requested)

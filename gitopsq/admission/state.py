@@ -14,7 +14,8 @@ from gitopsq.admission import messages as msg
 from gitopsq.admission import quota
 from gitopsq.admission.entry import Entry
 from gitopsq.admission.holders import Holders
-from gitopsq.admission.preemption import Lists
+from gitopsq.admission.messages import Status
+from gitopsq.admission.preemption import Ceilings, Lists
 from gitopsq.admission.queues import ClusterQueueQueue
 from gitopsq.admission.quota import QuotaTree
 from gitopsq.admission.recall import Memo, Recall, TreeScope, tree_scope
@@ -36,14 +37,6 @@ class Event:
     flavors: Flavors = ()
     reason: str = ""
     message: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Status:
-    """Why a pending workload waits: the reason and message of its ``QuotaReserved=False`` condition."""
-
-    reason: str
-    message: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,10 +80,12 @@ class State:
         for name, root in self.root_by_queue.items():
             if root not in self.scopes:
                 self.scopes[root] = tree_scope(tree.queues[name].root(), self.admitted)
-        # The memos (`recall`; ``memoize=False`` turns both off, the outcomes stay the same): the last nomination
-        # of each workload in this instant, and the preemption candidate lists its searches share.
+        # The memos (`recall`; ``memoize=False`` turns them off, the outcomes stay the same): the last nomination
+        # of each workload in this instant, the preemption candidate lists its searches share, and how far a search
+        # on those lists that found no victims got.
         self.nominations: Recall[Entry] = Recall(enabled=memoize)
         self.candidate_lists: Memo[Lists] = Memo(enabled=memoize)
+        self.search_ceilings: Memo[Ceilings] = Memo(enabled=memoize)  # futile victim searches, by those lists
 
     def root_of(self, cq: str) -> str:
         root = self.tree.queues[cq].root()

@@ -191,7 +191,8 @@ def build_topology(objects: Iterable[m.QueueObject], settings: Settings | None =
     return Topology(
         settings=settings or Settings(), queues=queues, flavors=flavors,
         local_queues={(o.meta.namespace or "", o.meta.name): o for o in objs if isinstance(o, m.LocalQueue)},
-        namespace_labels={o.meta.name: dict(o.meta.labels) for o in objs if isinstance(o, m.Namespace)},
+        namespace_labels={o.meta.name: {**o.meta.labels, "kubernetes.io/metadata.name": o.meta.name}
+                          for o in objs if isinstance(o, m.Namespace)},
         workload_priority_classes={o.meta.name: o.value for o in objs if isinstance(o, m.WorkloadPriorityClass)},
         priority_classes={n: p.value for n, p in pcs.items()},
         default_priority=defaults[0] if defaults else 0,

@@ -6,7 +6,8 @@ All writes are server-side apply (``PATCH`` with ``application/apply-patch+yaml`
 so the API server validates and defaults without persisting. Every request is retried with exponential
 backoff while the API server is unavailable (429, 5xx, refused connection: e.g. a restart); an object the
 server refuses (invalid, forbidden, a field-manager conflict) is recorded as failed and the others continue.
-Prunes run only when every apply succeeded, so a half-applied revision never deletes anything.
+Prunes run only when every apply succeeded, so a half-applied revision never deletes anything. Making a revision
+all or nothing (dry-run everything first, roll back a failed apply) is the sync's business: gitopsq.sync.whole.
 """
 
 from __future__ import annotations
@@ -227,7 +228,10 @@ class Executor:
         # checked before every write: a replica that lost its Lease mid-sync stops writing at once
         self.may_write = may_write or (lambda: True)
 
-    def execute(self, plan: Plan, *, dry_run: bool = False) -> Execution:
+    def execute(self, plan: Plan, *, dry_run: bool = False,
+                advance: Callable[[int], None] | None = None) -> Execution:
+        """Carry ``plan`` out (or dry-run it); ``advance(n)`` is told of every n objects done (a progress line)."""
+        tick = advance or (lambda _n: None)
         retries_before = self.rest.retries
         applied: list[ObjectKey] = []
         failed: list[Failure] = []
@@ -256,6 +260,7 @@ class Executor:
                     outcomes = list(pool.map(one, actions))
             else:
                 outcomes = [one(a) for a in actions]
+            tick(len(outcomes))
             for action, answer, failure, unchecked in outcomes:
                 if failure is not None:
                     failed.append(failure)
@@ -274,6 +279,7 @@ class Executor:
             try:
                 self.prune(prune, dry_run=dry_run)
                 pruned.append(prune.key)
+                tick(1)
             except ClusterError as err:
                 failed.append(Failure(prune.key, "prune", _reason(err), isinstance(err, ClusterConflict)))
         return Execution(dry_run, tuple(applied), tuple(pruned), tuple(failed), tuple(held), tuple(unverified),

@@ -4,16 +4,19 @@ One GitSource per synced source holds Flux/kstatus-style status:
 - conditions ``Ready``, ``Reconciling``, ``Stalled`` (kstatus: ``Reconciling`` and ``Stalled`` are present only
   while true; ``observedGeneration`` advances only when the result is final, Ready or Stalled);
 - ``lastAttemptedRevision``, ``lastAppliedRevision``, ``lastRejection`` (revision, time, findings);
-- ``inventory`` (gitopsq.sync.inventory), from which the next sync prunes.
+- ``inventory`` (gitopsq.sync.inventory), from which the next sync prunes;
+- ``health``: how many of the applied queues were checked and found healthy, and the ones that were not;
+- while ``spec.suspend`` is true, a ``Suspended`` condition (the others keep their last value).
 The status is written with a JSON merge patch of the fields that changed on the status subresource, and only
 when something changed, so a no-change reconcile writes nothing.
-Events (core/v1) name the GitSource: ``Synced``, ``DriftCorrected``, ``Rejected``, ``SyncFailed``,
-``ConflictDetected``, ``SourceUnavailable``.
+Events (core/v1) name the GitSource: ``Synced``, ``DriftCorrected``, ``Rejected``, ``DryRunFailed``,
+``SyncFailed``, ``RolledBack``, ``HealthCheckFailed``, ``Suspended``, ``ConflictDetected``, ``SourceUnavailable``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -29,12 +32,16 @@ GROUP: Final = "gitopsq.dev"
 VERSION: Final = "v1alpha1"
 API_VERSION: Final = f"{GROUP}/{VERSION}"
 DEFAULT_NAMESPACE: Final = "gitopsq-system"
-Outcome = Literal["applied", "unchanged", "rejected", "failed", "progressing", "source-unavailable"]
+Outcome = Literal["applied", "unchanged", "rejected", "refused", "failed", "rolled-back", "unhealthy",
+                  "progressing", "source-unavailable"]
 # outcome -> (Ready status, reason, Reconciling?, Stalled?)
 _CONDITIONS: Final[Mapping[str, tuple[str, str, bool, bool]]] = {
     "applied": ("True", "ReconciliationSucceeded", False, False),
     "unchanged": ("True", "ReconciliationSucceeded", False, False),
     "rejected": ("False", "ValidationFailed", False, True),
+    "refused": ("False", "DryRunFailed", False, True),
+    "rolled-back": ("False", "RolledBack", True, False),
+    "unhealthy": ("False", "HealthCheckFailed", False, True),
     "failed": ("False", "ReconciliationFailed", True, False),
     "progressing": ("Unknown", "Progressing", True, False),
     "source-unavailable": ("False", "SourceUnavailable", True, False),
@@ -58,6 +65,21 @@ class SourceState:
     generation: int = 0
     uid: str = ""
     status: Mapping[str, Any] | None = None
+    spec: Mapping[str, Any] | None = None
+
+    @property
+    def suspended(self) -> bool:
+        return bool((self.spec or {}).get("suspend"))
+
+    @property
+    def interval(self) -> float | None:
+        """``spec.interval`` in seconds, None when unset (the controller's ``--poll-interval`` applies)."""
+        text = (self.spec or {}).get("interval")
+        return parse_interval(str(text)) if text else None
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(str(p) for p in (self.spec or {}).get("paths") or ())
 
     @property
     def last_applied(self) -> str | None:
@@ -66,6 +88,29 @@ class SourceState:
     @property
     def last_rejected(self) -> str | None:
         return ((self.status or {}).get("lastRejection") or {}).get("revision")
+
+
+_INTERVAL_PART: Final = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)")
+_UNIT: Final = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_interval(text: str) -> float | None:
+    """``1m30s`` -> 90.0, as the CRD's pattern allows; None for text it would refuse or for zero."""
+    parts = _INTERVAL_PART.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    seconds = sum(float(n) * _UNIT[u] for n, u in parts)
+    return seconds or None
+
+
+def suspended_status(previous: Mapping[str, Any] | None, *, now: datetime, message: str) -> dict[str, Any]:
+    """The status while ``spec.suspend`` is true: the other conditions as they were, plus ``Suspended=True``."""
+    prev = dict(previous or {})
+    kept = [c for c in prev.get("conditions") or [] if c.get("type") != "Suspended"]
+    before: Mapping[str, Any] = next((c for c in prev.get("conditions") or [] if c.get("type") == "Suspended"), {})
+    cond = {"type": "Suspended", "status": "True", "reason": "Suspended", "message": message[:32000],
+            "lastTransitionTime": before.get("lastTransitionTime") or _time(now)}
+    return {**prev, "conditions": [*kept, cond]}
 
 
 def _time(now: datetime) -> str:
@@ -81,7 +126,7 @@ def build_status(previous: Mapping[str, Any] | None, *, outcome: Outcome, now: d
     prev = dict(previous or {})
     ready, default_reason, reconciling, stalled = _CONDITIONS[outcome]
     old = {c.get("type"): c for c in prev.get("conditions") or []}
-    final = outcome in ("applied", "unchanged", "rejected")
+    final = outcome in ("applied", "unchanged", "rejected", "refused", "unhealthy")
 
     def condition(kind: str, status: str, why: str) -> dict[str, Any]:
         before = old.get(kind) or {}
@@ -136,7 +181,8 @@ class StatusStore:
         except ClusterNotFound:
             return SourceState(exists=False)
         meta = obj.get("metadata") or {}
-        return SourceState(True, int(meta.get("generation") or 0), str(meta.get("uid") or ""), obj.get("status"))
+        return SourceState(True, int(meta.get("generation") or 0), str(meta.get("uid") or ""), obj.get("status"),
+                           obj.get("spec"))
 
     def ensure(self, *, url: str, ref: str, prune: bool) -> SourceState:
         """Create (or re-apply) the GitSource spec, creating its namespace when missing."""

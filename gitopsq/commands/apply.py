@@ -26,20 +26,27 @@ from gitopsq.errors import UsageError
 @click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--retry-timeout", default="60s", show_default=True,
               help="How long to keep retrying while the API server is unavailable (429, 5xx, unreachable).")
+@click.option("--wait-health", is_flag=True, help="After applying, wait for the applied ClusterQueues and "
+                                                  "LocalQueues to be Active (Kueue or gitopsq's admission loop "
+                                                  "must be running); unhealthy exits 3.")
+@click.option("--health-timeout", default="2m", show_default=True, help="How long --wait-health waits.")
 @click.pass_context
 def command(ctx: click.Context, *, repo: str, rev: str, dry_run: bool, prune: bool, allow_empty: bool,
             kubeconfig: str | None, context: str | None, source_name: str | None, namespace: str,
-            output: str, retry_timeout: str) -> None:
-    """Validate REPO at REV like `gitopsq check`, then server-side apply it (field manager `gitopsq`).
+            output: str, retry_timeout: str, wait_health: bool, health_timeout: str) -> None:
+    """Validate REPO at REV like `gitopsq check`, server-side dry-run every object, then apply them all
+    (field manager `gitopsq`): all or nothing.
 
-    Exit 0 applied (or nothing to do), 1 revision rejected (the previous one stays), 3 API or Git failure,
-    including a partial apply.
+    Exit 0 applied (or nothing to do), 1 nothing applied: the revision was rejected, refused by the API
+    server's dry run, or its GitSource is suspended (the previous revision stays), 3 API or Git failure (a
+    failed apply is rolled back to the previous revision) or, with --wait-health, queues not healthy.
     """
     # Imported on use for CLI start-up time: the Kubernetes client and sync stack (~500 ms) wait for a real apply.
     from gitopsq.cluster.apply import Backoff, KubeRest
     from gitopsq.cluster.kube import load_api_client
     from gitopsq.cluster.status import SourceRef
     from gitopsq.controller.manager import parse_duration
+    from gitopsq.progress import for_stderr
     from gitopsq.source import open_any
     from gitopsq.sync.model import SyncOptions
     from gitopsq.sync.syncer import Syncer, default_source_name
@@ -48,6 +55,7 @@ def command(ctx: click.Context, *, repo: str, rev: str, dry_run: bool, prune: bo
         raise UsageError("--allow-empty only makes sense with --prune")
     try:
         backoff = Backoff(deadline=parse_duration(retry_timeout))
+        health = parse_duration(health_timeout) if wait_health else None
     except ValueError as err:
         raise UsageError(str(err)) from err
 
@@ -55,7 +63,9 @@ def command(ctx: click.Context, *, repo: str, rev: str, dry_run: bool, prune: bo
     ref = SourceRef(namespace, source_name or default_source_name(repo))
     with load_api_client(kubeconfig, context) as api_client:
         syncer = Syncer(source, KubeRest(api_client, backoff=backoff), ref, url=source.display)
-        result = syncer.sync(SyncOptions(rev=rev, prune=prune, dry_run=dry_run, allow_empty=allow_empty))
+        syncer.progress = for_stderr()  # a progress line on a terminal; silent in CI and when piped
+        result = syncer.sync(SyncOptions(rev=rev, prune=prune, dry_run=dry_run, allow_empty=allow_empty,
+                                         health_timeout=health))
     report = result.to_json()
     if output == "json":
         click.echo(json.dumps(report, indent=2, sort_keys=True))
@@ -85,6 +95,20 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append(f"  {item['object']} left alone: {item['manager']}")
     for item in report.get("failed") or []:
         lines.append(f"  {item['object']} {item['operation']} failed: {item['reason']}")
+    for item in report.get("refused") or []:
+        where = f" ({item['path']}:{item['line']})" if item.get("path") else ""
+        lines.append(f"  {item['object']}{where} refused by the API server: {item['reason']}")
+    if report.get("refused"):
+        lines.append("  nothing applied: every object is dry-run first, and one refusal refuses the revision")
+    if "rollback" in report:
+        back = report["rollback"]
+        lines.append(f"  rolled back to revision {report.get('rolledBackTo') or 'none'}: "
+                     f"{len(back['applied'])} re-applied, {len(back['pruned'])} deleted"
+                     + (f", {len(back['failed'])} could not be put back" if back["failed"] else ""))
+    if "health" in report:
+        bad = [h for h in report["health"] if h["status"] != "Healthy"]
+        lines.append(f"  health: {len(report['health']) - len(bad)} of {len(report['health'])} queues healthy")
+        lines.extend(f"  {h['object']} {h['status']}: {h['reason']} ({h['message']})" for h in bad)
     if report.get("pendingPrune"):
         lines.append(f"  no longer in Git, not pruned (use --prune): {', '.join(report['pendingPrune'])}")
     if report.get("emptyGuard"):

@@ -15,6 +15,8 @@ from gitopsq.api import model as m
 from gitopsq.api.codec import SUPPORTED_VERSIONS, decode
 from gitopsq.api.findings import Finding
 from gitopsq.errors import Location
+from gitopsq.manifests.budget_compile import compile_budget
+from gitopsq.manifests.budgets import LoadedBudget, is_budget, parse_budget
 from gitopsq.manifests.report import LoadedObject, PassThrough
 from gitopsq.manifests.validate import validate_object
 from gitopsq.manifests.yamldoc import DEFAULT_LIMITS, YamlDocument, YamlLimits, load_yaml
@@ -43,6 +45,7 @@ class FileResult:
     entries: tuple[LoadedObject, ...]
     passthrough: tuple[PassThrough, ...]
     findings: tuple[Finding, ...]
+    budgets: tuple[LoadedBudget, ...] = ()  # gitopsq's own kind; ``entries`` hold what they compile into
 
 
 def load_file(path: str, data: bytes, settings: LoadSettings = LoadSettings()) -> FileResult:
@@ -51,13 +54,23 @@ def load_file(path: str, data: bytes, settings: LoadSettings = LoadSettings()) -
     problems: list[Finding] = list(loaded.findings)
     entries: list[LoadedObject] = []
     passthrough: list[PassThrough] = []
+    budgets: list[LoadedBudget] = []
     for doc in loaded.documents:
+        if isinstance(doc.data, Mapping) and is_budget(doc.data):
+            budget, found = parse_budget(doc.data, path=doc.path, line=doc.line, lines=doc.lines)
+            problems.extend(found)
+            if budget is not None:
+                budgets.append(budget)
+                for compiled in compile_budget(budget):
+                    entries.append(compiled)
+                    problems.extend(validate_object(compiled))
+            continue
         item = _load_document(doc, settings, problems)
         if isinstance(item, LoadedObject):
             entries.append(item)
         elif isinstance(item, PassThrough):
             passthrough.append(item)
-    return FileResult(path, tuple(entries), tuple(passthrough), tuple(problems))
+    return FileResult(path, tuple(entries), tuple(passthrough), tuple(problems), tuple(budgets))
 
 
 def _load_document(doc: YamlDocument, settings: LoadSettings,
@@ -86,7 +99,8 @@ def _unknown_kind_message(api_version: str, kind: str) -> str:
     if kind in SUPPORTED_VERSIONS:  # a Workload: real Kueue kind, but not one a repository declares
         return (f"{kind} objects are created by Kueue from Jobs and do not belong in a queue-definition "
                 "repository")
-    return (f"kind {kind!r} ({api_version}) is not a queue-definition kind (supported: {', '.join(REPO_KINDS)}); "
+    return (f"kind {kind!r} ({api_version}) is not a queue-definition kind (supported: {', '.join(REPO_KINDS)}, "
+            "and gitopsq.dev/v1alpha1 Budget); "
             f"to pass it through unchanged, add \"{api_version}/{kind}\" to allowKinds in gitopsq.yaml")
 
 

@@ -18,12 +18,14 @@ from gitopsq import __version__
 from gitopsq.api import findings
 from gitopsq.api.findings import Finding
 from gitopsq.errors import Location, SourceError
+from gitopsq.manifests.budget_checks import budget_findings
+from gitopsq.manifests.budgets import LoadedBudget
 from gitopsq.manifests.config import CONFIG_PATH, parse_config
 from gitopsq.manifests.loader import FileResult, LoadSettings, load_file
 from gitopsq.manifests.references import validate_revision
 from gitopsq.manifests.report import LoadedObject, PassThrough, Report, sort_findings
 
-CACHE_VERSION: Final = f"gitopsq-{__version__}-manifests-1"
+CACHE_VERSION: Final = f"gitopsq-{__version__}-manifests-2"
 
 
 class RevisionSource(Protocol):
@@ -102,6 +104,7 @@ def check_files(files: Mapping[str, bytes], config_bytes: bytes | None, *, revis
     cache = DEFAULT_CACHE if cache is None else cache
     entries: list[LoadedObject] = []
     passthrough: list[PassThrough] = []
+    budgets: list[LoadedBudget] = []
     problems: list[Finding] = list(parsed.findings)
     selected = sorted(p for p in files if config.selects(p))
     for path in selected:
@@ -122,9 +125,11 @@ def check_files(files: Mapping[str, bytes], config_bytes: bytes | None, *, revis
             cache[key] = result
         entries.extend(result.entries)
         passthrough.extend(result.passthrough)
+        budgets.extend(result.budgets)
         problems.extend(result.findings)
-    problems.extend(validate_revision(entries, passthrough))
-    return Report(revision, config, tuple(entries), sort_findings(problems), tuple(passthrough), tuple(selected))
+    problems.extend(budget_findings(entries, budgets, config, validate_revision(entries, passthrough)))
+    return Report(revision, config, tuple(entries), sort_findings(problems), tuple(passthrough), tuple(selected),
+                  tuple(budgets))
 
 
 class _LazyBlobs(Mapping[str, bytes]):

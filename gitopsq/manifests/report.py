@@ -10,6 +10,7 @@ from gitopsq.api import model as m
 from gitopsq.api.findings import Finding
 from gitopsq.api.reader import FieldPath
 from gitopsq.errors import Location
+from gitopsq.manifests.budgets import LoadedBudget
 from gitopsq.manifests.config_model import RepoConfig
 
 REPORT_VERSION: Final = 1
@@ -63,6 +64,7 @@ class Report:
     findings: tuple[Finding, ...]
     passthrough: tuple[PassThrough, ...] = ()
     files: tuple[str, ...] = ()
+    budgets: tuple[LoadedBudget, ...] = ()  # `entries` already hold what they compile into
 
     @property
     def objects(self) -> tuple[m.QueueObject, ...]:
@@ -100,7 +102,10 @@ class Report:
             "objects": [{"kind": e.obj.KIND, "namespace": e.obj.meta.namespace, "name": e.obj.meta.name,
                          "apiVersion": e.api_version, "path": e.path, "line": e.line} for e in self.entries]
                        + [{"kind": p.kind, "namespace": p.namespace or None, "name": p.name,
-                           "apiVersion": p.api_version, "path": p.path, "line": p.line} for p in self.passthrough],
+                           "apiVersion": p.api_version, "path": p.path, "line": p.line} for p in self.passthrough]
+                       + [{"kind": "Budget", "namespace": None, "name": b.budget.name,
+                           "apiVersion": str(b.doc.get("apiVersion")), "path": b.path, "line": b.line}
+                          for b in self.budgets],
         }
 
 

@@ -23,6 +23,7 @@ from typing import Any, Final, Literal
 from gitopsq.api.codec import encode
 from gitopsq.api.findings import Finding
 from gitopsq.api.model import ObjectKey
+from gitopsq.manifests.budgets import BUDGET_GROUP, BUDGET_KIND
 from gitopsq.manifests.render import KIND_ORDER
 from gitopsq.manifests.report import Report
 from gitopsq.plan.approval_check import impossible_approvals
@@ -120,6 +121,9 @@ def _placed(report: Report | None) -> dict[ObjectKey, _Placed]:
         group = p.api_version.rpartition("/")[0]
         key = ObjectKey(group=group, kind=p.kind, namespace=p.namespace or "", name=p.name)
         out.setdefault(key, _Placed(p.doc, p.path, p.line, p.doc))
+    for b in report.budgets:  # the Budget as written; the queues it compiles into are entries above
+        key = ObjectKey(group=BUDGET_GROUP, kind=BUDGET_KIND, namespace="", name=b.budget.name)
+        out.setdefault(key, _Placed(b.doc, b.path, b.line, b.budget))
     return out
 
 
@@ -147,8 +151,13 @@ class _Lazy(Mapping[str, Any]):
         return len(self._get())
 
 
+# A Budget is listed just before the ClusterQueue and LocalQueues it compiles into.
+_PLAN_ORDER: Final = (*KIND_ORDER[:KIND_ORDER.index("ClusterQueue")], BUDGET_KIND,
+                      *KIND_ORDER[KIND_ORDER.index("ClusterQueue"):])
+
+
 def _kind_rank(key: ObjectKey) -> tuple[int, str, str, str, str]:
-    rank = KIND_ORDER.index(key.kind) if key.kind in KIND_ORDER else len(KIND_ORDER)
+    rank = _PLAN_ORDER.index(key.kind) if key.kind in _PLAN_ORDER else len(_PLAN_ORDER)
     return (rank, key.kind, key.group, key.namespace, key.name)
 
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from gitopsq.api.quantity import QuantityError, format_milli, parse_quantity
+from gitopsq.policy.budget_sums import aggregate_budgets
 from gitopsq.policy.diff import desired_by_kind, diff_revisions, find_duplicates
 from gitopsq.policy.forge_merge import forge_of, vouching_maintainers
 from gitopsq.policy.model import Change, ObjectKey, Operation, PolicyInput, SourcedObject
@@ -171,5 +172,5 @@ def build_policy_input(
         touched_paths=touched,
         duplicates=find_duplicates(new_list),
         actor=None if commit_value is None else actor_of(commit_value, trust),
-        aggregate=aggregate_quota(new_list),
+        aggregate={**aggregate_quota(new_list), "budgets": aggregate_budgets(new_list)},
     )

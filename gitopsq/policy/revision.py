@@ -47,6 +47,8 @@ def sourced_objects(report: Report | None, memo: dict[int, SourcedObject] | None
             found = memo[id(e)] = SourcedObject(e.path, encode(e.obj), e.line)
         out.append(found)
     out.extend(SourcedObject(p.path, dict(p.doc), p.line) for p in report.passthrough)
+    # Budgets as written: policies judge the file a team edits; the queues they compile into are entries above.
+    out.extend(SourcedObject(b.path, dict(b.doc), b.line) for b in report.budgets)
     return out
 
 

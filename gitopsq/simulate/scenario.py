@@ -11,6 +11,8 @@ all optional and backwards compatible:
 - ``workloads[].podSets[]`` accepts ``nodeSelector`` and ``tolerations`` next to ``requests``, or a full
   ``template`` (a pod template, read like a Job's).
 - ``expect.finished`` and ``expect.quotaReserved`` next to ``admitted``, ``pending`` and ``preempted``.
+- ``objects`` may hold Budgets (``gitopsq.dev/v1alpha1``, docs/budgets.md): each stands for the ClusterQueue and
+  LocalQueues it compiles into, exactly as ``gitopsq render`` prints them.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from gitopsq.api.reader import FieldPath, LineOf, Reader
 from gitopsq.api.shared_fields import decode_tolerations
 from gitopsq.api.workload_codec import decode_pod_template
 from gitopsq.errors import Location, ScenarioError
+from gitopsq.manifests.budget_compile import compile_budget
+from gitopsq.manifests.budgets import is_budget, parse_budget
 from gitopsq.manifests.report import LoadedObject
 from gitopsq.manifests.validate import validate_object
 
@@ -232,6 +236,9 @@ class _Parser:
         out: list[m.QueueObject] = []
         for i, doc in enumerate(r.sequence(raw, ("objects",))):
             base: FieldPath = ("objects", i)
+            if isinstance(doc, Mapping) and is_budget(doc):
+                out.extend(self._budget(doc, base))
+                continue
             decoded = decode(doc, file=self.file, line=self.line(base), line_of=self._lines_under(base))
             self.findings.extend(decoded.findings)
             if decoded.obj is not None and not isinstance(decoded.obj, m.Workload):
@@ -246,6 +253,18 @@ class _Parser:
                                                     location=Location(self.file, self.line(base))))
         self.findings.extend(r.findings)
         return tuple(out)
+
+    def _budget(self, doc: Mapping[str, Any], base: FieldPath) -> list[m.QueueObject]:
+        """A Budget (docs/budgets.md) stands for the ClusterQueue and LocalQueues it compiles into."""
+        lines = {p[2:]: n for p, n in self.lines.items() if p[:2] == base}
+        loaded, found = parse_budget(doc, path=self.file, line=self.line(base) or 1, lines=lines)
+        self.findings.extend(found)
+        if loaded is None:
+            return []
+        compiled = compile_budget(loaded)
+        for entry in compiled:
+            self.findings.extend(validate_object(entry))
+        return [entry.obj for entry in compiled]
 
     def _pod_sets(self, r: Reader, raw: Any, path: FieldPath) -> tuple[m.PodSet, ...]:
         out = []

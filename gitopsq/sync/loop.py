@@ -18,7 +18,9 @@ _log = logs.get("controller")
 
 # Outcomes after which polling goes on at the normal interval: the pass reached a final answer. A stalled
 # source waits for a person, so backing off would only delay noticing the repair.
-FINAL_OUTCOMES = ("applied", "unchanged", "rejected", "stalled")
+FINAL_OUTCOMES = ("applied", "unchanged", "rejected", "refused", "health-pending", "unhealthy", "suspended",
+                  "stalled")
+HEALTH_TIMEOUT = 120.0  # seconds a new revision's queues have to become healthy before it is reported unhealthy
 
 
 @dataclass
@@ -36,9 +38,12 @@ class SyncLoop:
     name = "sync"
 
     def __init__(self, syncer: Syncer, options: SyncOptions, *, interval: float, drift_interval: float = 300.0,
-                 max_backoff: float = 300.0, on_result: Callable[[Any], None] | None = None) -> None:
+                 max_backoff: float = 300.0, on_result: Callable[[Any], None] | None = None,
+                 health_timeout: float | None = HEALTH_TIMEOUT) -> None:
         self.syncer = syncer
-        self.options = options
+        # the controller checks the applied queues' health (docs/sync.md, "Health after apply"); None: it does not
+        self.options = options if options.health_timeout is not None else \
+            replace(options, health_timeout=health_timeout, health_wait=False)
         self.interval = interval
         self.drift_interval = drift_interval  # polls in between only look at Git (Flux: source vs apply interval)
         self._last_drift_check: float | None = None
@@ -58,9 +63,15 @@ class SyncLoop:
             self._wake.clear()
             if may_write():
                 self.once()
-            delay = self.interval if self.stats.consecutive_failures == 0 else \
-                min(self.max_backoff, self.interval * 2 ** min(self.stats.consecutive_failures, 16) / 4)
+            interval = self.poll_interval
+            delay = interval if self.stats.consecutive_failures == 0 else \
+                min(self.max_backoff, interval * 2 ** min(self.stats.consecutive_failures, 16) / 4)
             self._sleep(stop, delay)
+
+    @property
+    def poll_interval(self) -> float:
+        """The GitSource's ``spec.interval`` when set (read at every pass), else the controller's interval."""
+        return self.syncer.interval or self.interval
 
     def _sleep(self, stop: threading.Event, seconds: float) -> None:
         deadline = time.monotonic() + seconds

@@ -14,11 +14,18 @@ from gitopsq.errors import EXIT_OK, EXIT_REJECTED, EXIT_RUNTIME
 from gitopsq.sync.plan import Plan
 
 if TYPE_CHECKING:
-    from gitopsq.cluster.apply import Execution
+    from gitopsq.api.model import ObjectKey
+    from gitopsq.cluster.apply import Execution, Failure
     from gitopsq.source.port import Source
+    from gitopsq.sync.health import ObjectHealth
 
-SyncOutcome = Literal["applied", "unchanged", "rejected", "failed", "stalled"]
-"""``stalled``: the GitSource's inventory cannot be read; the pass wrote Stalled and changed nothing."""
+SyncOutcome = Literal["applied", "unchanged", "rejected", "refused", "failed", "rolled-back", "health-pending",
+                      "unhealthy", "suspended", "stalled"]
+"""``refused``: the API server's dry run refused an object, nothing was written; ``rolled-back``: a write failed
+on every attempt and the last good revision was put back; ``health-pending``: applied, queues not healthy yet,
+judged again at the next pass (the controller); ``unhealthy``: applied, but a queue was not healthy within the
+health timeout; ``suspended``: the GitSource's ``spec.suspend`` is true, nothing was applied;
+``stalled``: the GitSource's inventory cannot be read; the pass wrote Stalled and changed nothing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +41,7 @@ class Validated:
     rejected: bool = False
     reason: str = ""
     reason_code: str = "ValidationFailed"
+    locations: Mapping[ObjectKey, tuple[str, int]] = field(default_factory=dict)  # object -> (file, line)
 
 
 Validator = Callable[["Source", str, "str | None"], Validated]
@@ -47,11 +55,15 @@ class SyncOptions:
     dry_run: bool = False
     allow_empty: bool = False
     drift_check: bool = True  # False: when the revision is the applied one, trust the last check and read no live
+    health_timeout: float | None = None  # seconds for the applied queues to become healthy; None: no check
+    health_wait: bool = True  # wait in the pass (gitopsq apply); False: judge once per pass (the controller)
+    dry_run_first: bool = True  # False only to measure what the dry-run phase costs (benchmarks/sync_bench.py)
 
 
 @dataclass(frozen=True, slots=True)
 class SyncResult:
-    """What one sync did; ``exit_code`` is what ``gitopsq apply`` returns (0 / 1 rejected / 3 failed)."""
+    """What one sync did; ``exit_code`` is what ``gitopsq apply`` returns: 0 applied or unchanged; 1 rejected,
+    refused by the dry run, or suspended (nothing applied); 3 failed, rolled back, unhealthy or stalled."""
 
     outcome: SyncOutcome
     revision: str | None
@@ -61,10 +73,16 @@ class SyncResult:
     validated: Validated | None = None
     error: str | None = None
     timings: Mapping[str, float] = field(default_factory=dict)
+    refusals: tuple[Failure, ...] = ()  # objects the API server's dry run refused
+    attempts: int = 0  # apply attempts (a failed write is retried from fresh state)
+    rollback: Execution | None = None  # what putting the last good revision back did
+    rolled_back_to: str | None = None
+    health: tuple[ObjectHealth, ...] | None = None  # None: not checked
 
     @property
     def exit_code(self) -> int:
-        return {"applied": EXIT_OK, "unchanged": EXIT_OK, "rejected": EXIT_REJECTED}.get(self.outcome, EXIT_RUNTIME)
+        return {"applied": EXIT_OK, "unchanged": EXIT_OK, "rejected": EXIT_REJECTED, "refused": EXIT_REJECTED,
+                "suspended": EXIT_REJECTED}.get(self.outcome, EXIT_RUNTIME)
 
     def to_json(self) -> dict[str, Any]:
         """The stable JSON form of a sync (``gitopsq apply --output json``; docs/sync.md)."""
@@ -88,10 +106,26 @@ class SyncResult:
             out["orphaned"] = [str(k) for k in plan.orphaned]
             out["emptyGuard"] = plan.empty_guard
         if execution is not None:
-            out["failed"] = [f.to_json() for f in execution.failed]
+            out["failed"] = [f.to_json() for f in execution.failed if f not in self.refusals]  # not twice
             out["notAttempted"] = [str(k) for k in execution.not_attempted]
             out["retries"] = execution.retries
             if execution.unverified:
                 out["unverified"] = [str(k) for k in execution.unverified]
+        locations = self.validated.locations if self.validated is not None else {}
+        if self.refusals:
+            out["refused"] = [{**f.to_json(), **_where(locations.get(f.key))} for f in self.refusals]
+        if self.attempts:
+            out["attempts"] = self.attempts
+        if self.rollback is not None:
+            out["rolledBackTo"] = self.rolled_back_to
+            out["rollback"] = {"applied": [str(k) for k in self.rollback.applied],
+                               "pruned": [str(k) for k in self.rollback.pruned],
+                               "failed": [f.to_json() for f in self.rollback.failed]}
+        if self.health is not None:
+            out["health"] = [h.to_json() for h in self.health]
         out["timings"] = {k: round(v, 4) for k, v in self.timings.items()}
         return out
+
+
+def _where(location: tuple[str, int] | None) -> dict[str, Any]:
+    return {"path": location[0], "line": location[1]} if location else {}

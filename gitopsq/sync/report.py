@@ -29,7 +29,8 @@ def audit_records(result: SyncResult, *, now: datetime, source_url: str,
                                     ("created" if any(a.key == k and a.reason == "create" for a in plan.applies)
                                      else "updated"))
                for k in (*execution.applied, *execution.pruned)]
-    result_word = "applied" if execution.ok else ("partial" if execution.applied or execution.pruned else "failed")
+    result_word = "failed" if result.outcome in ("refused", "rolled-back") else "applied" if execution.ok else \
+        ("partial" if execution.applied or execution.pruned else "failed")
     out = [records.sync_attempt(time=now, source_url=source_url, revision=sha,
                                 previous_revision=previous_revision, result=result_word, changes=changes,
                                 actor="gitopsq", message=result.error or "")]

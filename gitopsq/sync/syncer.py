@@ -6,7 +6,11 @@ The same `Syncer` serves ``gitopsq apply`` (one pass) and the controller's sync 
 the last validated revision in memory so a no-change reconcile neither re-reads Git nor re-validates).
 
 A revision is validated whole by the same pipeline as ``gitopsq check`` (gitopsq.sync.validate) before the
-first write; a rejected revision writes nothing but its status, and the last applied revision stays live. The
+first write; a rejected revision writes nothing but its status, and the last applied revision stays live. An
+accepted one is applied all or nothing (gitopsq.sync.whole): every object is dry-run on the API server first,
+a write that fails is retried from fresh state, and one that keeps failing is rolled back to the last good
+revision. After the apply, the queues' health is checked when asked (gitopsq.sync.health). A GitSource with
+``spec.suspend`` gets a Suspended condition and nothing else; ``spec.paths`` narrows the objects applied. The
 status of an executed plan is written in a ``finally``, so a pass that fails half-way never leaves the GitSource
 saying it is still applying. An inventory that cannot be read marks the GitSource Stalled: pruning from it
 would be a guess, and retrying cannot fix it (a person must).
@@ -18,31 +22,35 @@ import hashlib
 import re
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from gitopsq import logs
 from gitopsq.api.model import ObjectKey
 from gitopsq.cluster.apply import Execution, Executor, KubeRest, read_live, read_objects
 from gitopsq.cluster.status import SourceRef, SourceState, StatusStore, build_status
 from gitopsq.errors import GitopsqError, SourceError
+from gitopsq.progress import NullProgress, Progress
 from gitopsq.source.port import Source
+from gitopsq.sync.health import ObjectHealth, checked, summary, wait_healthy
 from gitopsq.sync.inventory import Inventory, InventoryFormatError, version_of
 from gitopsq.sync.model import SyncOptions, SyncOutcome, SyncResult, Validated, Validator
+from gitopsq.sync.outcomes import HEALTH_PENDING, OutcomeReports
 from gitopsq.sync.plan import Plan, build_plan, inventory_after, key_of_document
 from gitopsq.sync.report import audit_records
-from gitopsq.sync.validate import check_pipeline_validator
-
-_log = logs.get("sync")
+from gitopsq.sync.validate import check_pipeline_validator, within_paths
+from gitopsq.sync.whole import attempt, keys_of, rollback_plan
 
 TARGETED_READ_LIMIT = 200  # above this many changed objects, LISTs beat one GET each
 SOURCE_LABEL = "gitopsq.dev/source"  # on every applied object: <namespace>.<name> of its GitSource
 PROGRESS_THRESHOLD = 20  # plans with more writes than this first mark the GitSource Reconciling
 DEFAULT_OPTIONS = SyncOptions()
-INVENTORY_UNREADABLE = "InventoryUnreadable"  # the Ready/Stalled reason of a GitSource whose inventory is broken
+
+HEALTH_GRACE = 10.0  # seconds the controller's pass waits for a new revision's health before reporting it pending
+APPLY_ATTEMPTS = 3  # a failed write is retried from fresh state this many times in all, then rolled back
 
 
-class Syncer:
+class Syncer(OutcomeReports):
     """Syncs one source into one cluster, recording status in the GitSource ``ref``."""
 
     def __init__(self, source: Source, rest: KubeRest, ref: SourceRef, *, url: str,
@@ -61,6 +69,9 @@ class Syncer:
         self._applied_docs: tuple[str, Mapping[ObjectKey, Mapping[str, Any]]] | None = None
         # (revision, key -> resourceVersion at which live was seen equal to that revision's desired object)
         self._verified: tuple[str, dict[ObjectKey, str]] | None = None
+        self._health_since: tuple[str, float] | None = None  # (revision, monotonic time its health was first asked)
+        self.progress: Progress = NullProgress()  # `gitopsq apply` on a terminal sets a progress line
+        self.interval: float | None = None  # the GitSource's spec.interval, as read by the last pass
 
     # -- pipeline --------------------------------------------------------------------------------------------
 
@@ -74,7 +85,10 @@ class Syncer:
             return self._source_failed(err, options)
         timings["fetch"] = time.perf_counter() - started
         state = self._read_status(options)
-        validated = self._validate(sha, state)
+        self.interval = state.interval
+        if state.suspended and not options.dry_run:
+            return self._suspended(sha, state)
+        validated = within_paths(self._validate(sha, state), state.paths)
         timings["validate"] = time.perf_counter() - started
         if validated.rejected:
             return self._rejected(sha, state, validated, options)
@@ -90,15 +104,16 @@ class Syncer:
         timings["plan"] = time.perf_counter() - started
         if options.dry_run:
             execution = self.executor.execute(plan, dry_run=True)
-            return SyncResult("applied" if execution.ok else "failed", sha, True, plan, execution, validated,
-                              timings=timings)
-        if plan.is_noop and not plan.conflicts and state.last_applied == sha and _ready(state):
+            return SyncResult("applied" if execution.ok else "refused", sha, True, plan, execution, validated,
+                              timings=timings, refusals=execution.failed)
+        asked = options.health_timeout is not None and options.health_wait  # `apply --wait-health`: always judge
+        if plan.is_noop and not plan.conflicts and state.last_applied == sha and _ready(state) and not asked:
             nothing = Execution(False)
             self._applied_docs = (sha, {key_of_document(d): d for d in validated.documents})
             self._remember_verified(sha, plan, nothing, live)
             return SyncResult("unchanged", sha, False, plan, nothing, validated, timings=timings)
-        result = self._execute(sha, state, validated=validated, plan=plan, live=live, timings=timings,
-                               started=started)
+        result = self._execute(sha, state, validated=validated, plan=plan, live=live, inventory=inventory,
+                               options=options, timings=timings, started=started)
         timings["status"] = time.perf_counter() - started
         return result
 
@@ -121,9 +136,10 @@ class Syncer:
                           assume_unchanged=assumed, labels={SOURCE_LABEL: self.label_value})
 
     def _execute(self, sha: str, state: SourceState, *, validated: Validated, plan: Plan,
-                 live: Mapping[ObjectKey, Any], timings: dict[str, float], started: float) -> SyncResult:
-        """Carry the plan out and write its status in a ``finally``: a pass interrupted after it marked the
-        GitSource Reconciling records the failure instead of leaving "Applying revision" behind."""
+                 live: Mapping[ObjectKey, Any], inventory: Inventory, options: SyncOptions,
+                 timings: dict[str, float], started: float) -> SyncResult:
+        """Carry the plan out all or nothing (gitopsq.sync.whole) and report; a pass interrupted after it marked
+        the GitSource Reconciling records the failure instead of leaving "Applying revision" behind."""
         marked = False
         if len(plan.applies) + len(plan.prunes) > PROGRESS_THRESHOLD:  # long enough for Reconciling to mean much
             self.store.write(state, build_status(state.status, outcome="progressing", now=self.clock(),
@@ -133,26 +149,101 @@ class Syncer:
         result: SyncResult | None = None
         interrupted = "interrupted"
         try:
-            execution = self.executor.execute(plan)
-            timings["apply"] = time.perf_counter() - started
-            outcome: SyncOutcome = "failed" if not execution.ok else \
-                ("applied" if execution.applied or execution.pruned or sha != state.last_applied else "unchanged")
-            result = SyncResult(outcome, sha, False, plan, execution, validated, timings=timings)
+            result = self._apply_whole(sha, state, validated=validated, plan=plan, live=live, inventory=inventory,
+                                       options=options, timings=timings, started=started)
             return result
         except GitopsqError as err:
             interrupted = str(err)
             raise
         finally:
-            if result is not None and result.execution is not None:
-                execution = result.execution
-                self._report(state, result, inventory_after(plan, set(execution.applied), set(execution.pruned)))
-                if execution.ok:
-                    self._applied_docs = (sha, {key_of_document(d): d for d in validated.documents})
-                    self._remember_verified(sha, plan, execution, live)
-                else:
-                    self._verified = None
-            elif marked:
+            if result is None and marked:
                 self._interrupted(state, sha, interrupted)
+
+    def _apply_whole(self, sha: str, state: SourceState, *, validated: Validated, plan: Plan,
+                     live: Mapping[ObjectKey, Any], inventory: Inventory, options: SyncOptions,
+                     timings: dict[str, float], started: float) -> SyncResult:
+        """Dry-run then apply; a failed write is retried from fresh state (live re-read, plan rebuilt) up to
+        APPLY_ATTEMPTS times, then the last good revision is put back."""
+        created: set[ObjectKey] = set()
+        dry_seconds = 0.0
+        execution = Execution(False)
+        for number in range(1, APPLY_ATTEMPTS + 1):
+            tried = attempt(self.executor, plan, dry_run_first=options.dry_run_first, progress=self.progress)
+            dry_seconds += tried.dry_run_seconds
+            execution = tried.execution
+            made = set(execution.applied)
+            created |= {a.key for a in plan.applies if a.reason == "create" and a.key in made}
+            timings["dryRun"] = dry_seconds
+            timings["apply"] = time.perf_counter() - started
+            if tried.outcome == "refused" and number == 1:  # later, earlier attempts' writes are rolled back
+                return self._refused(sha, state, validated, plan, tried=tried, timings=timings)
+            if tried.outcome == "applied":
+                outcome: SyncOutcome = "applied" if execution.applied or execution.pruned or \
+                    sha != state.last_applied else "unchanged"
+                result = SyncResult(outcome, sha, False, plan, execution, validated, timings=timings,
+                                    attempts=number)
+                return self._succeeded(state, result, options, live)
+            if number < APPLY_ATTEMPTS:  # fresh state: what this attempt wrote is now in the inventory
+                inventory = inventory_after(plan, made, set(execution.pruned))
+                live = read_live(self.rest, keys_of(validated.documents, inventory),
+                                 selector=f"{SOURCE_LABEL}={self.label_value}")
+                plan = self._plan(sha, state, validated=validated, live=live, assumed=frozenset(),
+                                  inventory=inventory, options=options)
+        return self._roll_back(sha, state, validated=validated, plan=plan, execution=execution, created=created,
+                               timings=timings)
+
+    def _succeeded(self, state: SourceState, result: SyncResult, options: SyncOptions,
+                   live: Mapping[ObjectKey, Any]) -> SyncResult:
+        """Record a complete apply, with the queues' health when asked."""
+        plan, execution, sha = result.plan, result.execution, result.revision
+        assert plan is not None and execution is not None and sha is not None and result.validated is not None
+        self._applied_docs = (sha, {key_of_document(d): d for d in result.validated.documents})
+        self._remember_verified(sha, plan, execution, live)
+        inventory = inventory_after(plan, set(execution.applied), set(execution.pruned))
+        judged = self._health(state, sha, plan, options)
+        if judged is not None:
+            health, pending, state = judged
+            result = replace(result, health=tuple(health))
+            if not all(h.healthy for h in health):
+                result = replace(result, outcome="health-pending" if pending else "unhealthy", error=summary(health))
+        self._report(state, result, inventory)
+        return result
+
+    def _health(self, state: SourceState, sha: str, plan: Plan,
+                options: SyncOptions) -> tuple[list[ObjectHealth], bool, SourceState] | None:
+        """The applied queues' health, whether a verdict is still pending, and the GitSource as it now is
+        (None: not asked).
+
+        ``gitopsq apply`` waits in the pass, up to ``options.health_timeout``. The controller waits up to
+        HEALTH_GRACE in the pass that applied the revision, then judges once per pass and reports Reconciling
+        (HealthCheckPending) until the timeout, counted from that first pass, has passed; then the revision is
+        unhealthy (Stalled)."""
+        if options.health_timeout is None:
+            return None
+        keys = checked(plan.desired_inventory.key_set())
+        versions = {e.key: e.version for e in plan.desired_inventory.entries}
+        if self._health_since is None or self._health_since[0] != sha:
+            self._health_since = (sha, time.monotonic())
+            first = True
+        else:
+            first = False
+
+        def read(wanted: list[ObjectKey]) -> Mapping[ObjectKey, Any]:
+            return read_live(self.rest, [(k, versions[k]) for k in wanted],
+                             selector=f"{SOURCE_LABEL}={self.label_value}")
+
+        if not options.health_wait:  # a short grace on the pass that applied it: a running Kueue is that quick
+            grace = min(HEALTH_GRACE, options.health_timeout / 2) if first else 0.0
+            verdicts = wait_healthy(read, keys, timeout=grace)
+            return verdicts, time.monotonic() - self._health_since[1] < options.health_timeout, state
+        timeout = options.health_timeout if first else 0.0  # a revision already found unhealthy: judged again
+        if keys and timeout > 0:
+            self.store.write(state, build_status(
+                state.status, outcome="progressing", now=self.clock(), generation=state.generation,
+                attempted=sha, reason=HEALTH_PENDING,
+                message=f"Revision {sha} applied; waiting up to {timeout:g}s for {len(keys)} queues to be healthy"))
+            state = self.store.read()  # the final status is written against this one
+        return wait_healthy(read, keys, timeout=timeout), False, state
 
     def _read_live(self, sha: str, state: SourceState, docs: tuple[Mapping[str, Any], ...],
                    inventory: Inventory) -> tuple[dict[ObjectKey, Any], frozenset[ObjectKey]]:
@@ -223,108 +314,48 @@ class Syncer:
 
     # -- outcomes ----------------------------------------------------------------------------------------------
 
-    def _source_failed(self, err: SourceError, options: SyncOptions) -> SyncResult:
-        result = SyncResult("failed", None, options.dry_run, error=f"source unavailable: {err}")
-        if options.dry_run:
-            return result
-        state = self.store.read()
-        if state.exists:
-            status = build_status(state.status, outcome="source-unavailable", now=self.clock(),
-                                  generation=state.generation, message=str(err))
-            if self.store.write(state, status):
-                self.store.event(state, "SourceUnavailable", str(err), warning=True)
-        return result
-
-    def _rejected(self, sha: str, state: SourceState, validated: Validated, options: SyncOptions) -> SyncResult:
-        result = SyncResult("rejected", sha, options.dry_run, validated=validated, error=validated.reason)
-        if options.dry_run:
-            return result
-        first_time = state.last_rejected != sha
-        rejection = {"revision": sha, "time": _stamp(self.clock()) if first_time else
-                     ((state.status or {}).get("lastRejection") or {}).get("time"),
-                     "findings": [{k: v for k, v in f.items() if v is not None} for f in validated.findings[:50]]}
-        message = f"Revision {sha} rejected: {validated.reason}; revision {state.last_applied or 'none'} stays applied"
-        status = build_status(state.status, outcome="rejected", now=self.clock(), generation=state.generation,
-                              attempted=sha, rejection=rejection, message=message, reason=validated.reason_code)
-        self.store.write(state, status)
-        if first_time:
-            self.store.event(state, "Rejected", message, warning=True)
-            self._audit(audit_records(result, now=self.clock(), source_url=self.url,
-                                      previous_revision=state.last_applied))
-        return result
-
-    def _stalled(self, sha: str, state: SourceState, validated: Validated, err: InventoryFormatError,
-                 options: SyncOptions) -> SyncResult:
-        """The inventory in the status does not parse: nothing is pruned or applied from a guess, and the
-        GitSource says Stalled (final until someone repairs or clears ``status.inventory``)."""
-        message = f"GitSource {self.store.ref} has an unreadable inventory: {err}"
-        result = SyncResult("stalled", sha, options.dry_run, validated=validated, error=message)
-        if options.dry_run:
-            return result
-        status = build_status(state.status, outcome="rejected", now=self.clock(), generation=state.generation,
-                              attempted=sha, message=message, reason=INVENTORY_UNREADABLE)
-        if self.store.write(state, status):
-            self.store.event(state, "SyncFailed", message, warning=True)
-        return result
-
-    def _interrupted(self, state: SourceState, sha: str, error: str) -> None:
-        """Best effort: the API that failed the pass may refuse this write too; the pass's error is the news."""
-        status = build_status(state.status, outcome="failed", now=self.clock(), generation=state.generation,
-                              attempted=sha, message=f"Revision {sha} not applied: {error}")
+    def _roll_back(self, sha: str, state: SourceState, *, validated: Validated, plan: Plan, execution: Execution,
+                   created: set[ObjectKey], timings: dict[str, float]) -> SyncResult:
+        """Every attempt failed a write: put the last good revision's objects back (re-apply what was changed,
+        delete what was created) from fresh live state, and say so in status, an Event and the audit trail."""
+        good = state.last_applied
+        failed = "; ".join(f"{f.key}: {f.reason}" for f in execution.failed) or "prunes held back"
+        undone: Execution | None = None
         try:
-            self.store.write(state, status)
+            old_docs = self._documents_of(good, state)
+            before = Inventory.from_status((state.status or {}).get("inventory"))
+            extra = [e for e in plan.desired_inventory.entries if e.key in created and e.key not in before.key_set()]
+            tracked = Inventory.of([*before.entries, *extra])
+            live = read_live(self.rest, keys_of(old_docs, tracked), selector=f"{SOURCE_LABEL}={self.label_value}")
+            back = rollback_plan(build_plan(good or sha, old_docs, live, tracked, prune=True, allow_empty=True,
+                                            previous={key_of_document(d): d for d in old_docs},
+                                            labels={SOURCE_LABEL: self.label_value}), created)
+            undone = self.executor.execute(back)
+            inventory = inventory_after(back, set(undone.applied), set(undone.pruned))
+            how = (f"{len(undone.applied)} re-applied, {len(undone.pruned)} deleted" if undone.ok else
+                   "rollback incomplete: " + "; ".join(f"{f.key}: {f.reason}" for f in undone.failed))
         except GitopsqError as err:
-            _log.warning("status of an interrupted sync not written", error=str(err))
+            inventory = inventory_after(plan, set(execution.applied), set(execution.pruned))
+            how = f"rollback failed: {err}"
+        message = (f"Revision {sha} not applied: {failed} (after {APPLY_ATTEMPTS} attempts); rolled back to "
+                   f"revision {good or 'none'} ({how})")
+        result = SyncResult("rolled-back", sha, False, plan, execution, validated, error=message, timings=timings,
+                            attempts=APPLY_ATTEMPTS, rollback=undone, rolled_back_to=good)
+        self._verified = None
+        self.store.write(state, build_status(state.status, outcome="rolled-back", now=self.clock(),
+                                             generation=state.generation, attempted=sha,
+                                             inventory=inventory.to_status(), message=message))
+        self.store.event(state, "RolledBack", message, warning=True)
+        self._audit(audit_records(result, now=self.clock(), source_url=self.url, previous_revision=good))
+        return result
 
-    def _report(self, state: SourceState, result: SyncResult, inventory: Inventory) -> None:
-        plan, execution = result.plan, result.execution
-        assert plan is not None and execution is not None
-        sha = result.revision
-        conflicts = [f"{c.key}: {c.manager}" for c in plan.conflicts]
-        if execution.ok:
-            parts = [f"Applied revision {sha}: {len(execution.applied)} applied, {len(execution.pruned)} pruned, "
-                     f"{len(plan.unchanged)} unchanged"]
-            if conflicts:
-                parts.append(f"{len(conflicts)} left to another manager ({'; '.join(conflicts)})")
-            if plan.pending_prune:
-                parts.append(f"{len(plan.pending_prune)} no longer in Git but not pruned")
-            status = build_status(state.status, outcome="applied", now=self.clock(), generation=state.generation,
-                                  attempted=sha, applied=sha, inventory=inventory.to_status(),
-                                  message="; ".join(parts))
-        else:
-            failed = "; ".join(f"{f.key}: {f.reason}" for f in execution.failed)
-            status = build_status(state.status, outcome="failed", now=self.clock(), generation=state.generation,
-                                  attempted=sha, inventory=inventory.to_status(),
-                                  message=f"Revision {sha} partly applied ({len(execution.applied)} applied, "
-                                          f"{len(execution.failed)} failed, {len(execution.not_attempted)} prunes "
-                                          f"held back): {failed}")
-        status["conflicts"] = conflicts
-        old_conflicts = (state.status or {}).get("conflicts") or []
-        self.store.write(state, status)
-        drifted = plan.drifted
-        changed = [k for k in execution.applied if k not in set(drifted)] + list(execution.pruned)
-        if not execution.ok:
-            self.store.event(state, "SyncFailed", status["conditions"][0]["message"], warning=True)
-        if changed:
-            self.store.event(state, "Synced", status["conditions"][0]["message"])
-        if drifted and execution.ok:
-            self.store.event(state, "DriftCorrected",
-                             f"Corrected drift on {', '.join(str(k) for k in drifted)} (revision {sha})")
-        if conflicts and conflicts != old_conflicts:
-            self.store.event(state, "ConflictDetected", "; ".join(conflicts), warning=True)
-        if changed or drifted or not execution.ok:
-            self._audit(audit_records(result, now=self.clock(), source_url=self.url,
-                                      previous_revision=state.last_applied))
-
-    def _audit(self, records: list[Any]) -> None:
-        if self.audit is None:
-            return
-        for record in records:
-            try:
-                self.audit.record(record)
-            except Exception as err:  # the audit trail has its own WAL and retries; a sync never fails on it
-                _log.warning("audit record not written", error=str(err))
-
+    def _documents_of(self, revision: str | None, state: SourceState) -> tuple[Mapping[str, Any], ...]:
+        """The objects of ``revision`` (the last good one): remembered, or read and validated again from Git."""
+        if revision is None:
+            return ()
+        if self._applied_docs is not None and self._applied_docs[0] == revision:
+            return tuple(self._applied_docs[1].values())
+        return within_paths(self.validator(self.source, revision, None), state.paths).documents
 
 def default_source_name(repo: str) -> str:
     """A GitSource name from the repository's last path component (``…/queues.git`` → ``queues``)."""

@@ -3,12 +3,15 @@ to the `Validated` the `Syncer` works with."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from gitopsq.api.codec import encode
 from gitopsq.manifests import finding_json
 from gitopsq.source.port import Source
 from gitopsq.sync.model import Validated, Validator
+from gitopsq.sync.plan import key_of_document
 from gitopsq.trust import ForgeApprovals
 from gitopsq.validation import ValidationCache, validate_revision
 
@@ -40,7 +43,24 @@ def from_report(report: Any) -> Validated:
         findings.append(item)
     errors = [f for f in report.findings if f.is_error]
     documents = tuple(encode(o) for o in report.objects) + tuple(dict(p.doc) for p in report.passthrough)
+    places = [(e.path, e.line) for e in report.entries] + [(p.path, p.line) for p in report.passthrough]
+    locations = {key_of_document(d): place for d, place in zip(documents, places, strict=True)}
     reason = f"{len(errors)} error(s), first: {errors[0]}" if errors else ""
     policy_only = bool(errors) and all(f.code.startswith("policy") for f in errors)
     return Validated(documents, tuple(findings), bool(errors), reason,
-                     "PolicyDenied" if policy_only else "ValidationFailed")
+                     "PolicyDenied" if policy_only else "ValidationFailed", locations)
+
+
+def within_paths(validated: Validated, paths: tuple[str, ...]) -> Validated:
+    """Only the objects from files under ``paths`` (the GitSource's ``spec.paths``; all when empty). The
+    revision is validated whole all the same: references between files need every file."""
+    roots = [p.strip("/").removeprefix("./").strip("/") for p in paths]
+    if not roots or "" in roots or "." in roots:
+        return validated
+    where = validated.locations
+
+    def inside(doc: Mapping[str, Any]) -> bool:
+        path = where.get(key_of_document(doc), ("", 0))[0]
+        return any(path == r or path.startswith(r + "/") for r in roots)
+
+    return replace(validated, documents=tuple(d for d in validated.documents if inside(d)))

@@ -57,14 +57,17 @@ def test_tree_state_follows_usage_and_holders() -> None:
     assert tree_state(scope) == after and during not in (before, after)
 
 
-def test_entry_copy_carries_every_field() -> None:
-    """A remembered nomination is handed out as a copy equal to it in every field, sharing no mutable part."""
+def test_entry_copy_carries_every_field_but_the_cycles_flag() -> None:
+    """A remembered nomination is handed out as a copy equal to it in every field nomination sets, sharing no
+    mutable part, with `preemptor` (set by a cycle on the remembered entry itself) unset as in a fresh one."""
     sim = Sim(flavor("default"), cq("a", quotas={"default": {"cpu": "4"}}), lq("ns", "q", "a"))
     w = sim.engine.submit(key="ns/w", namespace="ns", queue="q", priority=0, created=0.0, pod_sets=one("1"))
     entry = cycle.nominate(sim.engine.state, w, sim.engine.topology.queues["a"])
     entry.reserve = {("default", "cpu"): 1000}
+    entry.preemptor = True
     copy = entry.copy()
-    assert all(getattr(copy, f.name) == getattr(entry, f.name) for f in fields(entry))
+    assert all(getattr(copy, f.name) == getattr(entry, f.name) for f in fields(entry) if f.name != "preemptor")
+    assert copy.preemptor is False
     assert copy.targets is not entry.targets and copy.reserve is not entry.reserve
 
 

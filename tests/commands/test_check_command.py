@@ -90,7 +90,7 @@ def test_json_output_is_stable(template_repo: Path, capsys: pytest.CaptureFixtur
     assert code == 0
     assert set(data) == {"repository", "version", "revision", "ok", "summary", "findings", "objects"}
     assert data["ok"] is True and data["findings"] == []
-    assert data["summary"] == {"files": 10, "objects": 24, "errors": 0, "warnings": 0}
+    assert data["summary"] == {"files": 11, "objects": 26, "errors": 0, "warnings": 0}
     assert {"kind": "ClusterQueue", "namespace": None, "name": "serving", "apiVersion": "kueue.x-k8s.io/v1beta2",
             "path": "teams/serving/cluster-queue.yaml", "line": 2} in data["objects"]
 

@@ -107,7 +107,7 @@ def test_check_dot_in_a_subdirectory_checks_the_repository(template_repo: Path, 
     monkeypatch.chdir(template_repo / "teams" / "serving")
     code, out, err = run(capsys, "check", ".")
     assert code == 0, out + err
-    assert out.splitlines()[-1].startswith(f"✓ {template_repo} at {head[:12]}: 24 objects in 10 files valid")
+    assert out.splitlines()[-1].startswith(f"✓ {template_repo} at {head[:12]}: 26 objects in 11 files valid")
     assert err == ""
     code, out, _ = run(capsys, "render", ".", "--output", "json")
     assert code == 0 and json.loads(out)["revision"] == head
@@ -131,7 +131,7 @@ def test_queue_repository_inside_another_project_is_found_by_its_config(capsys: 
     monkeypatch.chdir(TEMPLATE / "teams")
     code, out, err = run(capsys, "check", ".")
     assert code == 0, out + err
-    assert out.splitlines()[-1].startswith(f"✓ {TEMPLATE} at WORKTREE: 24 objects")
+    assert out.splitlines()[-1].startswith(f"✓ {TEMPLATE} at WORKTREE: 26 objects")
 
 
 def test_outside_any_repository_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -168,7 +168,7 @@ def test_render_json_has_the_documented_shape(template_repo: Path, capsys: pytes
     data = json.loads(out)
     assert list(data) == ["version", "repository", "revision", "ok", "findings", "items"]
     assert data["version"] == 1 and data["ok"] is True and data["findings"] == []
-    assert len(data["items"]) == 24 and data["items"][0]["kind"] == "Namespace"
+    assert len(data["items"]) == 26 and data["items"][0]["kind"] == "Namespace"
     _, yaml_out, _ = run(capsys, "render", str(template_repo))
     import yaml
     assert list(yaml.safe_load_all(yaml_out)) == data["items"]

@@ -118,7 +118,7 @@ def test_a_pass_interrupted_after_marking_progress_records_the_failure(rig: Envt
     sha = repo.commit("many queues")
     syncer = make_syncer(rig, repo)
 
-    def execute(plan: Any, dry_run: bool = False) -> Any:
+    def execute(plan: Any, dry_run: bool = False, **_: Any) -> Any:
         raise ClusterUnavailable("connection reset by peer")
 
     syncer.executor.execute = execute  # type: ignore[method-assign]
@@ -251,24 +251,6 @@ def test_dry_run_writes_nothing(rig: Envtest, repo: QueueRepo) -> None:
     assert get(rig, f"/apis/gitopsq.dev/v1alpha1/namespaces/{NS}/gitsources/{repo.tag}") is None
 
 
-def test_partial_failure_is_reported_and_retried(rig: Envtest, repo: QueueRepo) -> None:
-    """An object the API refuses fails the sync (others applied, prunes held); the next sync completes it."""
-    missing = f"{repo.tag}-later"
-    queue = repo.lq(missing).replace(f"clusterQueue: {missing}", f"clusterQueue: {repo.team_a}")
-    repo.write("queues/extra.yaml", queue)
-    repo.commit("queue in a namespace nobody created")
-    syncer = make_syncer(rig, repo)
-    result = syncer.sync()
-    assert result.outcome == "failed" and result.exit_code == 3
-    assert [(f.key.namespace, f.operation) for f in result.execution.failed] == [(missing, "apply")]
-    assert len(result.execution.applied) == 7
-    assert conditions(gitsource(rig, repo))["Ready"] == ("False", "ReconciliationFailed")
-    assert "SyncFailed" in [e["reason"] for e in syncer.store.events()]
-    rig.kubectl("create", "namespace", missing)
-    again = syncer.sync()
-    assert again.outcome == "applied" and [a.key.namespace for a in again.plan.applies] == [missing]
-
-
 def test_sync_completes_across_an_api_server_restart(rig: Envtest, repo: QueueRepo) -> None:
     """The API server restarting in the middle of a sync delays it; the sync then completes every object."""
     for i in range(30):
@@ -374,12 +356,12 @@ def test_unreachable_remote_keeps_the_applied_state_and_says_so(rig: Envtest, re
 
 
 def test_object_created_by_someone_else_is_not_forced(rig: Envtest, repo: QueueRepo) -> None:
-    """A ClusterQueue another field manager created with other values is not taken over by force: the apply is
-    reported as a field-manager conflict and the sync fails, leaving that object as it was."""
+    """A ClusterQueue another field manager created with other values is not taken over by force: the dry run
+    reports a field-manager conflict, the revision is refused whole and that object stays as it was."""
     rig.kubectl("apply", "--server-side", "--field-manager", "someone-else", "-f", "-",
                 stdin=repo.cq(repo.team_a, cpu="4"))
     result = make_syncer(rig, repo).sync()
-    assert result.outcome == "failed"
-    assert [(f.key.name, f.conflict) for f in result.execution.failed] == [(repo.team_a, True)]
+    assert result.outcome == "refused" and result.exit_code == 1
+    assert [(f.key.name, f.conflict) for f in result.refusals] == [(repo.team_a, True)]
     assert cpu_of(cq_live(rig, repo.team_a)) == "4"
-    assert cq_live(rig, repo.team_b) is not None
+    assert cq_live(rig, repo.team_b) is None  # all or nothing: the rest of the revision waits too

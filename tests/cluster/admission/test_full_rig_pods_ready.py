@@ -21,12 +21,13 @@ from gitopsq.cluster.admission.workload_status import parse_time
 pytestmark = pytest.mark.envtest
 
 PODS_READY = WaitForPodsReady(enable=True, timeout=2.0, requeuing_strategy=RequeuingStrategy(
-    backoff_limit_count=1, backoff_base_seconds=2, backoff_max_seconds=10))
+    backoff_limit_count=1, backoff_base_seconds=5, backoff_max_seconds=20))
+# A 5 s backoff: long enough that a poll on a loaded 2-core machine sees the Requeued=False window.
 
 
 @pytest.fixture
 def gang_loop(full_kueue: FullCluster) -> Iterator[RunningLoop]:
-    """The admission loop on the full rig with waitForPodsReady on (2 s timeout, 2 s backoff, one requeue)."""
+    """The admission loop on the full rig with waitForPodsReady on (2 s timeout, 5 s backoff, one requeue)."""
     full_kueue.delete_all()
     try:
         with RunningLoop(full_kueue, dataclasses.replace(FAST, wait_for_pods_ready=PODS_READY)) as running_loop:
@@ -63,7 +64,7 @@ def test_a_gang_that_cannot_be_placed_times_out_backs_off_and_is_deactivated(
         gang_loop: RunningLoop, node_pools: NodePools) -> None:
     """Quota for 8 GPUs but one 4-GPU node: a Job of 2 × 4 GPUs is admitted, one pod stays unschedulable, and
     after the 2 s timeout it is evicted (PodsReadyTimeout, Kueue's message, requeueState count 1 and requeueAt
-    2 s on), its Job stopped and its quota returned; it stays out (Requeued=False) until requeueAt, is requeued
+    5 s on), its Job stopped and its quota returned; it stays out (Requeued=False) until requeueAt, is requeued
     (BackoffFinished), admitted and timed out again, and this time deactivated
     (DeactivatedDueToRequeuingLimitExceeded) with its quota returned for good."""
     cluster: FullCluster = node_pools.cluster
@@ -88,7 +89,8 @@ def test_a_gang_that_cannot_be_placed_times_out_backs_off_and_is_deactivated(
         assert parse_time(evicted["lastTransitionTime"]) - admitted_at >= PODS_READY.timeout - 1
         state = wl["status"]["requeueState"]
         assert state["count"] == 1
-        assert parse_time(state["requeueAt"]) - parse_time(evicted["lastTransitionTime"]) == pytest.approx(2, abs=1)
+        assert parse_time(state["requeueAt"]) - parse_time(evicted["lastTransitionTime"]) == pytest.approx(
+            PODS_READY.requeuing_strategy.backoff_base_seconds, abs=1)
 
         # Quota back once the Job has stopped; out of the queue until requeueAt, then requeued.
         seen: list[tuple[str, str]] = []
