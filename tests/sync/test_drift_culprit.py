@@ -47,3 +47,5 @@ def test_drift_record_names_the_field_and_the_manager(kueue_clean: Envtest, tmp_
     assert field["path"].endswith("resources[cpu].nominalQuota") and (field["old"], field["new"]) == ("999", "8")
     assert drift["actor"] == "kubectl-patch"
     assert "nominalQuota was 999, put back to 8 (changed by kubectl-patch)" in drift["message"]
+    (event,) = [e for e in syncer.store.events() if e["reason"] == "DriftCorrected"]
+    assert "nominalQuota was 999, put back to 8 (changed by kubectl-patch)" in event["message"]
