@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,9 +21,12 @@ from gitopsq.errors import Location, SourceError
 from gitopsq.manifests.config import parse_config
 from gitopsq.manifests.config_model import CONFIG_PATH, RepoConfig
 from gitopsq.manifests.report import Report
+from gitopsq.policy.forge_merge import forge_of
+from gitopsq.source.keyring import signing_keys
 from gitopsq.source.signatures import SignatureVerifier
 
 _SOURCE_FAILURES = (SourceError, ValueError, KeyError, AttributeError)
+ForgeApprovals = Callable[[str], Sequence[Mapping[str, Any]]]
 MAX_POLICY_FILE_BYTES = 2 * 1024 * 1024
 
 
@@ -60,10 +63,12 @@ def _untrusted(base: str, why: str) -> Finding:
         location=Location(CONFIG_PATH, None))
 
 
-def commits_for_policy(source: Any, base: str | None, head: str,
-                       trust: RepoConfig | None) -> tuple[list[dict[str, Any]], Finding | None]:
+def commits_for_policy(source: Any, base: str | None, head: str, trust: RepoConfig | None,
+                       forge_approvals: ForgeApprovals | None = None) -> tuple[list[dict[str, Any]], Finding | None]:
     """Every commit of ``base..head`` (merge parents' commits included), oldest first, as policies see them; or
-    a finding when the history cannot be read (a shallow clone): then nothing is judged as signed."""
+    a finding when the history cannot be read (a shallow clone): then nothing is judged as signed.
+    ``forge_approvals(sha)`` gives the approvals of the pull request a forge-signed commit merged (raises
+    ForgeError when the forge cannot say: the caller retries rather than judging without them)."""
     try:
         if base is None or not hasattr(source, "commits_between"):
             infos = (source.commit_info(head),)
@@ -75,13 +80,8 @@ def commits_for_policy(source: Any, base: str | None, head: str,
             "history-unreadable", f"cannot read the commits between {base or 'the root'} and {head[:12]}: {err}; "
             "every commit of a change is judged (fetch the full history: git fetch --unshallow; in CI "
             "fetch-depth: 0)", location=Location(CONFIG_PATH, None))
-    keys: dict[str, list[str]] = {}
-    for team in trust.teams if trust is not None else ():
-        for person in team.maintainers:
-            if person.signing_keys:
-                keys.setdefault(person.email or person.name, []).extend(person.signing_keys)
     out = []
-    with SignatureVerifier(keys) as verifier:
+    with SignatureVerifier(signing_keys(trust)) as verifier:
         for info, paths in zip(infos, touched, strict=True):
             status = verifier.verify(info)
             out.append({"sha": info.sha, "message": info.message, "changedPaths": list(paths),
@@ -89,6 +89,9 @@ def commits_for_policy(source: Any, base: str | None, head: str,
                         "committer": {"name": info.committer.name, "email": info.committer.email},
                         "signature": {"state": status.state, "kind": status.kind or "", "signer": status.signer or "",
                                       "fingerprint": status.fingerprint or "", "reason": status.reason}})
+            if forge_approvals is not None and status.state == "good" and forge_of(status.signer or ""):
+                # The forge signed it: who approved the merged pull request decides (gitopsq.policy.forge_merge).
+                out[-1]["forgeApprovals"] = list(forge_approvals(info.sha))
     return out, None
 
 

@@ -24,7 +24,7 @@ from gitopsq.policy import SourcedObject, Verdict, build_policy_input, evaluate,
 from gitopsq.policy.placement import cluster_scoped_findings
 from gitopsq.policy.revision import PolicyOutcome, head_verdicts, raw_config, sourced_objects
 from gitopsq.source import DirectorySource
-from gitopsq.trust import BaseTrust, base_trust, commits_for_policy
+from gitopsq.trust import BaseTrust, ForgeApprovals, base_trust, commits_for_policy
 from gitopsq.trust import policy_files as trusted_policy_files
 
 
@@ -130,7 +130,8 @@ def touched_paths(source: Any, base: str | None, head: str) -> tuple[str, ...]:
 
 def judge(source: Any, head: str, head_report: Report, *, base: str | None, base_report: Report | None,
           backend: str | None = None, cache: ValidationCache | None = None,
-          trust: BaseTrust | None = None) -> tuple[PolicyOutcome, tuple[str, ...]]:
+          trust: BaseTrust | None = None,
+          forge_approvals: ForgeApprovals | None = None) -> tuple[PolicyOutcome, tuple[str, ...]]:
     """Run the policies on the change ``base`` → ``head``; returns the outcome and the touched paths.
 
     Everything that judges comes from the trusted base (docs/policy.md "Trust"): the maintainers and their keys,
@@ -146,7 +147,7 @@ def judge(source: Any, head: str, head_report: Report, *, base: str | None, base
     commit: dict[str, Any] | None = None  # a plain directory has no commit: identity rules do not apply
     commits: list[dict[str, Any]] = []
     if not isinstance(source, DirectorySource):
-        commits, problem = commits_for_policy(source, base, head, config)
+        commits, problem = commits_for_policy(source, base, head, config, forge_approvals)
         if problem is not None:
             problems.append(problem)
         head_commit = next((c for c in commits if c["sha"] == head), None)
@@ -211,7 +212,8 @@ def verdict_finding(verdict: Verdict) -> Finding:
 
 
 def validate_revision(source: Any, commit: str, *, base: str | bool | None = True,
-                      cache: MutableMapping[str, Any] | None = None, backend: str | None = None) -> Validation:
+                      cache: MutableMapping[str, Any] | None = None, backend: str | None = None,
+                      forge_approvals: ForgeApprovals | None = None) -> Validation:
     """Check ``commit`` and judge it against ``base``.
 
     ``base=True`` (the default) judges the change the commit itself brings (against its first parent; a root
@@ -243,6 +245,6 @@ def validate_revision(source: Any, commit: str, *, base: str | bool | None = Tru
         return Validation(head_report, base_sha, base_report, PolicyOutcome(()), touched_paths(source, base_sha,
                                                                                                 commit))
     outcome, touched = judge(source, commit, head_report, base=base_sha, base_report=base_report, backend=backend,
-                             cache=cached, trust=trust)
+                             cache=cached, trust=trust, forge_approvals=forge_approvals)
     extra = list(outcome.findings) + [verdict_finding(v) for v in outcome.verdicts if not v.allowed]
     return Validation(head_report.with_findings(extra), base_sha, base_report, outcome, touched)

@@ -101,18 +101,28 @@ class PolicyVerdict:
 
 @dataclass(frozen=True, slots=True)
 class Approval:
-    """Someone who approved the change: ``source`` is ``merge``, ``Reviewed-by`` or ``Approved-by``."""
+    """Someone who approved the change: ``source`` is ``merge``, ``Reviewed-by``, ``Approved-by`` or ``review``
+    (an approving review read from the forge: ``forge`` names it, ``pullRequest`` the merged pull request,
+    ``login`` the reviewer's forge account and ``approvedCommit`` the revision the review approved; ``commit`` is
+    then the merge or squash commit that brought the pull request in)."""
 
     name: str
     email: str
     source: str
     commit: str
     time: datetime | None = None
+    forge: str | None = None
+    pull_request: int | None = None
+    login: str | None = None
+    approved_commit: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "email": self.email, "source": self.source, "commit": self.commit}
         if self.time is not None:
             out["time"] = format_time(self.time)
+        if self.forge is not None:
+            out.update({"forge": self.forge, "pullRequest": self.pull_request, "login": self.login,
+                        "approvedCommit": self.approved_commit})
         return out
 
 
@@ -192,12 +202,15 @@ def sync_attempt(*, time: datetime, source_url: str, revision: str, previous_rev
 
 
 def sync_drift_corrected(*, time: datetime, source_url: str, revision: str,
-                         changes: Sequence[ObjectChange], actor: str | None = None, message: str = "") -> Record:
-    """Live objects differed from the applied revision and were put back."""
-    return _build(RecordType.SYNC_DRIFT_CORRECTED, time, [redact_text(source_url), revision], {
-        "source": _source(source_url), "revision": revision, "changes": [c.to_json() for c in changes],
-        "actor": actor, "message": message,
-    })
+                         changes: Sequence[ObjectChange], actor: str | None = None, message: str = "",
+                         drift: Sequence[Mapping[str, Any]] = ()) -> Record:
+    """Live objects differed from the applied revision and were put back; ``drift`` says, per object, which
+    fields (``{path, op, old, new}``: ``old`` the live value undone, ``new`` Git's) and which field managers."""
+    data: dict[str, Any] = {"source": _source(source_url), "revision": revision,
+                            "changes": [c.to_json() for c in changes], "actor": actor, "message": message}
+    if drift:
+        data["drift"] = [dict(d) for d in drift]
+    return _build(RecordType.SYNC_DRIFT_CORRECTED, time, [redact_text(source_url), revision], data)
 
 
 def sync_rejected(*, time: datetime, source_url: str, revision: str, reason: str,

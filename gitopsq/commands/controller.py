@@ -62,6 +62,21 @@ import click
               help="SSH private key that signs audit commits.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Where remote mirrors live.")
 @click.option("--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True)
+@click.option("--forge", type=click.Choice(["gitea", "github", "gitlab"]), default=None,
+              help="Forge hosting --repo: commit statuses on each revision and approvals from its reviews.")
+@click.option("--forge-url", default=None, help="Forge API base URL [GitHub and GitLab: their SaaS].")
+@click.option("--forge-repo", default=None, help="OWNER/NAME of the repository on the forge (GitLab: group/project).")
+@click.option("--forge-token-file", type=click.Path(dir_okay=False), default=None,
+              help="File holding the forge token (a mounted Secret) [default: $GITOPSQ_FORGE_TOKEN].")
+@click.option("--status-context", default="gitopsq/sync", show_default=True, help="Name of the commit status.")
+@click.option("--status-url", default=None, help="Link shown with the commit status (a dashboard).")
+@click.option("--notify-webhook", multiple=True, help="Generic JSON webhook for notifications (repeatable).")
+@click.option("--notify-webhook-secret-file", type=click.Path(dir_okay=False), default=None,
+              help="File holding the HMAC secret that signs generic webhook bodies (X-Gitopsq-Signature).")
+@click.option("--notify-slack-url-file", type=click.Path(dir_okay=False), default=None,
+              help="File holding a Slack-compatible incoming-webhook URL (its path is the secret).")
+@click.option("--drift-notify-after", default=3, show_default=True, type=int,
+              help="Notify when one object's drift is corrected this many times within an hour.")
 def command(**flags: Any) -> None:
     """Sync REPO into the cluster and admit queued workloads; one writer per Lease, webhooks on every replica."""
     # Imported here for CLI start-up time: `gitopsq controller --help` need not load the Kubernetes client.

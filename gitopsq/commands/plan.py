@@ -173,7 +173,16 @@ def make_plan(repo: str, base_rev: str, head_rev: str, *, cluster: str | None = 
                                      base_settings=base_settings, head_settings=head_settings)
     return build_plan(repository=source.display, base_ref=base_rev, base_sha=base_sha, base=base_report,
                       head_ref=head_rev, head_sha=head_sha, head=head_report, touched_paths=touched, history=history,
-                      policies=policies, notes=notes, impact=impact, trace=trace_impact, impact_notes=impact_notes)
+                      policies=policies, notes=notes, impact=impact, trace=trace_impact, impact_notes=impact_notes,
+                      authors=_authors(source, base_sha, head_sha))
+
+
+def _authors(source: Any, base: str, head: str) -> list[str]:
+    """The e-mails of the authors of the pull request's own commits (merges aside); [] when unreadable."""
+    try:
+        return [c.author.email for c in source.commits_between(base, head) if not c.is_merge]
+    except (SourceError, AttributeError, ValueError):
+        return []
 
 
 @click.command(name="plan")

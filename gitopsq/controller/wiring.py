@@ -24,9 +24,11 @@ from gitopsq.cluster.leader import LeaderElector, LeaseConfig
 from gitopsq.cluster.status import SourceRef
 from gitopsq.controller.audit import LeaderAudit
 from gitopsq.controller.endpoints import HttpEndpoints
+from gitopsq.controller.forge_wiring import forge_reporter
 from gitopsq.controller.job_webhook import start_job_webhook
 from gitopsq.controller.manager import Controller, LeadershipHook, RoleHook, Runnable, WakingRunnable, parse_duration
 from gitopsq.errors import GitopsqError, UsageError
+from gitopsq.forge.approvals import approvals_reader
 from gitopsq.metrics import KueueMetrics, SyncMetrics, serve
 from gitopsq.source import open_source
 from gitopsq.sync.audit import SyncAuditRecords
@@ -34,6 +36,7 @@ from gitopsq.sync.loop import SyncLoop
 from gitopsq.sync.model import SyncOptions
 from gitopsq.sync.repo_config import audit_config, repo_config
 from gitopsq.sync.syncer import Syncer, default_source_name
+from gitopsq.sync.validate import check_pipeline_validator
 from gitopsq.webhook.push import GitWebhook, read_secret
 
 _log = logs.get("controller")
@@ -97,7 +100,7 @@ class Wiring:
         f = self.f
         # Our own registry: the default one describes collectors by collecting them, which refuses Kueue's
         # gauge kueue_finished_workloads beside the counter kueue_finished_workloads_total.
-        registry = CollectorRegistry()
+        registry = self.registry = CollectorRegistry()
         for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
             registry.register(collector)
         self.source: Any = None
@@ -143,15 +146,20 @@ class Wiring:
 
     def _sync_loop(self) -> Any:
         f = self.f
+        self.reporter = forge_reporter(f, self.source.display, self.registry)
+        self.closers.append(self.reporter.close)
         syncer = Syncer(self.source, KubeRest(self.api_client), SourceRef(f["namespace"], self.source_name()),
-                        url=self.source.display)
+                        url=self.source.display, validator=self.reporter.validator(check_pipeline_validator(
+                            approvals_reader(self.reporter.forge) if self.reporter.forge is not None else None)))
         if self.audit is not None:
-            syncer.audit = SyncAuditRecords(self.audit, self.source, syncer.validated_at)
+            syncer.audit = SyncAuditRecords(self.audit, self.source, syncer.validated_at, forge=self.reporter.forge)
+
         return SyncLoop(syncer, SyncOptions(rev=f["branch"], prune=f["prune"]), interval=self.poll,
                         drift_interval=self.drift, on_result=self._on_sync)
 
     def _on_sync(self, result: Any) -> None:
         self.sync_metrics.observe(result)
+        self.reporter.observe(result)  # commit status and notifications: queued, never waited for
         if getattr(result, "outcome", None) in ("applied", "unchanged"):
             self._configure_admission(getattr(result, "revision", None))
 

@@ -52,12 +52,17 @@ class Gitea:
 
     def approvals(self, pr: int) -> tuple[Approval, ...]:
         rows: list[Review] = []
+        emails: dict[str, str] = {}
         for r in self.http.pages(f"{self._repo}/pulls/{pr}/reviews", size_param="limit"):
             if r.get("dismissed"):
                 continue
-            rows.append((_login(r.get("user")), str(r.get("state") or ""), r.get("submitted_at"), r.get("commit_id")))
+            who = _login(r.get("user"))
+            email = str((r.get("user") or {}).get("email") or "")
+            if who and email:  # a reviewer who keeps it private shows a placeholder that matches no maintainer
+                emails[who] = email
+            rows.append((who, str(r.get("state") or ""), r.get("submitted_at"), r.get("commit_id")))
         verdicts = latest_verdicts(rows)
-        return tuple(Approval(reviewer=who, at=at, commit=commit, forge=self.name)
+        return tuple(Approval(reviewer=who, at=at, commit=commit, forge=self.name, email=emails.get(who))
                      for who, (verdict, at, commit) in verdicts.items() if verdict == "APPROVED" and who)
 
     def pull_request_of(self, sha: str) -> int | None:

@@ -20,13 +20,16 @@ class Approval:
     """One reviewer's standing approval of a pull request.
 
     ``commit`` is the revision the reviewer approved (None where the forge does not say: GitLab); ``at`` is the
-    forge's ISO-8601 time of the approval (None where it cannot be read).
+    forge's ISO-8601 time of the approval (None where it cannot be read); ``email`` is the reviewer's e-mail when
+    the forge shows it to the token's user (Gitea does unless the reviewer keeps it private; GitHub and GitLab
+    do not), else None — a maintainer's ``forgeUser`` in gitopsq.yaml then names the reviewer's login.
     """
 
     reviewer: str
     at: str | None
     commit: str | None
     forge: str
+    email: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

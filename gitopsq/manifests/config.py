@@ -23,18 +23,21 @@ from gitopsq.manifests.config_model import (
     SIGNING_MODES,
     AdmissionSettings,
     AuditTarget,
+    ForgeKey,
     Maintainer,
     RepoConfig,
     Team,
     TrustZone,
 )
+from gitopsq.manifests.pgpkeys import is_armored_public_key, pgp_fingerprint
 from gitopsq.manifests.pods_ready_config import read_pods_ready
 from gitopsq.manifests.yamldoc import load_yaml
 
 __all__ = ["CONFIG_PATH", "ConfigResult", "RepoConfig", "parse_config"]
 
 _TOP: Final = ("apiVersion", "kind", "include", "exclude", "policyPaths", "allowKinds", "platformTeam", "teams",
-               "capacity", "trustZones", "signing", "audit", "policies", "admission", "teamClusterScopedKinds")
+               "capacity", "trustZones", "signing", "audit", "policies", "admission", "teamClusterScopedKinds",
+               "forgeKeys")
 _STRATEGIES: Final = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 # the Kueue v0.19.2 gates the admission engine models, with Kueue's defaults (gitopsq/admission/topology.py)
 FEATURE_GATES: Final = {"FlavorFungibilityPreserveScanProgress": True, "PrioritizePreemptorWorkloads": False}
@@ -101,7 +104,8 @@ class _Parser:
             allow_kinds=self.allow_kinds(top.get("allowKinds")),
             platform_team=platform, teams=teams, capacity=self.capacity(top.get("capacity")),
             trust_zones=self.zones(top.get("trustZones"), team_names),
-            signing_mode=self.signing(top.get("signing")), audit=self.audit(top.get("audit")),
+            signing_mode=self.signing(top.get("signing")), forge_keys=self.forge_keys(top.get("forgeKeys")),
+            audit=self.audit(top.get("audit")),
             disabled_policies=self.disabled(top.get("policies")), admission=self.admission(top.get("admission")),
             team_cluster_kinds=self.team_cluster_kinds(top), raw=top)
         return config if include else None
@@ -181,7 +185,7 @@ class _Parser:
         out = []
         for i, item in enumerate(r.sequence(raw, path)):
             p = (*path, i)
-            body = r.mapping(item, p, allowed=("name", "email", "signingKeys"))
+            body = r.mapping(item, p, allowed=("name", "email", "signingKeys", "forgeUser"))
             email = r.string(body.get("email"), (*p, "email"))
             if email and not re.match(r"^[^@\s]+@[^@\s]+$", email):
                 r.error((*p, "email"), "invalid-value", f"email {email!r} is not an e-mail address")
@@ -191,7 +195,23 @@ class _Parser:
                 if problem:
                     r.error((*p, "signingKeys", j), "config-invalid-key", problem)
             out.append(Maintainer(name=r.string(body.get("name"), (*p, "name"), required=True), email=email,
-                                  signing_keys=keys))
+                                  signing_keys=keys, forge_user=r.string(body.get("forgeUser"), (*p, "forgeUser"))))
+        return tuple(out)
+
+    def forge_keys(self, raw: Any) -> tuple[ForgeKey, ...]:
+        r = self.r
+        out = []
+        for i, item in enumerate(r.sequence(raw, ("forgeKeys",))):
+            p: FieldPath = ("forgeKeys", i)
+            body = r.mapping(item, p, allowed=("name", "keys"))
+            keys = r.string_list(body.get("keys"), (*p, "keys"))
+            if not keys:
+                r.error((*p, "keys"), "config-invalid-key", "a forge key entry lists no keys")
+            for j, key in enumerate(keys):
+                problem = signing_key_problem(key)
+                if problem:
+                    r.error((*p, "keys", j), "config-invalid-key", problem)
+            out.append(ForgeKey(name=r.string(body.get("name"), (*p, "name"), required=True), keys=keys))
         return tuple(out)
 
     def capacity(self, raw: Any) -> FrozenMap[str, FrozenMap[str, Quantity]]:
@@ -292,14 +312,18 @@ class _Parser:
 
 
 def signing_key_problem(key: str) -> str | None:
-    """Why ``key`` is neither an SSH public key in authorized_keys form nor a 40-hex GPG fingerprint, or None."""
+    """Why ``key`` is neither an SSH public key in authorized_keys form, an ASCII-armored OpenPGP public key
+    block nor a 40-hex GPG fingerprint, or None."""
     text = key.strip()
     if _GPG.match(text.replace(" ", "")):
         return None
+    if is_armored_public_key(text):
+        return None if pgp_fingerprint(text) else \
+            "the OpenPGP public key block does not hold a readable v4 primary key (damaged or truncated copy?)"
     parts = text.split()
     if len(parts) < 2 or parts[0] not in _SSH_TYPES:
-        return (f"signing key {text[:40]!r}… is neither an SSH public key (\"ssh-ed25519 AAAA… comment\") nor a "
-                "40-hex GPG fingerprint")
+        return (f"signing key {text[:40]!r}… is neither an SSH public key (\"ssh-ed25519 AAAA… comment\"), an "
+                "armored OpenPGP public key (gpg --armor --export) nor a 40-hex GPG fingerprint")
     try:
         blob = base64.b64decode(parts[1], validate=True)
         (length,) = struct.unpack(">I", blob[:4])

@@ -12,6 +12,7 @@ from typing import Any, Final
 from gitopsq.api.frozenmap import FrozenMap
 from gitopsq.api.quantity import Quantity
 from gitopsq.manifests import paths
+from gitopsq.manifests.pgpkeys import is_armored_public_key, pgp_fingerprint
 
 CONFIG_PATH: Final = "gitopsq.yaml"
 CONFIG_API_VERSION: Final = "gitopsq.dev/v1alpha1"
@@ -37,6 +38,16 @@ class Maintainer:
     name: str
     email: str = ""
     signing_keys: tuple[str, ...] = ()
+    forge_user: str = ""  # the maintainer's login on the forge: how its reviews are attributed (docs/config.md)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ForgeKey:
+    """A forge's own signing keys (``forgeKeys:``): they sign the forge's merge and squash commits, never a
+    person's work, so a signature by one binds the commit to ``forge:<name>`` and to no maintainer."""
+
+    name: str
+    keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,6 +112,7 @@ class RepoConfig:
     capacity: FrozenMap[str, FrozenMap[str, Quantity]] = field(default_factory=FrozenMap)
     trust_zones: tuple[TrustZone, ...] = ()
     signing_mode: str = "off"
+    forge_keys: tuple[ForgeKey, ...] = ()
     audit: AuditTarget = AuditTarget()
     disabled_policies: tuple[str, ...] = ()
     admission: AdmissionSettings = AdmissionSettings()
@@ -141,7 +153,8 @@ class RepoConfig:
         teams = [{"name": t.name, "paths": list(t.paths), "namespaces": list(t.namespaces),
                   "cohorts": list(t.cohorts),
                   "maintainers": [{"name": m.name, "email": m.email.lower(), "signingKeys": list(m.signing_keys),
-                                   "fingerprints": [key_fingerprint(k) for k in m.signing_keys]}
+                                   "fingerprints": [key_fingerprint(k) for k in m.signing_keys],
+                                   "forgeUser": m.forge_user}
                                   for m in t.maintainers]}
                  for t in self.teams]
         zones = [{"name": z.name, "teams": list(z.teams), "cohorts": list(z.cohorts)} for z in self.trust_zones]
@@ -168,6 +181,8 @@ class RepoConfig:
             "trustZones": zones,
             "trustZonesByName": {z["name"]: z for z in zones},
             "signing": {"mode": self.signing_mode},
+            "forgeKeys": [{"name": f.name, "fingerprints": [key_fingerprint(k) for k in f.keys]}
+                          for f in self.forge_keys],
             "audit": {"repository": self.audit.repository, "branch": self.audit.branch,
                       "batchSeconds": self.audit.batch_seconds, "batchRecords": self.audit.batch_records},
             "policies": {"disabled": list(self.disabled_policies)},
@@ -183,6 +198,8 @@ def key_fingerprint(key: str) -> str:
     parts = text.split()
     if len(parts) == 1 and all(c in "0123456789abcdefABCDEF" for c in text):
         return text.upper()
+    if is_armored_public_key(text):
+        return pgp_fingerprint(text) or text
     if len(parts) >= 2:
         try:
             blob = base64.b64decode(parts[1], validate=True)

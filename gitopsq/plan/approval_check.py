@@ -22,7 +22,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from gitopsq.manifests.config_model import RepoConfig
+from gitopsq.api import findings
+from gitopsq.api.findings import Finding
+from gitopsq.errors import Location
+from gitopsq.manifests.config_model import CONFIG_PATH, RepoConfig
 from gitopsq.manifests.yamldoc import load_yaml
 from gitopsq.plan.approvers import GLOBAL_KINDS, UNOWNED, required_approvals
 
@@ -64,6 +67,30 @@ def check_approvals(config: RepoConfig | None, touched_paths: Iterable[str], glo
         out.append(TeamApproval(need.team, need.maintainers, need.reasons,
                                 tuple(a for a in given if a.email.lower() in emails), need.platform))
     return tuple(out)
+
+
+def impossible_approvals(config: RepoConfig | None, touched_paths: Iterable[str], global_objects: Iterable[str],
+                         authors: Iterable[str]) -> list[Finding]:
+    """A warning for each required team whose approval can never be given under rule 3: every maintainer of the
+    team with an e-mail is an author of the change (a sole maintainer changing the team's own queues), or the
+    team lists no maintainer with an e-mail at all."""
+    excluded = {a.lower() for a in authors}
+    out = []
+    for need in required_approvals(config, touched_paths, global_objects):
+        team = config.team(need.team) if config is not None and need.team != UNOWNED else None
+        if team is None:
+            continue
+        emails = [m.email for m in team.maintainers if m.email]
+        if emails and any(e.lower() not in excluded for e in emails):
+            continue
+        why = (f"its only maintainer(s) with an e-mail ({', '.join(emails)}) authored this change and nobody "
+               "approves their own change" if emails else "it lists no maintainer with an e-mail")
+        out.append(findings.warning(
+            "approval-impossible", f"team {need.team} must approve this change ({need.reasons[0]}), but {why}: "
+            f"the approval can never be given, so the audit will list the change as applied without it (add "
+            f"another maintainer to team {need.team} in {CONFIG_PATH}, or let another maintainer author it)",
+            location=Location(CONFIG_PATH, None)))
+    return out
 
 
 def changed_global_objects(path: str, old: bytes | None, new: bytes | None) -> tuple[str, ...]:

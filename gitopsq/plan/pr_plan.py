@@ -26,6 +26,7 @@ from gitopsq.api.model import ObjectKey
 from gitopsq.manifests.budgets import BUDGET_GROUP, BUDGET_KIND
 from gitopsq.manifests.render import KIND_ORDER
 from gitopsq.manifests.report import Report
+from gitopsq.plan.approval_check import impossible_approvals
 from gitopsq.plan.approvers import GLOBAL_KINDS, Approval, required_approvals
 from gitopsq.plan.impact import SnapshotImpact, TraceImpact
 from gitopsq.plan.quota_table import CohortCapacity, QueueQuota, cohort_capacity, quota_changes
@@ -224,8 +225,10 @@ def _summary(ref: str, sha: str, report: Report | None) -> RevisionSummary:
 def build_plan(*, repository: str, base_ref: str, base_sha: str, base: Report | None, head_ref: str,
                head_sha: str, head: Report, touched_paths: Iterable[str], history: History,
                policies: PolicyOutcome, notes: Iterable[str] = (), impact: SnapshotImpact | None = None,
-               trace: TraceImpact | None = None, impact_notes: Iterable[str] = ()) -> PrPlan:
-    """One `PrPlan` from two checked revisions, the files the pull request touches and the head's verdicts."""
+               trace: TraceImpact | None = None, impact_notes: Iterable[str] = (),
+               authors: Iterable[str] = ()) -> PrPlan:
+    """One `PrPlan` from two checked revisions, the files the pull request touches and the head's verdicts;
+    ``authors`` (the e-mails of the pull request's commits' authors) reveal approvals that can never be given."""
     changes = object_changes(base, head)
     base_objects = base.objects if base is not None else ()
     all_notes = list(notes)
@@ -239,7 +242,8 @@ def build_plan(*, repository: str, base_ref: str, base_sha: str, base: Report | 
         base=_summary(base_ref, base_sha, base), head=_summary(head_ref, head_sha, head), history=history,
         notes=tuple(all_notes), objects=changes,
         quota=quota_changes(base_objects, head.objects), cohorts=cohort_capacity(base_objects, head.objects),
-        findings=(*head.findings, *policies.findings),
+        findings=(*head.findings, *policies.findings,
+                  *impossible_approvals(trust, touched_paths, global_objects, authors)),
         base_errors=base.errors if base is not None else (),
         policies=policies, approvals=required_approvals(trust, touched_paths, global_objects),
         impact=impact, trace=trace, impact_notes=tuple(impact_notes))

@@ -17,6 +17,7 @@ from typing import Any
 from gitopsq.api.quantity import QuantityError, format_milli, parse_quantity
 from gitopsq.policy.budget_sums import aggregate_budgets
 from gitopsq.policy.diff import desired_by_kind, diff_revisions, find_duplicates
+from gitopsq.policy.forge_merge import forge_of, vouching_maintainers
 from gitopsq.policy.model import Change, ObjectKey, Operation, PolicyInput, SourcedObject
 from gitopsq.policy.repo import normalise_repo_config, teams_of_email, teams_of_fingerprint
 
@@ -37,6 +38,11 @@ def normalise_commit(raw: Mapping[str, Any], repo: Mapping[str, Any]) -> dict[st
     state = str(sig.get("state") or "unsigned")
     fingerprint = str(sig.get("fingerprint") or "")
     maintainer, teams = teams_of_fingerprint(repo, fingerprint) if state == "good" else (None, [])
+    forge = forge_of(str(sig.get("signer") or "")) if state == "good" and maintainer is None else ""
+    approved_by: list[str] = []
+    if forge:  # the forge's own key: the commit stands for whoever approved it in the forge
+        maintainer, teams, approved_by = vouching_maintainers(raw.get("forgeApprovals"),
+                                                              _person(raw.get("author"))["email"], repo)
     return {
         "sha": str(raw.get("sha") or ""),
         "author": _person(raw.get("author")),
@@ -50,6 +56,8 @@ def normalise_commit(raw: Mapping[str, Any], repo: Mapping[str, Any]) -> dict[st
             "reason": str(sig.get("reason") or ""),
             "maintainer": None if maintainer is None else {"name": maintainer["name"], "email": maintainer["email"]},
             "teams": teams,
+            "forge": forge,
+            "approvedBy": approved_by,
         },
         "changedPaths": sorted(str(p) for p in raw.get("changedPaths") or []),
     }

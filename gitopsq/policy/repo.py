@@ -53,7 +53,8 @@ def _strings(value: Any) -> list[str]:
 def _maintainer(raw: Mapping[str, Any]) -> dict[str, Any]:
     keys = _strings(raw.get("signingKeys"))
     return {"name": str(raw.get("name") or ""), "email": str(raw.get("email") or "").lower(),
-            "signingKeys": keys, "fingerprints": [key_fingerprint(k) for k in keys]}
+            "signingKeys": keys, "fingerprints": [key_fingerprint(k) for k in keys],
+            "forgeUser": str(raw.get("forgeUser") or "")}
 
 
 def _quantity_or_text(value: Any) -> str:
@@ -121,6 +122,9 @@ def _lenient(raw: Mapping[str, Any]) -> dict[str, Any]:
         "trustZones": zones,
         "trustZonesByName": {z["name"]: z for z in zones},
         "signing": {"mode": str(signing.get("mode") or "off")},
+        "forgeKeys": [{"name": str(f.get("name") or ""),
+                       "fingerprints": [key_fingerprint(k) for k in _strings(f.get("keys"))]}
+                      for f in raw.get("forgeKeys") or [] if isinstance(f, Mapping)],
         "audit": {"repository": "", "branch": "gitopsq/audit", "batchSeconds": 5, "batchRecords": 500,
                   **_mapping(raw.get("audit"))},
         "policies": {"disabled": _strings(policies.get("disabled"))},

@@ -12,6 +12,7 @@ approval, missing, with the reason (gitopsq.trust.read_base_config), never judge
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from gitopsq.trust import read_base_config
 from gitopsq.validation import first_parent
 
 YAML_SUFFIXES = (".yaml", ".yml")
+ForgeApprovals = Callable[[str | None, str, Any], Sequence[Approval]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,9 +41,12 @@ class ChangeApprovals:
                  "present": t.present} for t in self.required]
 
 
-def change_approvals(source: Any, revision: str, previous: str | None) -> ChangeApprovals:
+def change_approvals(source: Any, revision: str, previous: str | None,
+                     given_elsewhere: ForgeApprovals | None = None) -> ChangeApprovals:
     """Approvals given and required for the change ``previous`` → ``revision`` (see the module docstring).
-    Raises what the source raises (SourceError, or AttributeError for a source without history)."""
+    ``given_elsewhere(base, revision, trusted config)`` adds approvals Git does not carry (the forge's reviews,
+    gitopsq.forge.approvals). Raises what the source raises (SourceError, or AttributeError for a source
+    without history) and what ``given_elsewhere`` raises."""
     if previous == revision:  # a re-apply of the same revision (drift, retry) changes nothing in Git
         return ChangeApprovals(previous, (), ())
     base = previous if previous is not None else first_parent(source, revision)
@@ -55,6 +60,8 @@ def change_approvals(source: Any, revision: str, previous: str | None) -> Change
     if base_trust.problem is not None:
         return ChangeApprovals(base, approvals, (_untrusted_base(base_trust.problem.message),))
     trust = base_trust.config or head_config
+    if given_elsewhere is not None:
+        approvals += tuple(given_elsewhere(base, revision, trust))
     global_objects: set[str] = set()
     for change in changes:
         paths = [p for p in (change.path, change.old_path) if p]

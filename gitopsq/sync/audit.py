@@ -7,15 +7,20 @@ not depend on these fields."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from gitopsq import logs
 from gitopsq.audit.approvals import commit_info
-from gitopsq.audit.records import PolicyVerdict, Record
+from gitopsq.audit.records import Approval, PolicyVerdict, Record
 from gitopsq.audit.redact import redact
 from gitopsq.errors import GitopsqError
+from gitopsq.forge.approvals import maintainer_logins, merged_reviews
+from gitopsq.source.keyring import signing_keys
+from gitopsq.source.signatures import verify_signature
 from gitopsq.sync.approvals import change_approvals
 from gitopsq.sync.model import Validated
+from gitopsq.sync.repo_config import repo_config
 
 _log = logs.get("controller")
 
@@ -26,10 +31,12 @@ class SyncAuditRecords:
     `validated_at`; by default no verdicts are known)."""
 
     def __init__(self, sink: Any, source: Any,
-                 validated_at: Callable[[str], Validated | None] = lambda _revision: None) -> None:
+                 validated_at: Callable[[str], Validated | None] = lambda _revision: None,
+                 forge: Any = None) -> None:
         self.sink = sink
         self.source = source
         self.validated_at = validated_at
+        self.forge = forge  # a gitopsq.forge.Forge: approving reviews of the merged pull requests count too
 
     def record(self, record: Any) -> None:
         self.sink.record(self.enrich(record))
@@ -47,11 +54,12 @@ class SyncAuditRecords:
         revision, previous = str(data["revision"]), data.get("previousRevision")
         extra: dict[str, Any] = {}
         try:
-            extra["commit"] = commit_info(self.source.commit_info(revision)).to_json()
+            info = self.source.commit_info(revision)
+            extra["commit"] = commit_info(info, verified_signature(self.source, info, previous)).to_json()
         except (GitopsqError, ValueError, KeyError) as err:
             _log.warning("commit facts not added to the audit record", revision=revision, error=str(err))
         try:
-            facts = change_approvals(self.source, revision, previous)
+            facts = change_approvals(self.source, revision, previous, self._forge_approvals)
             extra["approvals"] = [a.to_json() for a in facts.approvals]
             extra["requiredApprovals"] = facts.required_json()
             extra["approvalRequired"] = bool(facts.required)
@@ -66,3 +74,35 @@ class SyncAuditRecords:
                                   False, str(f.get("message", ""))) for f in findings if f.get("policy")]
         extra["verdicts"] = [v.to_json() for v in verdicts]
         return Record({**data, **redact(extra)})
+
+    def _forge_approvals(self, base: str | None, revision: str, trust: Any) -> list[Approval]:
+        """Approving reviews of the merged pull requests, reviewers matched to maintainers by the e-mail the
+        forge shows or by ``forgeUser`` (an unmatched reviewer keeps an empty e-mail and counts for nobody)."""
+        if self.forge is None:
+            return []
+        logins = maintainer_logins(trust)
+        out = []
+        for review in merged_reviews(self.forge, self.source, base, revision):
+            given = review.approval
+            name, email = logins.get(given.reviewer.lower(), (given.reviewer, ""))
+            out.append(Approval(name, given.email or email, "review", review.merge, _time(given.at),
+                                forge=self.forge.name, pull_request=review.pull_request, login=given.reviewer,
+                                approved_commit=given.commit))
+        return out
+
+
+def verified_signature(source: Any, info: Any, previous: str | None) -> Any:
+    """The head commit's signature verified as validation verifies it: against the keys of the trusted
+    gitopsq.yaml (the previously applied revision's, else the first parent's, else the commit's own)."""
+    base = previous if previous not in (None, info.sha) else (info.parents[0] if info.parents else None)
+    trust = (repo_config(source, base) if base is not None else None) or repo_config(source, info.sha)
+    return verify_signature(info, signing_keys(trust))
+
+
+def _time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None

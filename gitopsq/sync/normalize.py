@@ -15,12 +15,12 @@ make Argo CD or Flux treat our objects as theirs (and prune them).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from gitopsq.api.quantity import QuantityError, parse_quantity
-from gitopsq.sync.diff import ByName, FieldPath
+from gitopsq.sync.diff import ByName, FieldChange, FieldPath
 
 FIELD_MANAGER: Final = "gitopsq"
 
@@ -178,3 +178,30 @@ def _key_step(raw: str) -> ByName | str:
     if isinstance(key, dict) and set(key) == {"name"} and isinstance(key["name"], str):
         return ByName(key["name"])
     return raw
+
+
+# -- who made a drift ----------------------------------------------------------------------------------------
+# Read from managedFields *before* the corrective apply: a forced apply takes the fields over, and the other
+# manager's entry then loses them (or disappears). kubectl edit shows as kubectl-edit, kubectl patch as
+# kubectl-patch, a controller under its own name.
+
+def drift_managers(live: Mapping[str, Any], changes: Iterable[FieldChange]) -> tuple[str, ...]:
+    """The field managers of ``live``, other than gitopsq's apply, owning any of the changed fields: most recent
+    first, each once; () when none can be named."""
+    paths = [c.path for c in changes]
+    found: list[tuple[str, str]] = []
+    for entry in (live.get("metadata") or {}).get("managedFields") or ():
+        name = str(entry.get("manager") or "")
+        if not name or entry.get("subresource") or (name == FIELD_MANAGER and entry.get("operation") == "Apply"):
+            continue
+        leaves: set[Any] = set()
+        every: set[Any] = set()
+        _walk_fields((), entry.get("fieldsV1") or {}, leaves, every)
+        owned = OwnedFields(frozenset(leaves), frozenset(every))
+        if any(owned.owns(p) for p in paths):
+            found.append((str(entry.get("time") or ""), name))
+    out: list[str] = []
+    for _, name in sorted(found, reverse=True):
+        if name not in out:
+            out.append(name)
+    return tuple(out)

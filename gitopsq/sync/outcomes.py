@@ -16,7 +16,7 @@ from gitopsq.sync.health import status_field, summary
 from gitopsq.sync.inventory import Inventory, InventoryFormatError
 from gitopsq.sync.model import SyncOptions, SyncResult, Validated
 from gitopsq.sync.plan import Plan, inventory_after
-from gitopsq.sync.report import audit_records
+from gitopsq.sync.report import audit_records, drift_message
 from gitopsq.sync.whole import Attempt
 
 INVENTORY_UNREADABLE = "InventoryUnreadable"  # the Ready/Stalled reason of a GitSource whose inventory is broken
@@ -124,8 +124,8 @@ class OutcomeReports:
         if result.outcome == "unhealthy" and written:
             self.store.event(state, "HealthCheckFailed", status["conditions"][0]["message"], warning=True)
         if drifted:
-            self.store.event(state, "DriftCorrected",
-                             f"Corrected drift on {', '.join(str(k) for k in drifted)} (revision {sha})")
+            undone = [a for a in plan.applies if a.reason == "drift"]  # what and who, as the audit record says
+            self.store.event(state, "DriftCorrected", f"Corrected drift (revision {sha}): {drift_message(undone)}")
         if conflicts and conflicts != old_conflicts:
             self.store.event(state, "ConflictDetected", "; ".join(conflicts), warning=True)
         if changed or drifted:

@@ -34,6 +34,7 @@ from gitopsq.api.model import KINDS, ObjectKey
 from gitopsq.sync.diff import FieldChange, diff
 from gitopsq.sync.inventory import Inventory, InventoryEntry, version_of
 from gitopsq.sync.normalize import (
+    drift_managers,
     foreign_manager,
     normalize_live,
     owned_fields,
@@ -57,6 +58,7 @@ class ApplyAction:
     changes: tuple[FieldChange, ...] = ()
     force: bool = False
     dropped_markers: tuple[str, ...] = ()
+    managers: tuple[str, ...] = ()  # drift: the field managers that made it (gitopsq.sync.culprit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +217,8 @@ def _apply_action(key: ObjectKey, body: Mapping[str, Any], dropped: tuple[str, .
     ours = key in in_inventory
     if changes:
         reason: ApplyReason = "drift" if was_applied and ours else "changed"
-        return ApplyAction(key, api_version, reason, body, changes, ours, dropped)
+        managers = drift_managers(current, changes) if reason == "drift" else ()
+        return ApplyAction(key, api_version, reason, body, changes, ours, dropped, managers)
     if not owned.applied and not ours:
         return ApplyAction(key, api_version, "adopt", body, (), False, dropped)
     return None

@@ -4,7 +4,9 @@ summary of a pass is `gitopsq.sync.model.SyncResult.to_json`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from gitopsq.audit import records
 from gitopsq.sync.model import SyncResult
@@ -34,7 +36,27 @@ def audit_records(result: SyncResult, *, now: datetime, source_url: str,
                                 actor="gitopsq", message=result.error or "")]
     drifted = set(plan.drifted) & set(execution.applied)
     if drifted:
+        undone = [a for a in plan.applies if a.reason == "drift" and a.key in drifted]
         out.append(records.sync_drift_corrected(time=now, source_url=source_url, revision=sha, changes=[
             c for c in changes if (c.kind, c.namespace or "", c.name) in {(k.kind, k.namespace, k.name)
-                                                                             for k in drifted}]))
+                                                                             for k in drifted}],
+            actor=", ".join(sorted({m for a in undone for m in a.managers})) or None,
+            message=drift_message(undone), drift=[
+                {"object": str(a.key), "fields": [c.to_json() for c in a.changes], "managers": list(a.managers)}
+                for a in undone]))
     return out
+
+
+def drift_message(undone: Sequence[Any], limit: int = 5) -> str:
+    """``ClusterQueue/team-a: spec…nominalQuota was 32, put back to 16 (changed by kubectl-edit)``, per object."""
+    parts = []
+    for action in undone:
+        fields = [f"{c.where} was {_shown(c.old)}, put back to {_shown(c.new)}" for c in action.changes[:limit]]
+        more = f" and {len(action.changes) - limit} more" if len(action.changes) > limit else ""
+        who = f" (changed by {', '.join(action.managers)})" if action.managers else ""
+        parts.append(f"{action.key}: {'; '.join(fields)}{more}{who}")
+    return "; ".join(parts)
+
+
+def _shown(value: Any) -> str:
+    return "(absent)" if value is None else str(value)

@@ -12,20 +12,23 @@ from gitopsq.manifests import finding_json
 from gitopsq.source.port import Source
 from gitopsq.sync.model import Validated, Validator
 from gitopsq.sync.plan import key_of_document
+from gitopsq.trust import ForgeApprovals
 from gitopsq.validation import ValidationCache, validate_revision
 
 
-def check_pipeline_validator() -> Validator:
+def check_pipeline_validator(forge_approvals: ForgeApprovals | None = None) -> Validator:
     """The Validator running the one validation path (gitopsq.validation.validate_revision: `gitopsq check`'s
     manifest pipeline, then the CEL policies as `gitopsq plan` runs them), judging the revision against the one
     applied last, or on a first sync the change the head commit brings (against its first parent: the history
     before it is what the admin installed gitopsq on). Parsed files, reports by commit and compiled policies are
-    cached across revisions (gitopsq.validation.ValidationCache)."""
+    cached across revisions (gitopsq.validation.ValidationCache). ``forge_approvals`` reads the approvals of the
+    pull request a forge-signed commit merged (gitopsq.forge.approvals.approvals_reader)."""
     cache = ValidationCache()
 
     def validate(source: Source, commit: str, previous: str | None) -> Validated:
         base: str | bool = previous if previous is not None and previous != commit else True
-        return from_report(validate_revision(source, commit, base=base, cache=cache).report)
+        return from_report(validate_revision(source, commit, base=base, cache=cache,
+                                             forge_approvals=forge_approvals).report)
 
     return validate
 

@@ -40,7 +40,7 @@ def test_builtin_library_passes() -> None:
     """Without DIR the built-in library is tested on both backends and passes."""
     result = _run()
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "11 policies" in result.stdout and "on cel-python, cel-expr-python: 0 failed, 0 backend" in result.stdout
+    assert "12 policies" in result.stdout and "on cel-python, cel-expr-python: 0 failed, 0 backend" in result.stdout
 
 
 def test_passing_directory(tmp_path: Path) -> None:
