@@ -83,8 +83,12 @@ def test_jobsets_are_suspended_or_refused_and_their_jobs_let_through(full_cluste
         rest(full_cluster).request("POST", JOBSETS.format(ns=ns), body=bare)
     rest(full_cluster).request("PATCH", f"{JOBSETS.format(ns=ns)}/queued", body={"spec": {"suspend": False}},
                                content_type=MERGE)
-    children = wait_for("two child Jobs", lambda: len(get(full_cluster, f"/apis/batch/v1/namespaces/{ns}/jobs")
-                                                      ["items"]) == 2
-                        and get(full_cluster, f"/apis/batch/v1/namespaces/{ns}/jobs")["items"], timeout=30)
+    # The JobSet controller may have made its child Jobs while the JobSet was suspended (suspended with it) and
+    # resumes them after the unsuspend: wait for both to be running, not for both merely to exist.
+    def running_children() -> list[dict[str, Any]] | None:
+        items = get(full_cluster, f"/apis/batch/v1/namespaces/{ns}/jobs")["items"]
+        return items if len(items) == 2 and not any(j["spec"].get("suspend") for j in items) else None
+
+    children = wait_for("two running child Jobs", running_children, timeout=30)
     for child in children:
         assert not child["spec"].get("suspend"), child["metadata"]["name"]
