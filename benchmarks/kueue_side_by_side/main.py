@@ -1,14 +1,19 @@
 """Kueue's own scheduler benchmark against Kueue's controller and against gitopsq's admission loop.
 
-Usage: benchmarks/kueue-side-by-side [--scale 1.0|0.2] [--config baseline|large-scale] [--only kueue|gitopsq]
+Usage: benchmarks/kueue-side-by-side [--scale 1.0|0.2] [--config baseline|large-scale] [--rate 50|200]
+                                     [--only kueue|gitopsq] [--keep DIR]
 
 For each controller, back to back: a fresh test rig (kube-apiserver + etcd, tests/envtest_rig's implementation),
-that controller's CRDs (Kueue's from its module, gitopsq's own), the controller started with ``--kubeconfig`` and
-a client limited to 50 requests/s, burst 100 (minimalkueue's wiring; gitopsq is given ``--qps 50 --burst 100``),
-then Kueue's ``runner`` (test/performance/scheduler/runner, v0.19.2) creating the generator config's objects
-against the same API server with the client envtest would give it (1,000 requests/s, burst 2,000). When the
-runner has written its summary the controller gets SIGINT; its wall time, CPU and peak RSS come from wait4, the
-API server's CPU seconds from /proc/<pid>/stat between the controller's start and the summary.
+that controller's CRDs (Kueue's from its module, gitopsq's own), the controller with a client limited to ``--rate``
+requests/s, burst twice that (50/100 is minimalkueue's wiring; other rates rebuild minimalkueue with those two
+numbers changed, see kueuebuild.minimalkueue_at_rate), then Kueue's ``runner`` (test/performance/scheduler/runner,
+v0.19.2) creating the generator config's objects against the same API server with the client envtest would give
+it (1,000 requests/s, burst 2,000). gitopsq runs as it ships: ``gitopsq controller --admission-only`` with the
+Helm chart's defaults (leader election on a Lease, metrics and health served, events on); both controllers'
+metrics are scraped once a second. When the runner has written its summary the controller gets SIGINT; its wall
+time, CPU and peak RSS come from wait4, the API server's CPU seconds from /proc/<pid>/stat between the
+controller's start and the summary. The harness also watches every Workload to time its creation and admission,
+and prints each run's write floor (floor.py) and each controller's figures as multiples of it.
 ``--scale`` multiplies each workload set's count (0.2: 3,000 Workloads instead of 15,000).
 """
 
@@ -19,6 +24,7 @@ import datetime
 import os
 import platform
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -35,6 +41,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import kueuebuild  # noqa: E402
 from envtestrig import Rig, prepare  # noqa: E402
 
+from kueue_side_by_side.floor import write_floor  # noqa: E402
 from kueue_side_by_side.measure import (  # noqa: E402
     RunFigures,
     apiserver_requests,
@@ -42,8 +49,8 @@ from kueue_side_by_side.measure import (  # noqa: E402
     read_runner_output,
     table,
 )
+from kueue_side_by_side.observe import MetricsScraper, WorkloadClock  # noqa: E402
 
-QPS, BURST = 50, 100
 RUNNER_QPS, RUNNER_BURST = 1000, 2000  # what envtest hands the runner when it starts minimalkueue itself
 
 
@@ -77,17 +84,43 @@ def install_gitopsq_crds(kubeconfig: Path) -> None:
         install_crds(api)
 
 
-def controller_argv(name: str, kubeconfig: Path, binaries: kueuebuild.KueueBinaries) -> list[str]:
+CONTROLLER_NAMESPACE = "gitopsq-system"  # the chart's release namespace: the Lease and the Events live there
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def controller_argv(name: str, kubeconfig: Path, minimalkueue: Path, *, rate: int, metrics_port: int,
+                    work: Path) -> list[str]:
+    """The command line of each side. gitopsq's is what the Helm chart runs with ``mode: admission`` and its
+    default values (charts/gitopsq/templates/_container.tpl), with loopback ports and a kubeconfig instead of
+    the in-cluster account; the Job webhook is served as the chart serves it, though the runner makes Workloads,
+    not Jobs, so nothing calls it."""
     if name == "kueue":
-        return [str(binaries.minimalkueue), "--kubeconfig", str(kubeconfig)]
-    return [str(REPO / ".venv" / "bin" / "python"), "-m", "gitopsq.cluster.admission.loop",
-            "--kubeconfig", str(kubeconfig), "--qps", str(QPS), "--burst", str(BURST)]
+        return [str(minimalkueue), "--kubeconfig", str(kubeconfig), f"--metricsPort={metrics_port}"]
+    return [str(REPO / ".venv" / "bin" / "python"), "-m", "gitopsq", "controller", "--admission-only",
+            f"--kubeconfig={kubeconfig}", f"--namespace={CONTROLLER_NAMESPACE}", "--integrations=batch/job",
+            "--leader-elect", "--lease-name=gitopsq-controller", "--lease-duration=15s", "--renew-deadline=10s",
+            "--retry-period=2s", f"--health-addr=127.0.0.1:{free_port()}",
+            f"--metrics-addr=127.0.0.1:{metrics_port}", f"--webhook-addr=127.0.0.1:{free_port()}",
+            f"--webhook-cert-dir={work / 'webhook-certs'}", "--log-format=json",
+            f"--qps={rate}", f"--burst={2 * rate}"]
 
 
-def run_one(name: str, binaries: kueuebuild.KueueBinaries, generator: Path, timeout_min: int,
-            work: Path) -> RunFigures:
-    label = {"kueue": f"Kueue {binaries.version} (minimalkueue)", "gitopsq": "gitopsq admission loop"}[name]
+def create_namespace(kubeconfig: Path, name: str) -> None:
+    subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), "create", "namespace", name], check=True,
+                   capture_output=True)
+
+
+def run_one(name: str, binaries: kueuebuild.KueueBinaries, minimalkueue: Path, generator: Path, *, rate: int,
+            timeout_min: int, work: Path) -> RunFigures:
+    label = {"kueue": f"Kueue {binaries.version} (minimalkueue)",
+             "gitopsq": "gitopsq controller --admission-only"}[name]
     figures = RunFigures(label)
+    figures.rate = rate
     out = work / name
     out.mkdir(parents=True)
     rig = Rig.start(prepare(log=False), work / f"rig-{name}")
@@ -96,12 +129,18 @@ def run_one(name: str, binaries: kueuebuild.KueueBinaries, generator: Path, time
             install_kueue_crds(rig.kubeconfig, binaries.crd_dir)
         else:
             install_gitopsq_crds(rig.kubeconfig)
+            create_namespace(rig.kubeconfig, CONTROLLER_NAMESPACE)
         apiserver = rig.state.apiserver_pid
         api_before = cpu_seconds(apiserver)
         log = (out / f"{name}.log").open("wb")
+        metrics_port = free_port()
         started = time.monotonic()
-        controller = subprocess.Popen(controller_argv(name, rig.kubeconfig, binaries), stdout=log,
-                                      stderr=subprocess.STDOUT, cwd=REPO)
+        clock = WorkloadClock(rig.kubeconfig, started)
+        clock.start()
+        argv = controller_argv(name, rig.kubeconfig, minimalkueue, rate=rate, metrics_port=metrics_port, work=out)
+        controller = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+        scraper = MetricsScraper(f"http://127.0.0.1:{metrics_port}/metrics")
+        scraper.start()
         runner_log = (out / "runner.log").open("wb")
         runner = subprocess.Popen(
             [str(binaries.runner), "--o", str(out), "--generatorConfig", str(generator),
@@ -114,6 +153,11 @@ def run_one(name: str, binaries: kueuebuild.KueueBinaries, generator: Path, time
             time.sleep(0.2)
         figures.apiserver_cpu_s = cpu_seconds(apiserver) - api_before
         figures.runner_wall_s = time.monotonic() - started
+        figures.scrapes = scraper.stop()
+        times = clock.stop()
+        figures.times = times
+        if times.created:
+            figures.floor = write_floor(list(times.created.values()), rate, 2 * rate)
         figures.apiserver_requests = apiserver_metrics(rig.kubeconfig, out)
         if controller.poll() is None:
             controller.send_signal(signal.SIGINT)
@@ -167,10 +211,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--config", choices=["baseline", "large-scale"], default="baseline")
+    parser.add_argument("--rate", type=int, default=50,
+                        help="both controllers' client: requests/s (burst twice that); 50 is minimalkueue's")
     parser.add_argument("--only", choices=["kueue", "gitopsq"], action="append")
     parser.add_argument("--keep", type=Path, help="keep the runners' output (summary, CSVs, logs) here")
     args = parser.parse_args(argv)
     binaries = kueuebuild.prepare()
+    minimalkueue = kueuebuild.minimalkueue_at_rate(args.rate, 2 * args.rate)
     prepare(log=True)
     timeout_min = {"baseline": 25, "large-scale": 60}[args.config]  # generous: a busy machine is slow
     with tempfile.TemporaryDirectory(prefix="gitopsq-kueue-sbs-") as tmp:
@@ -180,8 +227,8 @@ def main(argv: list[str] | None = None) -> int:
         runs = []
         for name in args.only or ["kueue", "gitopsq"]:
             sys.stderr.write(f"kueue-side-by-side: {name}: {total} workloads ({args.config}, scale {args.scale:g})\n")
-            figures = run_one(name, binaries, generator, timeout_min, work / datetime.datetime.now().strftime(
-                "%H%M%S"))
+            figures = run_one(name, binaries, minimalkueue, generator, rate=args.rate, timeout_min=timeout_min,
+                              work=work / datetime.datetime.now().strftime("%H%M%S"))
             sys.stderr.write(f"kueue-side-by-side: {name}: done in {figures.wall_s:.0f} s {figures.note}\n")
             runs.append(figures)
     classes = sorted({c for r in runs for c in r.admission_ms}, key=["large", "medium", "small"].index
@@ -190,12 +237,15 @@ def main(argv: list[str] | None = None) -> int:
     cpu = _cpu_model()
     print(f"Kueue scheduler benchmark, config {args.config}, scale {args.scale:g} ({total} workloads); "
           f"{now}; {os.cpu_count()} cores ({cpu}), {platform.system()} {platform.release()}; "
-          f"controllers at {QPS} requests/s, burst {BURST}")
+          f"controllers at {args.rate} requests/s, burst {2 * args.rate}")
     print()
     print(table(runs, classes))
     for r in runs:
         if r.note or r.dropped_events:
             print(f"\n{r.controller}: {r.note} dropped workload events {r.dropped_events}")
+        if r.times is not None and r.times.error:
+            print(f"\n{r.controller}: the harness's Workload watch restarted {r.times.watch_restarts} times; "
+                  f"last error: {r.times.error}")
         if r.requests:
             print(f"\n{r.controller}: {r.requests}")
         if r.apiserver_requests:

@@ -10,6 +10,9 @@ from typing import Any
 
 import yaml
 
+from kueue_side_by_side.floor import Floor
+from kueue_side_by_side.observe import ScrapeFigures, WorkloadTimes
+
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -40,6 +43,11 @@ class RunFigures:
     requests: str = ""  # gitopsq's request counts by verb and kind, from its log
     apiserver_requests: str = ""  # the API server's request counts (all clients) by verb and resource
     summary: bool = False  # the runner wrote its summary (else only the controller's and API server's figures)
+    rate: int = 50  # the controller's client: requests/s (burst twice that)
+    mean_admission_ms: float = 0.0  # the runner's time to admission, averaged over every Workload of the run
+    floor: Floor | None = None
+    times: WorkloadTimes | None = None  # the harness's own watch
+    scrapes: ScrapeFigures | None = None
 
 
 def read_runner_output(out_dir: Path, figures: RunFigures) -> None:
@@ -58,12 +66,15 @@ def read_runner_output(out_dir: Path, figures: RunFigures) -> None:
         figures.admission_ms[name] = int(wc["averageTimeToAdmissionMs"])
         figures.evictions += int(wc.get("totalEvictions", 0))
     figures.dropped_events = int(summary.get("droppedWorkloadEvents", 0))
+    total_ms = 0
     with (out_dir / "wlStates.csv").open() as f:
         for row in csv.DictReader(f):
             figures.workloads += 1
+            total_ms += int(row["ms to admitted"])
             # admitted within the millisecond the runner saw it: 0 ms; a finished Workload was admitted
             figures.admitted += int(row["ms to admitted"]) > 0 or int(row["ms to finish"]) > 0
             figures.finished += int(row["ms to finish"]) > 0
+    figures.mean_admission_ms = total_ms / figures.workloads if figures.workloads else 0.0
 
 
 def _ms(stamp: Any) -> float:
@@ -97,6 +108,24 @@ def table(runs: list[RunFigures], classes: list[str]) -> str:
         ("workloads admitted / finished / created",
          [f"{r.admitted} / {r.finished} / {r.workloads}" if r.summary else "no summary" for r in runs]),
         ("API server CPU during the run (s)", [f"{r.apiserver_cpu_s:.0f}" for r in runs]),
+        ("write floor of the wall time, N ÷ requests/s (s)",
+         [f"{r.floor.wall_s:.0f}" if r.floor else "—" for r in runs]),
+        ("wall time (summary) as a multiple of the floor",
+         [f"{r.runner_wall_s / r.floor.wall_s:.2f}×" if r.floor and r.summary else "—" for r in runs]),
+        ("mean time to admission, all workloads (s)",
+         [f"{r.mean_admission_ms / 1000:.1f}" if r.summary else "—" for r in runs]),
+        ("its lower bound from this run's creation times (s)",
+         [f"{r.floor.mean_admission_s:.1f}" if r.floor else "—" for r in runs]),
+        ("mean time to admission as a multiple of its bound",
+         [f"{r.mean_admission_ms / 1000 / r.floor.mean_admission_s:.2f}×"
+          if r.floor and r.summary and r.floor.mean_admission_s > 0 else "—" for r in runs]),
+        ("harness watch: Workloads seen created / admitted (restarts)",
+         [f"{len(r.times.created)} / {len(r.times.admitted)} ({r.times.watch_restarts})" if r.times else "—"
+          for r in runs]),
+        ("metrics scrapes (1/s): answered / failed, mean seconds",
+         [f"{r.scrapes.scrapes} / {r.scrapes.failures}, "
+          f"{r.scrapes.seconds / max(1, r.scrapes.scrapes + r.scrapes.failures):.3f}" if r.scrapes else "—"
+          for r in runs]),
     ]
     head = "| figure | " + " | ".join(r.controller for r in runs) + " |"
     sep = "|---|" + "---:|" * len(runs)

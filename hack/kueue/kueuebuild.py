@@ -113,13 +113,44 @@ def prepare(log: bool = True, names: tuple[str, ...] = tuple(PACKAGES)) -> Kueue
     return found
 
 
-def _build(version: str, name: str, package: str, target: Path, log: bool) -> None:
+def minimalkueue_at_rate(qps: int, burst: int, log: bool = True) -> Path:
+    """minimalkueue with its client limits set to ``qps``/``burst`` instead of the 50/100 written in its main.go.
+
+    Kueue's file is not copied into this repository: at build time the module cache's main.go is read, its two
+    assignments are rewritten, and the result is handed to ``go build -overlay`` in place of the original, so the
+    binary is Kueue's own but for those two numbers (cached as ``minimalkueue-qps<Q>-burst<B>``)."""
+    if (qps, burst) == (50, 100):
+        return prepare(log, names=("minimalkueue",)).minimalkueue
+    version = kueue_version()
+    target_dir = cache_dir(version)
+    target_dir.mkdir(parents=True, exist_ok=True)
+    target = target_dir / f"minimalkueue-qps{qps}-burst{burst}"
+    with (target_dir / ".build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if target.is_file() and os.access(target, os.X_OK):
+            return target
+        original = module_dir(version) / "test" / "performance" / "scheduler" / "minimalkueue" / "main.go"
+        source = original.read_text()
+        rewritten, qps_edits = re.subn(r"(kubeConfig\.QPS\s*=\s*)50\b", rf"\g<1>{qps}", source)
+        rewritten, burst_edits = re.subn(r"(kubeConfig\.Burst\s*=\s*)100\b", rf"\g<1>{burst}", rewritten)
+        if (qps_edits, burst_edits) != (1, 1):
+            raise KueueBuildError(f"{original}: expected one QPS = 50 and one Burst = 100 to rewrite, found "
+                                  f"{qps_edits} and {burst_edits} (a new Kueue release changed its main.go)")
+        patched = target_dir / f"minimalkueue-qps{qps}-burst{burst}.main.go"
+        patched.write_text(rewritten)
+        overlay = target_dir / f"minimalkueue-qps{qps}-burst{burst}.overlay.json"
+        overlay.write_text(json.dumps({"Replace": {str(original): str(patched)}}))
+        _build(version, target.name, PACKAGES["minimalkueue"], target, log, extra=("-overlay", str(overlay)))
+    return target
+
+
+def _build(version: str, name: str, package: str, target: Path, log: bool, *, extra: tuple[str, ...] = ()) -> None:
     if shutil.which("go") is None:
         raise KueueBuildError(f"{name} is not cached and no Go toolchain is on PATH")
     if log:
         sys.stderr.write(f"kueue: building {name} ({MODULE} {version}) from the Go module proxy\n")
     partial = target.with_suffix(".partial")
-    argv = ["go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", "-o", str(partial), package]
+    argv = ["go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", *extra, "-o", str(partial), package]
     env = {**os.environ, "CGO_ENABLED": "0"}
     started = time.monotonic()
     done = subprocess.run(argv, cwd=HACK_DIR, env=env, capture_output=True, text=True, check=False)

@@ -75,6 +75,9 @@ class Decisions:
     active: set[str] = field(default_factory=set)  # pending and still in the admission queue (for metrics)
     shares: dict[str, tuple[str, float]] = field(default_factory=dict)  # fair sharing: CQ -> (cohort, share)
     cohort_shares: dict[str, float] = field(default_factory=dict)
+    # ClusterQueue -> the reason of its first explained head: what the waiting Workloads behind it are counted
+    # under (for metrics; the pass adds those beyond the window, which it counts from the index)
+    head_reasons: dict[str, str] = field(default_factory=dict)
 
 
 def decide(topology: Topology, live: Mapping[str, LiveWorkload], now: float,
@@ -168,6 +171,7 @@ def decide(topology: Topology, live: Mapping[str, LiveWorkload], now: float,
         if v.state == V_PENDING:
             out.pending[key] = PendingReason(v.reason, v.message)
             head_reason.setdefault(out.order[key].cluster_queue, v.reason)
+    out.head_reasons = head_reason
     if explain_all:
         out.active = _still_queued(topology, out.order, tried, static, {w.key for w, _ in outside})
         if topology.settings.fair_sharing:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 
+from gitopsq.admission.topology import Topology
+from gitopsq.cluster.admission.decisions import Decisions
 from gitopsq.cluster.admission.live_workload import ADMITTED, LiveWorkload
 from gitopsq.cluster.admission.ports import AdmissionMetrics
+from gitopsq.cluster.admission.workload_index import GroupKey
 from gitopsq.cluster.admission.workload_status import condition, parse_time
 
 
@@ -37,3 +41,27 @@ class ReadyWatch:
             self.metrics.ready(w, max(0.0, at - queued_at(w)),
                                max(0.0, at - parse_time(admitted.get("lastTransitionTime"))))
         self._seen = {(k, t) for k, t in self._seen if k in live}
+
+
+def pending_gauges(decisions: Decisions, live: Mapping[str, LiveWorkload], beyond: Mapping[GroupKey, int],
+                   topology: Topology) -> tuple[list[tuple[str, str]], dict[str, int], dict[str, int]]:
+    """Kueue's pending-workload gauges from one pass: (ClusterQueue, reason) of every waiting Workload, and how
+    many are still in the admission queue per ClusterQueue and per ``namespace/LocalQueue``. The Workloads the
+    index kept beyond the window (``beyond``: count per group, keyed namespace, queue, …) are counted as decide
+    counts the ones it leaves out: active, under their ClusterQueue's head reason."""
+    reasons = [(decisions.order[key].cluster_queue, p.reason) for key, p in decisions.pending.items()]
+    reasons += [(decisions.order[key].cluster_queue, reason) for key, reason in decisions.behind.items()]
+    active: dict[str, int] = {}
+    lq_active: dict[str, int] = {}
+    for key in decisions.active:
+        cq, lq = decisions.order[key].cluster_queue, f"{live[key].namespace}/{live[key].queue}"
+        active[cq] = active.get(cq, 0) + 1
+        lq_active[lq] = lq_active.get(lq, 0) + 1
+    for (namespace, queue, *_), n in beyond.items():
+        local = topology.local_queues.get((namespace, queue))
+        cq = local.cluster_queue if local is not None else ""
+        reasons.extend(itertools.repeat((cq, decisions.head_reasons.get(cq, "Pending")), n))
+        active[cq] = active.get(cq, 0) + n
+        lq = f"{namespace}/{queue}"
+        lq_active[lq] = lq_active.get(lq, 0) + n
+    return reasons, active, lq_active

@@ -35,7 +35,7 @@ from gitopsq.cluster.admission.live_workload import (
 from gitopsq.cluster.admission.options import NO_FAULT, FaultPoint, LoopOptions
 from gitopsq.cluster.admission.partial import with_counts
 from gitopsq.cluster.admission.pass_audit import PassAudit
-from gitopsq.cluster.admission.pass_metrics import ReadyWatch, queued_at
+from gitopsq.cluster.admission.pass_metrics import ReadyWatch, pending_gauges, queued_at
 from gitopsq.cluster.admission.pods_ready import TIMEOUT_REASON, block_admissions, queue_view, timeouts
 from gitopsq.cluster.admission.ports import AdmissionMetrics, DecisionSink, WatchCache, WorkloadWriter
 from gitopsq.cluster.admission.rate_limited import TokenBucket
@@ -133,9 +133,12 @@ class AdmissionPass:
         topology = self.topology()
         cap = self.admission_cap()
         window = max(MIN_WINDOW, min(cap, self._window))
-        # Without metrics to feed, the index hands over only what the engine needs: quota holders and the
-        # oldest ``window`` of each group of identical waiting Workloads (decide's window, precomputed).
-        live = None if self.metrics is not None else self.cache.indexed("workloads", lambda ix: ix.window(window))
+        # The index hands over only what the engine needs: quota holders and the oldest ``window`` of each group
+        # of identical waiting Workloads (decide's window, precomputed); with metrics to feed, also how many of
+        # each group wait beyond it. A cache built without an index (unit tests) is read whole.
+        metered = self.metrics is not None
+        live, beyond = self.cache.indexed("workloads", lambda ix: (ix.window(window), ix.beyond(window) if metered
+                                                                   else {})) or (None, {})
         if live is None:
             live = {w.key: w for w in self.cache.live_views("workloads", read_workload) if w is not None}
         for key in self._running.difference(live):  # finished since the last pass: before what its quota allows
@@ -205,13 +208,7 @@ class AdmissionPass:
         self._parallel(pending[:budget])
         self.backlog = len(pending) - min(len(pending), budget) + self.capped
         if self.metrics is not None:  # every waiting workload's reason, for the pending-workloads gauges
-            self.reasons = [(decisions.order[key].cluster_queue, p.reason) for key, p in decisions.pending.items()]
-            self.reasons += [(decisions.order[key].cluster_queue, reason) for key, reason in decisions.behind.items()]
-            self.active, self.lq_active = {}, {}
-            for key in decisions.active:
-                cq, lq = decisions.order[key].cluster_queue, f"{live[key].namespace}/{live[key].queue}"
-                self.active[cq] = self.active.get(cq, 0) + 1
-                self.lq_active[lq] = self.lq_active.get(lq, 0) + 1
+            self.reasons, self.active, self.lq_active = pending_gauges(decisions, live, beyond, topology)
             self.shares = (decisions.shares, decisions.cohort_shares) if topology.settings.fair_sharing else None
             if self._ready is not None:
                 self._ready.observe(live)

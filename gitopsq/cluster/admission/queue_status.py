@@ -143,15 +143,25 @@ class QueueStatusWriter:
         self._due: list[tuple[float, str, str, dict[str, Any], bool]] = []
         cq_tally = {name: _Tally() for name in topology.queues}
         lq_tally: dict[str, _Tally] = {}
-        indexed = None if count_finished else self.cache.indexed("workloads", lambda ix: ix.tally())
-        views = indexed[0] if indexed is not None else self.cache.views("workloads", read_workload)
-        for (namespace, queue), n in (indexed[1] if indexed is not None else {}).items():
-            lq = topology.local_queues.get((namespace, queue))
-            if lq is not None and lq.cluster_queue in cq_tally:
-                cq_tally[lq.cluster_queue].pending += n
-            lq_tally.setdefault(f"{namespace}/{queue}", _Tally()).pending += n
+        # The index (kept by the watch) has the quota holders, the waiting counts and, for metrics, the finished
+        # counts: no pass walks every Workload. A cache built without an index (unit tests) is walked instead.
+        indexed = self.cache.indexed("workloads", lambda ix: (
+            ix.tally(), ix.finished_counts() if count_finished else ({}, {})))
+        views = indexed[0][0] if indexed is not None else self.cache.views("workloads", read_workload)
+        if indexed is not None:
+            (_, waiting), (finished_lq, finished_cq) = indexed
+            for (namespace, queue), n in waiting.items():
+                lq = topology.local_queues.get((namespace, queue))
+                if lq is not None and lq.cluster_queue in cq_tally:
+                    cq_tally[lq.cluster_queue].pending += n
+                lq_tally.setdefault(f"{namespace}/{queue}", _Tally()).pending += n
+            for queue_name, n in finished_cq.items():
+                if queue_name in cq_tally:
+                    cq_tally[queue_name].finished += n
+            for (namespace, queue), n in finished_lq.items():
+                lq_tally.setdefault(f"{namespace}/{queue}", _Tally()).finished += n
         for w in views:
-            if w is not None and w.state == FINISHED:
+            if w is not None and w.state == FINISHED and count_finished:
                 if w.cluster_queue in cq_tally:
                     cq_tally[w.cluster_queue].finished += 1
                 lq_tally.setdefault(f"{w.namespace}/{w.queue}", _Tally()).finished += 1

@@ -6,7 +6,11 @@ admission engine itself. The index keeps, per change:
 - ``holding``: Workloads that hold quota (admitted or being evicted);
 - ``pending``: waiting Workloads grouped by LocalQueue, priority (or its class) and pod sets, each group
   sorted by (creation time, key), so the oldest ``window`` of a group are a slice;
-- ``owned``: for each controller owner (``namespace/uid``), the keys of the Workloads it owns.
+- ``owned``: for each controller owner (``namespace/uid``), the keys of the Workloads it owns;
+- ``finished``: how many finished Workloads each LocalQueue and ClusterQueue has (Kueue's finished gauges), so
+  that metrics never walk the finished ones, which pile up.
+With metrics on, the pass reads the window and counts the waiting Workloads beyond it (`beyond`) from here
+too: the index is the only path a pass takes.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import bisect
 from collections.abc import Mapping
 from typing import Any
 
-from gitopsq.cluster.admission.live_workload import ADMITTED, EVICTING, PENDING, LiveWorkload
+from gitopsq.cluster.admission.live_workload import ADMITTED, EVICTING, FINISHED, PENDING, LiveWorkload
 
 GroupKey = tuple[str, str, int | None, str | None, int]  # namespace, queue, priority, priority class, id(pod sets)
 
@@ -42,6 +46,9 @@ class WorkloadIndex:
         self.pending_views: dict[str, LiveWorkload] = {}
         self.owned: dict[str, set[str]] = {}
         self._owner_of: dict[str, str] = {}
+        self.finished_lq: dict[tuple[str, str], int] = {}  # (namespace, LocalQueue) -> finished Workloads
+        self.finished_cq: dict[str, int] = {}  # ClusterQueue that admitted them -> finished Workloads
+        self._finished_of: dict[str, tuple[tuple[str, str], str]] = {}
 
     def clear(self) -> None:
         self.holding.clear()
@@ -49,6 +56,9 @@ class WorkloadIndex:
         self.pending_views.clear()
         self.owned.clear()
         self._owner_of.clear()
+        self.finished_lq.clear()
+        self.finished_cq.clear()
+        self._finished_of.clear()
 
     def update(self, key: str, raw: Mapping[str, Any] | None, view: LiveWorkload | None) -> None:
         """``key`` now reads ``raw`` / ``view`` (None: deleted, or its pod sets unreadable)."""
@@ -62,6 +72,7 @@ class WorkloadIndex:
                     del entries[at]
                 if not entries:
                     del self.pending[_group(old)]
+        self._count_finished(key, view)
         if view is not None and view.state in (ADMITTED, EVICTING):
             self.holding[key] = view
         elif view is not None and view.state == PENDING:
@@ -79,6 +90,22 @@ class WorkloadIndex:
             self._owner_of[key] = owner
             self.owned.setdefault(owner, set()).add(key)
 
+    def _count_finished(self, key: str, view: LiveWorkload | None) -> None:
+        was = self._finished_of.pop(key, None)
+        if was is not None:
+            lq, cq = was
+            self.finished_lq[lq] -= 1
+            if not self.finished_lq[lq]:
+                del self.finished_lq[lq]
+            self.finished_cq[cq] -= 1
+            if not self.finished_cq[cq]:
+                del self.finished_cq[cq]
+        if view is not None and view.state == FINISHED:
+            lq, cq = (view.namespace, view.queue), view.cluster_queue or ""
+            self._finished_of[key] = (lq, cq)
+            self.finished_lq[lq] = self.finished_lq.get(lq, 0) + 1
+            self.finished_cq[cq] = self.finished_cq.get(cq, 0) + 1
+
     def window(self, size: int) -> dict[str, LiveWorkload]:
         """The quota holders plus the oldest ``size`` of each pending group, by key."""
         out = dict(self.holding)
@@ -86,6 +113,14 @@ class WorkloadIndex:
             for _, key in entries[:size]:
                 out[key] = self.pending_views[key]
         return out
+
+    def beyond(self, size: int) -> dict[GroupKey, int]:
+        """How many waiting Workloads of each group `window` leaves out (those after its oldest ``size``)."""
+        return {group: len(entries) - size for group, entries in self.pending.items() if len(entries) > size}
+
+    def finished_counts(self) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
+        """Finished Workloads per (namespace, LocalQueue) and per ClusterQueue."""
+        return dict(self.finished_lq), dict(self.finished_cq)
 
     def tally(self) -> tuple[list[LiveWorkload], dict[tuple[str, str], int]]:
         """The quota holders, and the number of pending Workloads per (namespace, LocalQueue)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import urllib.request
 
 import pytest
-from cluster_rig import admitted, apply, create_job, job_manifest, queue_setup, wait_for
+from cluster_rig import admitted, apply, cond, create_job, job_manifest, queue_setup, rest, wait_for, workloads
 from envtest_rig import Envtest
 from prometheus_client.parser import text_string_to_metric_families
 from running_loop import RunningLoop
@@ -61,6 +61,50 @@ def test_admission_metrics_use_kueue_names_and_labels(kueue_clean: Envtest) -> N
     assert got[("kueue_cluster_queue_status", (cq, role, ("status", "active")))] == 1
     assert got[("kueue_admission_attempts_total", (role, ("result", "success")))] >= 1
     assert got[("kueue_admission_wait_time_seconds_count", (cq, ("priority_class", ""), role))] == 2
+
+
+def test_pending_gauges_count_waiting_workloads_beyond_the_engines_window(kueue_clean: Envtest) -> None:
+    """With metrics on, a pass still reads only the index's window (8 per group of identical Workloads), yet the
+    pending gauges count every waiting Workload: the ones beyond the window are counted from the index, as
+    active, under their ClusterQueue's head reason."""
+    env = kueue_clean
+    ns = env.new_namespace("window")
+    apply(env, queue_setup(ns, "window-cq", cpu="1"))
+    metrics = KueueMetrics()
+    server = serve("127.0.0.1:0", metrics.registry)
+    waiting = 24
+    try:
+        with RunningLoop(env, metrics=metrics) as running:
+            for i in range(waiting + 1):  # identical Workloads, made directly as Kueue's benchmark runner does
+                rest(env).request("POST", f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{ns}/workloads", body={
+                    "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                    "metadata": {"name": f"w{i:02d}", "namespace": ns},
+                    "spec": {"queueName": "queue", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+                        "restartPolicy": "Never",
+                        "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}}}]}})
+            wait_for("one admitted", lambda: sum(
+                cond(w, "QuotaReserved") is not None and cond(w, "QuotaReserved")["status"] == "True"  # type: ignore[index]
+                for w in workloads(env, ns)) == 1)
+            cq = ("cluster_queue", "window-cq")
+            role = ("replica_role", "standalone")
+
+            def settled() -> dict[tuple[str, tuple[tuple[str, str], ...]], float] | None:
+                got = scrape(server.server_port)
+                total = sum(got.get(("kueue_pending_workloads", (cq, role, ("status", s))), 0)
+                            for s in ("active", "inadmissible"))
+                return got if total == waiting else None
+
+            got = wait_for("every waiting Workload counted", settled)
+            assert running.loop.admission._window < waiting  # the pass did not see them all
+    finally:
+        server.shutdown()
+    unadmitted = {labels: v for (name, labels), v in got.items()
+                  if name == "kueue_unadmitted_workloads" and cq in labels}
+    assert sum(unadmitted.values()) == waiting
+    assert got[("kueue_admitted_active_workloads", (cq, role))] == 1
+    lq = sum(v for (name, labels), v in got.items()
+             if name == "kueue_local_queue_pending_workloads" and ("namespace", ns) in labels)
+    assert lq == waiting
 
 
 def test_sync_metrics_count_outcomes() -> None:

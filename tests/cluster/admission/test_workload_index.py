@@ -81,3 +81,29 @@ def test_owners_follow_updates_and_deletions() -> None:
     index.update("team/a", None, None)
     put(index, raw("b", 2, owner="job-2"))
     assert index.owners() == {"team/job-2": ["team/b"]}
+
+
+def test_finished_counts_follow_finishing_and_deletion() -> None:
+    """Finished Workloads are counted per LocalQueue and per the ClusterQueue that admitted them, and leave the
+    counts when they are deleted: Kueue's finished gauges without walking them."""
+    index = WorkloadIndex()
+    put(index, raw("a", 1, admitted=True))
+    put(index, raw("b", 2, finished=True))
+    assert index.finished_counts() == ({("team", "q"): 1}, {"cq": 1})
+    put(index, raw("a", 1, finished=True))
+    assert index.finished_counts() == ({("team", "q"): 2}, {"cq": 2})
+    index.update("team/b", None, None)
+    assert index.finished_counts() == ({("team", "q"): 1}, {"cq": 1})
+    index.update("team/a", None, None)
+    assert index.finished_counts() == ({}, {})
+
+
+def test_beyond_counts_what_the_window_leaves_out_per_group() -> None:
+    """``beyond(size)``: per group, the waiting Workloads after its oldest ``size``; groups within it are absent."""
+    index = WorkloadIndex()
+    for second in range(5):
+        put(index, raw(f"w{second}", second))
+    put(index, raw("big", 0, cpu="5"))
+    (group, n), = index.beyond(2).items()
+    assert n == 3 and group[:2] == ("team", "q")
+    assert index.beyond(5) == {}

@@ -1,0 +1,141 @@
+"""What the harness watches during a run: Workload creation and admission times, and the controller's metrics.
+
+Both run in threads of the harness process (not the controller's), on their own client: one watch of every
+Workload (the API server sends each event once more, to this watch) and one GET of /metrics a second, as a
+Prometheus server scraping the chart's ServiceMonitor would (its default is 30 s; once a second is the issue's
+harsher setting).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(slots=True)
+class WorkloadTimes:
+    created: dict[str, float] = field(default_factory=dict)  # ns/name → seconds since the controller started
+    admitted: dict[str, float] = field(default_factory=dict)
+    watch_restarts: int = 0
+    error: str = ""
+
+
+class WorkloadClock:
+    """Watches Workloads (Kueue's v1beta2 first, else v1beta1) from ``zero`` (a time.monotonic reading)."""
+
+    def __init__(self, kubeconfig: Path, zero: float) -> None:
+        self.times = WorkloadTimes()
+        self._kubeconfig, self._zero = kubeconfig, zero
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="workload-clock", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> WorkloadTimes:
+        self._stop.set()
+        self._thread.join(timeout=15)
+        return self.times
+
+    def _run(self) -> None:
+        from kubernetes import client, config, watch
+
+        api_client = config.new_client_from_config(config_file=str(self._kubeconfig))
+        api = client.CustomObjectsApi(api_client)
+        version = _served_version(api_client)
+        resource_version = ""
+        while not self._stop.is_set():
+            stream = watch.Watch()
+            try:
+                if not resource_version:  # list, then watch from the list's version (the rig has no watch-list)
+                    listed = api.list_cluster_custom_object("kueue.x-k8s.io", version, "workloads")
+                    for obj in listed.get("items") or ():
+                        self._see(obj)
+                    resource_version = listed["metadata"]["resourceVersion"]
+                for event in stream.stream(api.list_cluster_custom_object, "kueue.x-k8s.io", version, "workloads",
+                                           resource_version=resource_version, timeout_seconds=30,
+                                           allow_watch_bookmarks=True):
+                    obj = event["object"]
+                    if event["type"] != "BOOKMARK":
+                        self._see(obj)
+                    resource_version = obj.get("metadata", {}).get("resourceVersion", resource_version)
+                    if self._stop.is_set():
+                        break
+            except Exception as err:  # an expired watch restarts from a fresh list
+                self.times.watch_restarts += 1
+                self.times.error = f"{type(err).__name__}: {err}"[:200]
+                resource_version = ""
+                time.sleep(0.2)
+            finally:
+                stream.stop()
+
+    def _see(self, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        if not meta.get("name"):
+            return  # a bookmark
+        key = f"{meta.get('namespace')}/{meta['name']}"
+        now = time.monotonic() - self._zero
+        self.times.created.setdefault(key, now)
+        status = obj.get("status") or {}
+        if key not in self.times.admitted and (status.get("admission") or any(
+                c.get("type") == "QuotaReserved" and c.get("status") == "True"
+                for c in status.get("conditions") or ())):
+            self.times.admitted[key] = now
+
+
+def _served_version(api_client: Any) -> str:
+    from kubernetes import client
+
+    for _ in range(100):  # the CRDs were just installed; discovery may lag a moment
+        try:
+            groups = client.ApisApi(api_client).get_api_versions().groups
+        except Exception:
+            groups = []
+        for group in groups:
+            if group.name == "kueue.x-k8s.io":
+                versions = {v.version for v in group.versions}
+                return "v1beta2" if "v1beta2" in versions else "v1beta1"
+        time.sleep(0.1)
+    return "v1beta1"
+
+
+@dataclass(slots=True)
+class ScrapeFigures:
+    scrapes: int = 0
+    failures: int = 0
+    seconds: float = 0.0  # summed time of the scrapes (the controller's work to answer them, plus the network)
+    largest_bytes: int = 0
+
+
+class MetricsScraper:
+    """GETs ``url`` once every ``interval`` seconds until stopped."""
+
+    def __init__(self, url: str, interval: float = 1.0) -> None:
+        self.url, self.interval = url, interval
+        self.figures = ScrapeFigures()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="metrics-scraper", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> ScrapeFigures:
+        self._stop.set()
+        self._thread.join(timeout=15)
+        return self.figures
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            began = time.monotonic()
+            try:
+                with urllib.request.urlopen(self.url, timeout=10) as answer:
+                    size = len(answer.read())
+                self.figures.scrapes += 1
+                self.figures.largest_bytes = max(self.figures.largest_bytes, size)
+            except OSError:
+                self.figures.failures += 1  # not serving yet (start-up) or busy: counted, not fatal
+            self.figures.seconds += time.monotonic() - began
