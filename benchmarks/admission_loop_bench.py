@@ -11,10 +11,11 @@ counts (default 0.2: 3,000 Workloads) so that a run stays within a few minutes a
 Like Kueue's runner, this script finishes each Workload ``runtime`` after it sees it Admitted (Finished=True)
 and measures time to admission from creation to the Admitted event it observes.
 
-The admission loop runs as its own process (``python -m gitopsq.cluster.admission.loop``) with its client limited
-to ``--qps`` (burst 2×), as minimalkueue is (QPS 50, burst 100). Events are off (``--no-events``): Kueue's event
-recorder has its own client. A second phase creates ``--memory-workloads`` pending Workloads in one queue with no
-quota and reports the loop's peak RSS once it has written all their pending reasons.
+The admission loop runs as it ships (``gitopsq controller --admission-only`` with the Helm chart's defaults: leader
+election on a Lease, events on, metrics and health served on loopback) with its client limited to ``--qps``
+(burst 2×), as minimalkueue is (QPS 50, burst 100); the Job webhook is off (nothing here makes Jobs). A second
+phase creates ``--memory-workloads`` pending Workloads in one queue with no quota and reports the loop's peak RSS
+once its LocalQueue's status counts them all.
 """
 
 from __future__ import annotations
@@ -193,11 +194,15 @@ def rss_kib(pid: int) -> tuple[int, int]:
 
 
 def start_loop(kubeconfig: Path, qps: float) -> tuple[subprocess.Popen[bytes], Path]:
-    """The loop as its own process; its JSON log goes to a file beside the kubeconfig."""
+    """The shipped controller in admission mode as its own process; its JSON log goes beside the kubeconfig."""
     path = kubeconfig.parent / f"loop-{time.monotonic_ns()}.log"
+    subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), "create", "namespace", "gitopsq-system"],
+                   capture_output=True, check=False)  # the Lease's and the Events' namespace; may exist already
     with path.open("wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "gitopsq.cluster.admission.loop", "--kubeconfig",
-                                 str(kubeconfig), "--qps", str(qps), "--burst", str(int(qps * 2)), "--no-events"],
+        proc = subprocess.Popen([sys.executable, "-m", "gitopsq", "controller", "--admission-only",
+                                 f"--kubeconfig={kubeconfig}", "--namespace=gitopsq-system", "--leader-elect",
+                                 "--health-addr=127.0.0.1:0", "--metrics-addr=127.0.0.1:0", "--webhook-addr=",
+                                 "--qps", str(qps), "--burst", str(int(qps * 2))],
                                 stdout=log, stderr=subprocess.STDOUT)
     return proc, path
 
@@ -308,8 +313,10 @@ def memory(rig: Rig, args: argparse.Namespace) -> None:
     loop, _ = start_loop(rig.kubeconfig, args.memory_qps)
     started = time.monotonic()
     while time.monotonic() - started < args.timeout:
-        items = rest.list_all(f"{WL}/namespaces/{ns}/workloads")
-        if all((i.get("status") or {}).get("conditions") for i in items):
+        # Kueue writes a pending reason for the queue heads only (as gitopsq does): the loop has taken in every
+        # Workload when the LocalQueue's status counts them all.
+        queue = rest.request("GET", f"{WL}/namespaces/{ns}/localqueues/{ns}")
+        if (queue.get("status") or {}).get("pendingWorkloads") == args.memory_workloads // 8 * 8:
             break
         time.sleep(2)
     settled = time.monotonic() - started
@@ -318,8 +325,8 @@ def memory(rig: Rig, args: argparse.Namespace) -> None:
     loop.send_signal(signal.SIGTERM)
     loop.wait(30)
     print(f"controller memory with {args.memory_workloads} Workloads in flight: RSS {rss / 1024:.0f} MiB, peak "
-          f"{hwm / 1024:.0f} MiB (all pending reasons written {settled:.0f} s after start at {args.memory_qps:g} "
-          "req/s; Kueue's baseline asserted maxrss ≈ 445 MiB)")
+          f"{hwm / 1024:.0f} MiB (all counted in the LocalQueue's status {settled:.0f} s after start at "
+          f"{args.memory_qps:g} req/s; Kueue's baseline asserted maxrss ≈ 445 MiB)")
 
 
 def main() -> None:
