@@ -150,7 +150,14 @@ def _run(renderer: KustomizeRenderer, tree: Mapping[str, bytes],
 
 
 def _placed(problem: Finding, chain: Scan, tree: Mapping[str, bytes]) -> Finding:
-    """kustomize's error at the kustomization line that names the file it complains about, when there is one."""
+    """kustomize's error at the kustomization line it is about, when that can be told: the entry of a patch whose
+    target it names (``.../NAME.[ns]``), else a line naming a file (or directory) the message names."""
+    for name in re.findall(r"/([\w.-]+?)\.\[", problem.message):
+        for patch in chain.patches:
+            text = patch.inline if patch.inline is not None else tree.get(patch.file or "", b"").decode(
+                "utf-8", errors="replace")
+            if re.search(r"name:\s*['\"]?" + re.escape(name) + r"['\"]?\s*$", text, re.MULTILINE):
+                return replace(problem, location=Location(patch.kustomization, patch.line))
     for kfile in reversed(chain.kustomizations):
         text = tree.get(kfile, b"").decode("utf-8", errors="replace").splitlines()
         for number, line in enumerate(text, 1):
