@@ -112,9 +112,9 @@ class KustomizeBinary:
             except subprocess.TimeoutExpired:
                 os.killpg(child.pid, signal.SIGKILL)
                 child.wait()
-                return BuildResult(None, f"kustomize took longer than {self.timeout:g} s")
+                return BuildResult(None, f"kustomize took longer than {self.timeout:g} s", transient=True)
         if code == -signal.SIGXFSZ or out_path.stat().st_size >= self.output_bytes:
-            return BuildResult(None, f"kustomize's output exceeds {self.output_bytes:,} bytes")
+            return BuildResult(None, f"kustomize's output exceeds {self.output_bytes:,} bytes", transient=True)
         if code != 0:
             with err_path.open("rb") as err_file:
                 text = err_file.read(_STDERR_LIMIT).decode("utf-8", errors="replace")

@@ -47,6 +47,7 @@ class BuildResult:
 
     output: bytes | None
     error: str | None = None
+    transient: bool = False  # a runner limit (time, output size), not the input's fault: never cached
 
 
 class KustomizeRenderer(Protocol):
@@ -64,6 +65,7 @@ class Overlay:
 
     result: FileResult
     touched: tuple[tuple[str, Location, tuple[tuple[str, Location], ...]], ...] = ()
+    transient: bool = False
 
 
 _CACHE: dict[str, Overlay] = {}
@@ -104,7 +106,8 @@ def render_overlay(chain: Scan, read: Callable[[str], bytes], blob_id: Callable[
         overlay = _build(chain, read, renderer, settings, root_file)
         while len(_CACHE) >= _CACHE_SIZE:
             del _CACHE[next(iter(_CACHE))]
-        _CACHE[key] = overlay
+        if not overlay.transient:
+            _CACHE[key] = overlay
     result = overlay.result
     return replace(result, findings=(*result.findings, *_ownership(overlay, config)))
 
@@ -122,30 +125,34 @@ def _build(chain: Scan, read: Callable[[str], bytes], renderer: KustomizeRendere
     docs[root_file] = json.loads(_with_origins(docs[root_file]))
     tree.update((k, json.dumps(d).encode()) for k, d in docs.items())
     full = _run(renderer, tree, chain.root)
-    if isinstance(full, Finding):
-        return Overlay(FileResult(root_file, (), (), (_placed(full, chain, original),)))
+    if isinstance(full, tuple):
+        return Overlay(FileResult(root_file, (), (), (_placed(full[0], chain, original),)), transient=full[1])
     variants = []
+    transient = False
     for patch in chain.patches:
         without = dict(tree)
         without[patch.kustomization] = _without(docs[patch.kustomization], patch)
         found = _run(renderer, without, chain.root)
-        variants.append(None if isinstance(found, Finding) else [d for d, _ in found])
+        transient = transient or (isinstance(found, tuple) and found[1])
+        variants.append(None if isinstance(found, tuple) else [d for d, _ in found])
     located = locate(chain, full, variants, read)
     result = _load(root_file, located, settings)
     touched = tuple((_label(item.data), item.home,
                      tuple((p.where, _patch_place(item, p)) for p in item.patches)) for item in located if item.patches)
-    return Overlay(result, touched)
+    return Overlay(result, touched, transient)
 
 
 def _run(renderer: KustomizeRenderer, tree: Mapping[str, bytes],
-         root: str) -> list[tuple[dict[str, Any], str | None]] | Finding:
+         root: str) -> list[tuple[dict[str, Any], str | None]] | tuple[Finding, bool]:
+    """The rendered documents with their origin annotations, or (the finding, whether it may pass later)."""
     built = renderer.build(tree, root)
     if built.output is None:
-        return findings.error("kustomize-failed", f"kustomize build {root or '.'} failed: {built.error}")
+        return findings.error("kustomize-failed", f"kustomize build {root or '.'} failed: {built.error}"), \
+            built.transient
     parsed = load_yaml("kustomize output", built.output, OUTPUT_LIMITS)
     if parsed.findings:
         return findings.error("kustomize-failed", f"kustomize build {root or '.'} printed output that cannot be "
-                              f"read: {parsed.findings[0].message}")
+                              f"read: {parsed.findings[0].message}"), False
     return [strip_origin(d.data) for d in parsed.documents]
 
 
