@@ -166,8 +166,8 @@ def _placed(problem: Finding, chain: Scan, tree: Mapping[str, bytes]) -> Finding
             if re.search(r"name:\s*['\"]?" + re.escape(name) + r"['\"]?\s*$", text, re.MULTILINE):
                 return replace(problem, location=Location(patch.kustomization, patch.line))
     for kfile in reversed(chain.kustomizations):
-        text = tree.get(kfile, b"").decode("utf-8", errors="replace").splitlines()
-        for number, line in enumerate(text, 1):
+        lines = tree.get(kfile, b"").decode("utf-8", errors="replace").splitlines()
+        for number, line in enumerate(lines, 1):
             for ref in re.findall(r"[\w./-]+\.ya?ml|[\w.-]+/", line):
                 if ref.rstrip("/") and re.search(re.escape(posixpath.basename(ref.rstrip("/"))) + r"\b",
                                                  problem.message) and not line.lstrip().startswith("#"):

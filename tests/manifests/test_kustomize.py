@@ -96,7 +96,8 @@ def test_second_overlay_with_name_prefix(repo: KustomizeRepo, kustomize_path: st
     assert names == ["dev-team-a-cq", "dev-team-b-cq"]
     cq = next(e for e in report.entries if e.key.name == "dev-team-b-cq")
     assert str(cq.location(("spec", "cohortName"))) == "overlays/dev/team-b/cohort.yaml:6"
-    assert str(cq.location(("metadata", "name"))) == f"overlays/dev/kustomization.yaml:{DEV.splitlines().index('namePrefix: dev-') + 1}"
+    prefix = DEV.splitlines().index("namePrefix: dev-") + 1
+    assert str(cq.location(("metadata", "name"))) == f"overlays/dev/kustomization.yaml:{prefix}"
     assert (cq.path, cq.line) == ("base/team-b/queues.yaml", 6)
 
 
@@ -189,7 +190,7 @@ def test_broken_kustomizations_are_clear_findings(repo: KustomizeRepo, kustomize
     repo.commit("missing")
     report = check(repo, KustomizeBinary([kustomize_path]))
     assert where(report, "kustomize-missing") == [f"overlays/prod/kustomization.yaml:{len(PROD.splitlines()) + 1}"]
-    os.symlink("/etc/passwd", repo.path / "overlays/prod/team-a/missing.yaml")
+    (repo.path / "overlays/prod/team-a/missing.yaml").symlink_to("/etc/passwd")
     repo.commit("symlink")
     report = check(repo, KustomizeBinary([kustomize_path]))
     assert "symbolic links are not followed" in only(report, "kustomize-missing").message
