@@ -223,9 +223,10 @@ def _load(root_file: str, located: list[Located], settings: LoadSettings) -> Fil
             entries.append(e)
             continue
         home = real(e.line)
-        entries.append(LoadedObject(e.obj, home.path, home.line or 1, e.api_version, {}, sources(e.lines)))
-    passthrough = [replace(p, path=real(p.line).path, line=real(p.line).line or 1) if p.path == _SENTINEL else p
-                   for p in loaded.passthrough]
+        entries.append(LoadedObject(e.obj, home.path, home.line or 1, e.api_version, {}, sources(e.lines),
+                                    root_file))
+    passthrough = [replace(p, path=real(p.line).path, line=real(p.line).line or 1, overlay=root_file)
+                   if p.path == _SENTINEL else p for p in loaded.passthrough]
     budgets = [replace(b, path=real(b.line).path, line=real(b.line).line or 1,
                        lines={k: real(v).line or 1 for k, v in b.lines.items() if real(v).path == real(b.line).path})
                if b.path == _SENTINEL else b for b in loaded.budgets]

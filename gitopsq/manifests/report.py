@@ -28,6 +28,7 @@ class LoadedObject:
     # A kustomize-rendered object: where each field was written (its base file or the patch that set it);
     # ``path``/``line`` are then the base document's (docs/kustomize.md).
     sources: Mapping[FieldPath, Location] | None = field(default=None, compare=False, repr=False)
+    overlay: str = ""  # the overlay's kustomization file, for a kustomize-rendered object
 
     @property
     def key(self) -> m.ObjectKey:
@@ -60,6 +61,7 @@ class PassThrough:
     doc: Mapping[str, Any]
     path: str
     line: int
+    overlay: str = ""  # the overlay's kustomization file, for a kustomize-rendered document
 
 
 @dataclass(frozen=True, slots=True)
