@@ -80,6 +80,12 @@ class KustomizeBinary:
         return self._version
 
     def build(self, files: Mapping[str, bytes], directory: str) -> BuildResult:
+        try:
+            return self._build(files, directory)
+        except OSError as failure:  # no space or no temporary directory: the machine's fault, tried again later
+            return BuildResult(None, f"cannot prepare the build: {failure.strerror or failure}", transient=True)
+
+    def _build(self, files: Mapping[str, bytes], directory: str) -> BuildResult:
         with tempfile.TemporaryDirectory(prefix="gitopsq-kustomize-") as scratch:
             base = Path(scratch)
             repo, home = base / "repo", base / "home"

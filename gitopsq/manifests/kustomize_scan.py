@@ -26,6 +26,7 @@ from gitopsq.manifests.yamldoc import YamlDocument, load_yaml
 
 KUSTOMIZATION_FILES: Final = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 MAX_CHAIN: Final = 200  # kustomization files in one chain
+MAX_PATCHES: Final = 64  # patches in one chain: each costs one more build
 _REFUSED: Final = {
     "helmCharts": "Helm charts are not rendered (they fetch charts and run Helm); commit the rendered manifests",
     "helmGlobals": "Helm charts are not rendered; commit the rendered manifests",
@@ -90,6 +91,10 @@ def scan(root: str, files: Collection[str], read: Callable[[str], bytes]) -> Sca
     dirs = {posixpath.dirname(f) for f in files}
     state = _State(files, dirs, read)
     state.visit(root, None)
+    if len(state.patches) > MAX_PATCHES:
+        where = state.patches[MAX_PATCHES]
+        state.refuse("kustomize-too-large", f"the chain applies {len(state.patches)} patches; the limit is "
+                     f"{MAX_PATCHES} (each patch costs one more build)", where.kustomization, where.line)
     return Scan(root, tuple(state.order), state.docs, tuple(sorted(state.reads)), tuple(state.patches),
                 tuple(state.problems))
 

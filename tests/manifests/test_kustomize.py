@@ -13,8 +13,9 @@ from kustomize_repo import DEV, PROD, PROD_HOLD, PROD_QUOTA, KustomizeRepo, queu
 
 from gitopsq.api.findings import Finding
 from gitopsq.kustomize import KustomizeBinary
-from gitopsq.manifests import check_revision, render_documents
+from gitopsq.manifests import check_files, check_revision, render_documents
 from gitopsq.manifests.kustomize import BuildResult
+from gitopsq.manifests.kustomize_scan import scan
 from gitopsq.manifests.report import Report
 from gitopsq.source import open_any
 
@@ -238,3 +239,31 @@ def test_plan_and_check_name_the_patch(repo: KustomizeRepo, kustomize_path: str)
                           text=True, env=env, check=False, cwd=repo.path)
     assert done.returncode == 1
     assert "overlays/prod/team-a/quota.yaml:4" in done.stdout + done.stderr
+
+
+CONFIG_ALL = b"apiVersion: gitopsq.dev/v1alpha1\nkind: RepositoryConfig\ninclude: [o/]\nplatformTeam: p\n" \
+    b"teams: [{name: p, paths: ['**'], maintainers: [{name: P, email: p@example.com}]}]\n"
+
+
+def test_scan_keeps_local_dotted_paths_and_bounds_patches() -> None:
+    """A local directory with a dot in its name is not mistaken for a remote host; more than 64 patches are
+    refused at the first one past the limit."""
+    files = {"o/kustomization.yaml": b"resources: [my.dir.io/q.yaml]\n", "o/my.dir.io/q.yaml": b"kind: X\n"}
+    chain = scan("o", files, files.__getitem__)
+    assert not chain.findings and chain.files == ("o/kustomization.yaml", "o/my.dir.io/q.yaml")
+    many = "patches:\n" + "".join(f"- path: p{i}.yaml\n" for i in range(70))
+    files = {"o/kustomization.yaml": many.encode(), **{f"o/p{i}.yaml": b"kind: X\n" for i in range(70)}}
+    refused = scan("o", files, files.__getitem__)
+    assert [(f.code, str(f.location)) for f in refused.findings] == [("kustomize-too-large",
+                                                                      "o/kustomization.yaml:66")]
+
+
+@pytest.mark.parametrize("text", [b"", b"- a\n- b\n", b"resources: 7\n", b"resources: [[1]]\n", b"\xff\xfe",
+                                  b"a: &x [*x]\n", b"patches: [{path: 3}, {patch: 4}, 5]\n",
+                                  b"resources: [.]\n", b"components: [../o]\n", b"bases: ['']\n"])
+def test_odd_kustomizations_never_raise(text: bytes, kustomize_path: str) -> None:
+    """A broken kustomization (empty, a list, wrong types, not UTF-8, a bomb, a cycle) is an error naming the
+    kustomization file, from the scan or from kustomize itself, never an exception."""
+    files = {"o/kustomization.yaml": text}
+    report = check_files(files, CONFIG_ALL, renderer=KustomizeBinary([kustomize_path]))
+    assert report.errors and {f.location.path for f in report.errors if f.location} == {"o/kustomization.yaml"}
