@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -267,3 +268,17 @@ def test_odd_kustomizations_never_raise(text: bytes, kustomize_path: str) -> Non
     files = {"o/kustomization.yaml": text}
     report = check_files(files, CONFIG_ALL, renderer=KustomizeBinary([kustomize_path]))
     assert report.errors and {f.location.path for f in report.errors if f.location} == {"o/kustomization.yaml"}
+
+
+def test_kubectl_kustomize_fallback_places_fields_the_same(repo: KustomizeRepo) -> None:
+    """`kubectl kustomize` (kubectl's embedded kustomize v5.5) renders the overlay with the same placements."""
+    kubectl = shutil.which("kubectl")
+    assert kubectl, "kubectl is part of the development machine's tools"
+    renderer = KustomizeBinary([kubectl, "kustomize"])
+    assert "Kustomize Version" in renderer.version
+    report = check(repo, renderer)
+    assert report.ok, report.findings
+    cq = next(e for e in report.entries if e.key.name == "team-a-cq")
+    quota = ("spec", "resourceGroups", 0, "flavors", 0, "resources", 0, "nominalQuota")
+    assert str(cq.location(quota)) == "overlays/prod/team-a/quota.yaml:4"
+    assert str(cq.location(("spec", "stopPolicy"))) == "overlays/prod/team-a/hold.yaml:6"
