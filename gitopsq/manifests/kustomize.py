@@ -74,6 +74,7 @@ _CACHE: dict[str, Overlay] = {}
 def overlay_roots(files: Collection[str], include: tuple[str, ...], exclude: tuple[str, ...],
                   read: Callable[[str], bytes]) -> dict[str, Scan]:
     """Every overlay root (rule 1) with its scanned chain."""
+    files = frozenset(files)
     candidates = sorted({posixpath.dirname(f) for f in files if is_kustomization(f)
                          and any(paths.matches(f, p) for p in include)
                          and not any(paths.matches(f, p) for p in exclude)})
@@ -83,9 +84,12 @@ def overlay_roots(files: Collection[str], include: tuple[str, ...], exclude: tup
     return {root: s for root, s in scans.items() if root not in consumed}
 
 
-def owned_by_overlays(path: str, roots: Mapping[str, Scan]) -> bool:
+def overlay_owned(roots: Mapping[str, Scan]) -> Callable[[str], bool]:
     """Whether a selected file belongs to an overlay (read by a chain, or inside a root directory)."""
-    return any(path in s.files or root == "" or path.startswith(root + "/") for root, s in roots.items())
+    read = frozenset(f for s in roots.values() for f in s.files)
+    prefixes = tuple(root + "/" for root in roots)
+    everything = "" in roots
+    return lambda path: everything or path in read or path.startswith(prefixes)
 
 
 def render_overlay(chain: Scan, read: Callable[[str], bytes], blob_id: Callable[[str], str], *,

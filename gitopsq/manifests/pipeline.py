@@ -21,7 +21,7 @@ from gitopsq.errors import Location, SourceError
 from gitopsq.manifests.budget_checks import budget_findings
 from gitopsq.manifests.budgets import LoadedBudget
 from gitopsq.manifests.config import CONFIG_PATH, parse_config
-from gitopsq.manifests.kustomize import KustomizeRenderer, overlay_roots, owned_by_overlays, render_overlay
+from gitopsq.manifests.kustomize import KustomizeRenderer, overlay_owned, overlay_roots, render_overlay
 from gitopsq.manifests.kustomize_scan import KUSTOMIZATION_FILES, is_kustomization
 from gitopsq.manifests.loader import FileResult, LoadSettings, load_file
 from gitopsq.manifests.references import validate_revision
@@ -113,7 +113,8 @@ def check_files(files: Mapping[str, bytes], config_bytes: bytes | None, *, revis
     problems: list[Finding] = list(parsed.findings)
     roots = overlay_roots(list(files), config.include, config.exclude, files.__getitem__) \
         if any(is_kustomization(p) for p in files) else {}
-    selected = sorted(p for p in files if config.selects(p) and not owned_by_overlays(p, roots))
+    owned = overlay_owned(roots)
+    selected = sorted(p for p in files if config.selects(p) and not owned(p))
     for path in selected:
         blob = blob_ids[path] if blob_ids is not None and path in blob_ids else None
         if blob is None:
