@@ -4,6 +4,15 @@
 # The base is pinned to an exact Python and Debian release; pin it further by digest in your build with
 #   docker build --build-arg PYTHON_IMAGE=python:3.12.12-slim-bookworm@sha256:<digest> .
 ARG PYTHON_IMAGE=python:3.12.12-slim-bookworm
+# kustomize renders overlays (docs/kustomize.md): built from the Go module proxy, pinned like scripts/kustomize-prepare.
+ARG GO_IMAGE=golang:1.26.8-bookworm
+ARG KUSTOMIZE_VERSION=v5.8.1
+
+FROM ${GO_IMAGE} AS kustomize
+ARG KUSTOMIZE_VERSION
+RUN CGO_ENABLED=0 GOBIN=/out GOFLAGS=-buildvcs=false go install -trimpath \
+      -ldflags "-s -w -X sigs.k8s.io/kustomize/api/provenance.version=${KUSTOMIZE_VERSION}" \
+      "sigs.k8s.io/kustomize/kustomize/v5@${KUSTOMIZE_VERSION}"
 
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -16,7 +25,7 @@ RUN python -m venv /opt/gitopsq \
 
 FROM ${PYTHON_IMAGE}
 # git: the audit writer pushes with the git CLI; openssh-client: ssh transport and ssh-keygen -Y signature
-# checks; gnupg: OpenPGP signature checks. Nothing else.
+# checks; gnupg: OpenPGP signature checks. Nothing else (prlimit, which bounds kustomize, is in the base).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends git openssh-client gnupg ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
@@ -25,7 +34,9 @@ RUN apt-get update \
       --shell /usr/sbin/nologin gitopsq \
  && install -d -o 65532 -g 65532 -m 0750 /var/cache/gitopsq
 COPY --from=build /opt/gitopsq /opt/gitopsq
+COPY --from=kustomize /out/kustomize /usr/local/bin/kustomize
 ENV PATH=/opt/gitopsq/bin:$PATH \
+    GITOPSQ_KUSTOMIZE=/usr/local/bin/kustomize \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     HOME=/var/cache/gitopsq \

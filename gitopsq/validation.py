@@ -18,6 +18,7 @@ from typing import Any
 from gitopsq.api import findings
 from gitopsq.api.findings import Finding
 from gitopsq.errors import Location, PolicyError, SourceError
+from gitopsq.kustomize import default_renderer
 from gitopsq.manifests import ParseCache, check_revision
 from gitopsq.manifests.report import Report
 from gitopsq.policy import SourcedObject, Verdict, build_policy_input, evaluate, load_policies
@@ -77,7 +78,7 @@ class ValidationCache(MutableMapping[str, Any]):
     def report(self, source: Any, commit: str) -> Report:
         found = self.reports.get(commit)
         if found is None:
-            found = self.reports[commit] = check_revision(source, commit, cache=self.files)
+            found = self.reports[commit] = check_revision(source, commit, cache=self.files, renderer=default_renderer())
             while len(self.reports) > self.max_reports:
                 self.reports.popitem(last=False)
         else:
@@ -224,7 +225,8 @@ def validate_revision(source: Any, commit: str, *, base: str | bool | None = Tru
     cached = cache if isinstance(cache, ValidationCache) else None
 
     def report(sha: str) -> Report:
-        return cached.report(source, sha) if cached is not None else check_revision(source, sha, cache=cache)
+        return cached.report(source, sha) if cached is not None else check_revision(source, sha, cache=cache,
+                                                                                  renderer=default_renderer())
 
     base_sha = first_parent(source, commit) if base is True else (base or None)
     base_report, base_error = None, None

@@ -24,6 +24,7 @@ from gitopsq.commands.policy import backend_from_env
 from gitopsq.commands.repo import locate
 from gitopsq.errors import ClusterError, ScenarioError, SourceError, UsageError
 from gitopsq.forge.post import post_plan, post_target
+from gitopsq.kustomize import default_renderer
 from gitopsq.manifests import CONFIG_PATH, check_revision
 from gitopsq.manifests.config_model import RepoConfig
 from gitopsq.plan.impact import CurrentAdmission, CurrentWorkload, assess, compare_trace, from_trace
@@ -142,8 +143,8 @@ def make_plan(repo: str, base_rev: str, head_rev: str, *, cluster: str | None = 
     base_sha, head_sha = source.resolve(base_rev), source.resolve(head_rev)
     cache = DiskCache(cache_file(str(Path(repo).resolve()) if Path(repo).exists() else source.display)
                       if use_cache else None)
-    base_report = check_revision(source, base_sha, cache=cache)
-    head_report = check_revision(source, head_sha, cache=cache)
+    base_report = check_revision(source, base_sha, cache=cache, renderer=default_renderer())
+    head_report = check_revision(source, head_sha, cache=cache, renderer=default_renderer())
     cache.save()
     history, notes = _history(source, base_sha, head_sha)
     policies, touched = judge(source, head_sha, head_report, base=base_sha, base_report=base_report,

@@ -6,7 +6,7 @@ revision that changes one file re-reads one file.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -51,11 +51,17 @@ class FileResult:
 def load_file(path: str, data: bytes, settings: LoadSettings = LoadSettings()) -> FileResult:
     """Parse, decode and validate (per object) every document of one file."""
     loaded = load_yaml(path, data, settings.limits)
-    problems: list[Finding] = list(loaded.findings)
+    return load_documents(path, loaded.documents, settings, loaded.findings)
+
+
+def load_documents(path: str, documents: Sequence[YamlDocument], settings: LoadSettings = LoadSettings(),
+                   found: Sequence[Finding] = ()) -> FileResult:
+    """Decode and validate parsed documents (a file's, or kustomize's rendered output, docs/kustomize.md)."""
+    problems: list[Finding] = list(found)
     entries: list[LoadedObject] = []
     passthrough: list[PassThrough] = []
     budgets: list[LoadedBudget] = []
-    for doc in loaded.documents:
+    for doc in documents:
         if isinstance(doc.data, Mapping) and is_budget(doc.data):
             budget, found = parse_budget(doc.data, path=doc.path, line=doc.line, lines=doc.lines)
             problems.extend(found)

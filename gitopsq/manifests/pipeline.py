@@ -21,6 +21,8 @@ from gitopsq.errors import Location, SourceError
 from gitopsq.manifests.budget_checks import budget_findings
 from gitopsq.manifests.budgets import LoadedBudget
 from gitopsq.manifests.config import CONFIG_PATH, parse_config
+from gitopsq.manifests.kustomize import KustomizeRenderer, overlay_owned, overlay_roots, render_overlay
+from gitopsq.manifests.kustomize_scan import KUSTOMIZATION_FILES, is_kustomization
 from gitopsq.manifests.loader import FileResult, LoadSettings, load_file
 from gitopsq.manifests.references import validate_revision
 from gitopsq.manifests.report import LoadedObject, PassThrough, Report, sort_findings
@@ -33,7 +35,8 @@ class RevisionSource(Protocol):
 
     def read_file(self, commit: str, path: str) -> bytes | None: ...
 
-    def list_files(self, commit: str, include: Sequence[str], exclude: Sequence[str] = ()) -> Sequence[_Entry]: ...
+    def list_files(self, commit: str, include: Sequence[str], exclude: Sequence[str] = (), *,
+                   suffixes: Sequence[str] | None = ...) -> Sequence[_Entry]: ...
 
     def read_blob(self, blob_id: str) -> bytes: ...
 
@@ -85,11 +88,13 @@ def cache_key(blob_id: str, path: str, settings: LoadSettings) -> str:
 
 def check_files(files: Mapping[str, bytes], config_bytes: bytes | None, *, revision: str | None = None,
                 blob_ids: Mapping[str, str] | None = None,
-                cache: MutableMapping[str, FileResult] | None = None) -> Report:
+                cache: MutableMapping[str, FileResult] | None = None,
+                renderer: KustomizeRenderer | None = None) -> Report:
     """Validate a revision given as ``{path: bytes}`` plus the bytes of its gitopsq.yaml (None: missing).
 
-    ``files`` may hold paths outside the include set; they are ignored. With ``blob_ids`` a cached file's bytes
-    are never read, so ``files`` may be a lazy mapping.
+    ``files`` may hold paths outside the include set; they are ignored, except that a kustomize overlay reads
+    them (its bases). With ``blob_ids`` a cached file's bytes are never read, so ``files`` may be a lazy mapping.
+    Overlays are built through ``renderer`` (docs/kustomize.md); without one they are error findings.
     """
     if config_bytes is None:
         missing = findings.error("config-missing", f"{CONFIG_PATH} not found at the root of the repository: every "
@@ -106,7 +111,10 @@ def check_files(files: Mapping[str, bytes], config_bytes: bytes | None, *, revis
     passthrough: list[PassThrough] = []
     budgets: list[LoadedBudget] = []
     problems: list[Finding] = list(parsed.findings)
-    selected = sorted(p for p in files if config.selects(p))
+    roots = overlay_roots(list(files), config.include, config.exclude, files.__getitem__) \
+        if any(is_kustomization(p) for p in files) else {}
+    owned = overlay_owned(roots)
+    selected = sorted(p for p in files if config.selects(p) and not owned(p))
     for path in selected:
         blob = blob_ids[path] if blob_ids is not None and path in blob_ids else None
         if blob is None:
@@ -127,8 +135,18 @@ def check_files(files: Mapping[str, bytes], config_bytes: bytes | None, *, revis
         passthrough.extend(result.passthrough)
         budgets.extend(result.budgets)
         problems.extend(result.findings)
+    for chain in roots.values():
+        result = render_overlay(chain, files.__getitem__,
+                                lambda p: blob_ids[p] if blob_ids is not None and p in blob_ids
+                                else git_blob_id(files[p]), renderer=renderer, settings=settings,
+                                config=config)
+        entries.extend(result.entries)
+        passthrough.extend(result.passthrough)
+        budgets.extend(result.budgets)
+        problems.extend(result.findings)
     problems.extend(budget_findings(entries, budgets, config, validate_revision(entries, passthrough)))
-    return Report(revision, config, tuple(entries), sort_findings(problems), tuple(passthrough), tuple(selected),
+    listed = sorted({*selected, *(c.kustomizations[-1] for c in roots.values() if c.kustomizations)})
+    return Report(revision, config, tuple(entries), sort_findings(problems), tuple(passthrough), tuple(listed),
                   tuple(budgets))
 
 
@@ -160,16 +178,21 @@ class _LazyBlobs(Mapping[str, bytes]):
 
 
 def check_revision(source: RevisionSource, commit: str, *,
-                   cache: MutableMapping[str, FileResult] | None = None) -> Report:
+                   cache: MutableMapping[str, FileResult] | None = None,
+                   renderer: KustomizeRenderer | None = None) -> Report:
     """Validate revision ``commit`` of ``source`` (resolved already). Source errors propagate as SourceError."""
     config_bytes = source.read_file(commit, CONFIG_PATH)
     include, exclude = _listing_patterns(config_bytes)
     if not include:
         return check_files({}, config_bytes, revision=commit, cache=cache)
     listed = source.list_files(commit, include, exclude)
+    overlays = source.list_files(commit, include, exclude, suffixes=KUSTOMIZATION_FILES)
+    if any(is_kustomization(entry.path) for entry in overlays):
+        # An overlay's bases and patches may lie outside the include paths: list the whole tree (cached by tree).
+        listed = source.list_files(commit, ("**",), (), suffixes=None)
     blob_ids = {entry.path: entry.blob_id for entry in listed}
     return check_files(_LazyBlobs(source, blob_ids), config_bytes, revision=commit, blob_ids=blob_ids,
-                       cache=cache)
+                       cache=cache, renderer=renderer)
 
 
 def _listing_patterns(config_bytes: bytes | None) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -25,18 +25,27 @@ class LoadedObject:
     line: int
     api_version: str
     lines: Mapping[FieldPath, int] = field(default_factory=dict, compare=False, repr=False)
+    # A kustomize-rendered object: where each field was written (its base file or the patch that set it);
+    # ``path``/``line`` are then the base document's (docs/kustomize.md).
+    sources: Mapping[FieldPath, Location] | None = field(default=None, compare=False, repr=False)
+    overlay: str = ""  # the overlay's kustomization file, for a kustomize-rendered object
 
     @property
     def key(self) -> m.ObjectKey:
         return m.key_of(self.obj)
 
     def location(self, field_path: FieldPath = ()) -> Location:
-        """The line of ``field_path`` (or of its nearest parent that has one) in this object's file."""
+        """Where ``field_path`` (or its nearest parent that has a place) was written."""
         probe = field_path
         while probe:
-            line = self.lines.get(probe)
-            if line is not None:
-                return Location(self.path, line)
+            if self.sources is not None:
+                found = self.sources.get(probe)
+                if found is not None:
+                    return found
+            else:
+                line = self.lines.get(probe)
+                if line is not None:
+                    return Location(self.path, line)
             probe = probe[:-1]
         return Location(self.path, self.line)
 
@@ -52,6 +61,7 @@ class PassThrough:
     doc: Mapping[str, Any]
     path: str
     line: int
+    overlay: str = ""  # the overlay's kustomization file, for a kustomize-rendered document
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,9 +23,10 @@ from typing import Any, Final, Literal
 from gitopsq.api.codec import encode
 from gitopsq.api.findings import Finding
 from gitopsq.api.model import ObjectKey
+from gitopsq.errors import Location
 from gitopsq.manifests.budgets import BUDGET_GROUP, BUDGET_KIND
 from gitopsq.manifests.render import KIND_ORDER
-from gitopsq.manifests.report import Report
+from gitopsq.manifests.report import LoadedObject, Report
 from gitopsq.plan.approval_check import impossible_approvals
 from gitopsq.plan.approvers import GLOBAL_KINDS, Approval, required_approvals
 from gitopsq.plan.impact import SnapshotImpact, TraceImpact
@@ -49,10 +50,16 @@ class ObjectChange:
     old_path: str | None  # file in base (None when added)
     old_line: int | None
     fields: tuple[FieldChange, ...] = ()
+    # For a kustomize-rendered object: where each field (same order as ``fields``) was written in head, so a
+    # diff line names the base or patch line a person edits (docs/kustomize.md). Empty otherwise.
+    sources: tuple[Location | None, ...] = ()
 
     @property
     def name(self) -> str:
         return str(self.key)
+
+    def source(self, index: int) -> Location | None:
+        return self.sources[index] if index < len(self.sources) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +115,7 @@ class _Placed:
     path: str
     line: int
     same_as: Any  # a value equal across revisions iff the object is unchanged (the decoded model)
+    entry: LoadedObject | None = None  # set for a kustomize-rendered object (its fields have sources)
 
 
 def _placed(report: Report | None) -> dict[ObjectKey, _Placed]:
@@ -116,7 +124,7 @@ def _placed(report: Report | None) -> dict[ObjectKey, _Placed]:
     if report is None:
         return out
     for e in sorted(report.entries, key=lambda e: (e.path, e.line)):
-        out.setdefault(e.key, _Placed(_Lazy(e.obj), e.path, e.line, e.obj))
+        out.setdefault(e.key, _Placed(_Lazy(e.obj), e.path, e.line, e.obj, e if e.sources is not None else None))
     for p in sorted(report.passthrough, key=lambda p: (p.path, p.line)):
         group = p.api_version.rpartition("/")[0]
         key = ObjectKey(group=group, kind=p.kind, namespace=p.namespace or "", name=p.name)
@@ -201,17 +209,45 @@ def object_changes(base: Report | None, head: Report) -> tuple[ObjectChange, ...
     for key in old.keys() | new.keys():
         a, b = old.get(key), new.get(key)
         if a is None and b is not None:
-            out.append(ObjectChange(key, "added", b.path, b.line, None, None, tuple(leaf_fields(b.doc, "added"))))
+            added = tuple(leaf_fields(b.doc, "added"))
+            out.append(ObjectChange(key, "added", b.path, b.line, None, None, added, _sources(b, added)))
         elif b is None and a is not None:
             status: ObjectStatus = "invalid" if str(key) in broken else "removed"
             out.append(ObjectChange(key, status, None, None, a.path, a.line, tuple(leaf_fields(a.doc, "removed"))))
         elif a is not None and b is not None:
             fields = () if a.same_as == b.same_as else diff(a.doc, b.doc, equal=quantity_equal)
             if a.path != b.path:
-                out.append(ObjectChange(key, "moved", b.path, b.line, a.path, a.line, fields))
+                out.append(ObjectChange(key, "moved", b.path, b.line, a.path, a.line, fields, _sources(b, fields)))
             elif fields:
-                out.append(ObjectChange(key, "changed", b.path, b.line, a.path, a.line, fields))
+                out.append(ObjectChange(key, "changed", b.path, b.line, a.path, a.line, fields, _sources(b, fields)))
     out.sort(key=lambda c: (STATUS_ORDER.index(c.status), _kind_rank(c.key)))
+    return tuple(out)
+
+
+def _sources(placed: _Placed, fields: tuple[FieldChange, ...]) -> tuple[Location | None, ...]:
+    """Where each changed field was written, for a kustomize-rendered object (else nothing)."""
+    if placed.entry is None:
+        return ()
+    return tuple(None if f.op == "removed" else placed.entry.location(_reader_path(placed.doc, f.path))
+                 for f in fields)
+
+
+def _reader_path(doc: Any, path: FieldPath) -> tuple[str | int, ...]:
+    """A diff path (name-keyed list items) as the loader's path (list indexes), stepping through ``doc``."""
+    out: list[str | int] = []
+    for step in path:
+        if isinstance(step, ByName):
+            items = doc if isinstance(doc, list) else []
+            index = next((i for i, item in enumerate(items)
+                          if isinstance(item, Mapping) and item.get("name") == step.name), None)
+            if index is None:
+                break
+            out.append(index)
+            doc = items[index]
+        else:
+            out.append(step)
+            doc = doc.get(step) if isinstance(doc, Mapping) and isinstance(step, str) else \
+                (doc[step] if isinstance(doc, list) and isinstance(step, int) and step < len(doc) else None)
     return tuple(out)
 
 

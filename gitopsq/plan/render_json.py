@@ -54,7 +54,15 @@ def _revision(r: RevisionSummary) -> dict[str, Any]:
 def _object(c: ObjectChange) -> dict[str, Any]:
     return {"kind": c.key.kind, "group": c.key.group, "namespace": c.key.namespace or None, "name": c.key.name,
             "status": c.status, "path": c.path, "line": c.line, "oldPath": c.old_path, "oldLine": c.old_line,
-            "fields": [f.to_json() for f in c.fields]}
+            "fields": [_field(c, i) for i in range(len(c.fields))]}
+
+
+def _field(c: ObjectChange, index: int) -> dict[str, Any]:
+    out = c.fields[index].to_json()
+    found = c.source(index)
+    if found is not None:  # a kustomize-rendered field: the base or patch line it was written at
+        out["source"] = {"path": found.path, "line": found.line}
+    return out
 
 
 def _queue(q: QueueQuota) -> dict[str, Any]:

@@ -173,11 +173,12 @@ def diff_lines(c: ObjectChange) -> list[str]:
     if c.status in ("removed", "invalid"):
         return [f"- {f.where}: {value(f.old)}" for f in c.fields if f.where not in ("apiVersion", "kind")]
     out = []
-    for f in c.fields:
+    for i, f in enumerate(c.fields):
         if f.op in ("removed", "changed", "reordered"):
             out.append(f"- {f.where}: {value(f.old)}")
         if f.op in ("added", "changed", "reordered"):
-            out.append(f"+ {f.where}: {value(f.new)}")
+            found = c.source(i)  # a kustomize-rendered field: the base or patch line it was written at
+            out.append(f"+ {f.where}: {value(f.new)}" + (f"  ({found})" if found is not None else ""))
     return out
 
 

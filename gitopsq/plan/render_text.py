@@ -71,10 +71,17 @@ def where(c: ObjectChange) -> str:
 def object_fields(c: ObjectChange) -> list[str]:
     """An added object shows its spec once (not every field as added); others show each field change."""
     if c.status == "added":
-        return [f"{f.where}: {value(f.new)}" for f in c.fields if f.where not in ("apiVersion", "kind")]
+        return [f"{f.where}: {value(f.new)}{_at(c, i)}" for i, f in enumerate(c.fields)
+                if f.where not in ("apiVersion", "kind")]
     if c.status in ("removed", "invalid"):
         return []  # the whole object goes: its fields are in the JSON output and the Markdown diff
-    return [field_line(f) for f in c.fields]
+    return [field_line(f) + _at(c, i) for i, f in enumerate(c.fields)]
+
+
+def _at(c: ObjectChange, index: int) -> str:
+    """`` (overlays/prod/patch.yaml:7)``: where a kustomize-rendered field was written (docs/kustomize.md)."""
+    found = c.source(index)
+    return f"  ({found})" if found is not None else ""
 
 
 def change_cell(resource: str, before: int | None, after: int | None, *, present: tuple[bool, bool]) -> str:

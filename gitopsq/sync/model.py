@@ -42,6 +42,9 @@ class Validated:
     reason: str = ""
     reason_code: str = "ValidationFailed"
     locations: Mapping[ObjectKey, tuple[str, int]] = field(default_factory=dict)  # object -> (file, line)
+    # object -> the kustomization file of the overlay it was built from (docs/kustomize.md); `spec.paths` selects
+    # such an object by its overlay, not by its base file
+    overlays: Mapping[ObjectKey, str] = field(default_factory=dict)
 
 
 Validator = Callable[["Source", str, "str | None"], Validated]

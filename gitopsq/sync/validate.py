@@ -45,10 +45,12 @@ def from_report(report: Any) -> Validated:
     documents = tuple(encode(o) for o in report.objects) + tuple(dict(p.doc) for p in report.passthrough)
     places = [(e.path, e.line) for e in report.entries] + [(p.path, p.line) for p in report.passthrough]
     locations = {key_of_document(d): place for d, place in zip(documents, places, strict=True)}
+    overlays = {key_of_document(d): item.overlay for d, item in
+                zip(documents, (*report.entries, *report.passthrough), strict=True) if item.overlay}
     reason = f"{len(errors)} error(s), first: {errors[0]}" if errors else ""
     policy_only = bool(errors) and all(f.code.startswith("policy") for f in errors)
     return Validated(documents, tuple(findings), bool(errors), reason,
-                     "PolicyDenied" if policy_only else "ValidationFailed", locations)
+                     "PolicyDenied" if policy_only else "ValidationFailed", locations, overlays)
 
 
 def within_paths(validated: Validated, paths: tuple[str, ...]) -> Validated:
@@ -60,7 +62,8 @@ def within_paths(validated: Validated, paths: tuple[str, ...]) -> Validated:
     where = validated.locations
 
     def inside(doc: Mapping[str, Any]) -> bool:
-        path = where.get(key_of_document(doc), ("", 0))[0]
+        key = key_of_document(doc)
+        path = validated.overlays.get(key) or where.get(key, ("", 0))[0]
         return any(path == r or path.startswith(r + "/") for r in roots)
 
     return replace(validated, documents=tuple(d for d in validated.documents if inside(d)))

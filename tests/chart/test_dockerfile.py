@@ -28,12 +28,14 @@ def build_args() -> dict[str, str]:
 
 
 def test_base_image_is_a_pinned_slim_python() -> None:
-    """Every FROM resolves to python:<major.minor.patch>-slim-<debian> (or a digest), never a floating tag."""
+    """Every FROM resolves to python:<major.minor.patch>-slim-<debian> (or a digest), never a floating tag; the
+    one Go stage (building kustomize, docs/kustomize.md) is a pinned golang:<major.minor.patch> image."""
     args = build_args()
     froms = [rest.split()[0] for word, rest in instructions() if word == "FROM"]
-    assert len(froms) == 2
-    for written in froms:
-        image = re.sub(r"\$\{(\w+)\}", lambda m: args[m.group(1)], written)
+    assert len(froms) == 3
+    images = [re.sub(r"\$\{(\w+)\}", lambda m: args[m.group(1)], written) for written in froms]
+    assert re.fullmatch(r"golang:\d+\.\d+\.\d+-[a-z]+(@sha256:[0-9a-f]{64})?", images[0]), images[0]
+    for image in images[1:]:
         assert re.fullmatch(r"python:\d+\.\d+\.\d+-slim-[a-z]+(@sha256:[0-9a-f]{64})?", image), image
 
 
