@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from kueue_side_by_side.floor import write_floor  # noqa: E402
+from kueue_side_by_side.floor import write_floor
 
 
 def test_workloads_created_together_are_admitted_a_token_apart_after_the_burst() -> None:
