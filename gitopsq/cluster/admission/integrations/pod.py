@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from gitopsq.cluster.admission.integrations.base import PodSetPlacement, Rule
 from gitopsq.cluster.admission.integrations.pod_group import Unit, phase, ready, start_patch, started, terminal
-from gitopsq.cluster.admission.integrations.pod_reconciler import PassContext, PodPass
+from gitopsq.cluster.admission.integrations.pod_reconciler import PassContext, PodPass, PodState
 from gitopsq.cluster.kinds import Kind
 from gitopsq.manifests.pods import MANAGED_LABEL, MANAGED_VALUE, gated
 
@@ -38,7 +38,7 @@ class Pod:
     webhook: bool = True
 
     def __init__(self) -> None:
-        self._warned: dict[str, str] = {}
+        self._state = PodState()
 
     @property
     def kind_info(self) -> Kind:
@@ -49,7 +49,7 @@ class Pod:
 
     def reconcile_pass(self, ctx: PassContext) -> None:
         """The whole pass for pods and pod groups (pod_reconciler.py), run by the generic reconciler."""
-        PodPass(ctx, self._warned).run()
+        PodPass(ctx, self._state).run()
 
     def pod_sets(self, job: Mapping[str, Any]) -> list[dict[str, Any]]:
         return Unit(str(job["metadata"]["namespace"]), "", [dict(job)]).pod_sets()

@@ -21,7 +21,8 @@ Workloads owned by pods of which none is left are deleted (the garbage collector
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol
 
 from gitopsq import logs
 from gitopsq.cluster.admission.integrations.base import PodSetPlacement
@@ -52,6 +53,17 @@ from gitopsq.errors import ClusterError
 from gitopsq.manifests.pods import FINALIZER, IS_GROUP_WORKLOAD, TERMINATION_TARGET, gated
 
 _log = logs.get("pods")
+
+SCAN_EVERY: Final = 30.0  # seconds between full scans of the Workloads for ones owned by pods
+
+
+@dataclass
+class PodState:
+    """What the pod pass remembers between passes (the integration holds it)."""
+
+    warned: dict[str, str] = field(default_factory=dict)  # group -> the composition problem last reported
+    workloads: set[str] = field(default_factory=set)  # keys of Workloads owned by pods, as last seen
+    scanned: float = float("-inf")  # when the Workloads were last scanned in full
 
 
 class PassContext(Protocol):
@@ -94,24 +106,48 @@ def _obj(pod: Mapping[str, Any]) -> str:
 class PodPass:
     """One pass over the cached managed pods (the cache holds only pods labelled ``kueue.x-k8s.io/managed``)."""
 
-    def __init__(self, ctx: PassContext, warned: dict[str, str]) -> None:
+    def __init__(self, ctx: PassContext, state: PodState) -> None:
         self.ctx, self.cache, self.writer = ctx, ctx.cache, ctx.writer
-        self.warned = warned  # unit -> the composition problem last reported (one event per change)
+        self.state = state
+        self.warned = state.warned  # one ErrWorkloadCompose event per change of a group's problem
 
     def run(self) -> None:
         seen: set[str] = set()
         for unit in units(self.cache.items("pods")):
             name = self._name(unit)
             seen.add(f"{unit.namespace}/{name}")
+            if _pod_owned(self.cache.get("workloads", f"{unit.namespace}/{name}")):
+                self.state.workloads.add(f"{unit.namespace}/{name}")
             try:
                 self._unit(unit, name)
             except ClusterError as err:
                 _log.info("pod step deferred", unit=f"{unit.namespace}/{name}", error=str(err))
-        for wl in self.cache.items("workloads"):
+        self._sweep(seen)
+
+    def _candidates(self) -> list[dict[str, Any]]:
+        """Workloads owned by pods: all of them every `SCAN_EVERY` seconds (the first pass included), else
+        those remembered — a pass does not walk every Workload of the cluster."""
+        now = self.ctx.now()
+        if now - self.state.scanned >= SCAN_EVERY:
+            self.state.scanned = now
+            found = [wl for wl in self.cache.items("workloads") if _pod_owned(wl)]
+            self.state.workloads = {f"{w['metadata']['namespace']}/{w['metadata']['name']}" for w in found}
+            return found
+        out = []
+        for key in list(self.state.workloads):
+            wl = self.cache.get("workloads", key)
+            if wl is None:
+                self.state.workloads.discard(key)
+            else:
+                out.append(wl)
+        return out
+
+    def _sweep(self, seen: set[str]) -> None:
+        """Workloads whose pods are all gone go (their finalizer first comes off once they are deleted)."""
+        for wl in self._candidates():
             meta = wl.get("metadata") or {}
             key = f"{meta.get('namespace')}/{meta.get('name')}"
-            if key in seen or not any(r.get("kind") == "Pod" and r.get("apiVersion") == "v1"
-                                      for r in meta.get("ownerReferences") or ()):
+            if key in seen:
                 continue
             try:
                 if meta.get("deletionTimestamp"):
@@ -143,6 +179,12 @@ class PodPass:
         wl = self.cache.get("workloads", f"{unit.namespace}/{name}")
         if wl is None:
             self._create(unit, name)
+            return
+        if not _pod_owned(wl):
+            problem = f"Workload {unit.namespace}/{name} exists and is not owned by pods"
+            if self.warned.get(f"{unit.namespace}/{name}") != problem:  # Kueue: WorkloadNameConflict
+                self.warned[f"{unit.namespace}/{name}"] = problem
+                self.writer.event(unit.first, "Pod", "WorkloadNameConflict", problem, warning=True)
             return
         if wl["metadata"].get("deletionTimestamp"):
             left = [p for p in unit.pods if started(p)]
@@ -275,6 +317,11 @@ class PodPass:
                 continue
             self.writer.patch("pods", _path(pod), start_patch(pod, placement), _obj(pod))
             self.writer.event(pod, "Pod", "Started", f"Admitted by clusterQueue {cq}")
+
+
+def _pod_owned(wl: Mapping[str, Any] | None) -> bool:
+    return wl is not None and any(r.get("kind") == "Pod" and r.get("apiVersion") == "v1"
+                                  for r in (wl.get("metadata") or {}).get("ownerReferences") or ())
 
 
 def _owner(pod: Mapping[str, Any], *, controller: bool) -> dict[str, Any]:
