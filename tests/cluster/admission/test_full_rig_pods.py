@@ -183,10 +183,31 @@ def test_group_waits_until_complete_then_is_admitted_whole_one_pod_set_per_role(
     assert {on["train-worker-0"], on["train-worker-1"]} <= pools["spot"].nodes
 
 
+def test_surplus_members_of_a_group_are_deleted_newest_first(pod_loop: RunningLoop, node_pools: NodePools,
+                                                             fresh_ns: str) -> None:
+    """Three members of a group whose total count is two: the newest is deleted (``ExcessPodDeleted``) and the
+    Workload counts two pods, both of which run."""
+    cluster: FullCluster = node_pools.cluster
+    ns = fresh_ns
+    pool = gpu_pools(node_pools, {"on-demand": (2, 4)})["on-demand"]
+    setup(cluster, gpu_queue_yaml(ns, f"cq-{ns}", [(pool, 8)]))
+    first, second, third = group(ns, "pair", 3, gpus=4, total=2, managed=True)
+    create(cluster, first, second)
+    time.sleep(0.1)
+    create(cluster, third)
+    wl = wait_for("the pair admitted", lambda: _true(workload_named(cluster, ns, "pair"), "Admitted")
+                  and workload_named(cluster, ns, "pair"), timeout=30)
+    assert [p["count"] for p in wl["spec"]["podSets"]] == [2]
+    wait_for("the surplus pod gone", lambda: get_pod(cluster, ns, "pair-2") is None, timeout=30)
+    assert _events(cluster, ns, "ExcessPodDeleted")
+    wait_for("both members running", lambda: len(running(pods_in(cluster, ns, "pair"))) == 2, timeout=60)
+
+
 def test_group_the_nodes_cannot_hold_is_evicted_whole_by_pods_ready(full_kueue: FullCluster,
                                                                     node_pools: NodePools, fresh_ns: str) -> None:
-    """Quota admits a group of three 4-GPU pods but the pool's two nodes hold only two: with waitForPodsReady the
-    Workload is evicted (PodsReadyTimeout) and every member is deleted — none keeps running alone."""
+    """With waitForPodsReady, a group of two that the nodes hold gets ``PodsReady=True`` (reason ``Started``) and
+    finishes; then quota admits a group of three 4-GPU pods but the pool's two nodes hold only two: the Workload is
+    evicted (PodsReadyTimeout) and every member is deleted — none keeps running alone."""
     cluster: FullCluster = node_pools.cluster
     gang = WaitForPodsReady(enable=True, timeout=3.0, requeuing_strategy=RequeuingStrategy(
         backoff_limit_count=1, backoff_base_seconds=30, backoff_max_seconds=60))
@@ -196,6 +217,12 @@ def test_group_the_nodes_cannot_hold_is_evicted_whole_by_pods_ready(full_kueue: 
     try:
         with RunningLoop(full_kueue, dataclasses.replace(WITH_PODS, wait_for_pods_ready=gang)):
             setup(cluster, gpu_queue_yaml(ns, f"cq-{ns}", [(pool, 12)]))
+            create(cluster, *group(ns, "fits", 2, gpus=4, managed=True, annotations={RUN_FOR: "3s"}))
+            ready = wait_for("the fitting group ready", lambda: _true(workload_named(cluster, ns, "fits"),
+                                                                       "PodsReady"), timeout=60)
+            assert ready["reason"] == "Started"
+            wait_for("the fitting group finished", lambda: _true(workload_named(cluster, ns, "fits"), "Finished"),
+                     timeout=60)
             create(cluster, *group(ns, "gang", 3, gpus=4, managed=True))
             wait_for("two of three running", lambda: len(running(pods_in(cluster, ns, "gang"))) == 2, timeout=60)
             evicted = wait_for("evicted by the timeout", lambda: _true(workload_named(cluster, ns, "gang"),

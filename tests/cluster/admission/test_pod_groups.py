@@ -97,3 +97,18 @@ def test_start_patch_adds_the_placement_and_removes_only_the_admission_gate() ->
                               "tolerations": [{"key": "t", "operator": "Exists"}, spot]}}
     pod["spec"]["schedulingGates"] = [{"name": GATE}]
     assert start_patch(pod, None) == {"spec": {"schedulingGates": None}}
+
+
+def test_members_beyond_an_existing_workloads_counts_are_excess_but_terminating_ones_do_not_count() -> None:
+    """Against a Workload of two pods of one role, a third live member is excess (the newest); a member being
+    deleted is not counted, so its replacement is not excess."""
+    old = _pod("a", group="g", total=2, created="2026-01-01T00:00:00Z")
+    pods = [old, _pod("b", group="g", total=2, created="2026-01-01T00:00:01Z"),
+            _pod("c", group="g", total=2, created="2026-01-01T00:00:02Z")]
+    (unit,) = units(pods)
+    role = unit.pod_sets()[0]["name"]
+    assert [p["metadata"]["name"] for p in unit.excess_over({role: 2})] == ["c"]
+    old["metadata"]["deletionTimestamp"] = "2026-01-01T00:01:00Z"
+    old["spec"]["nodeName"] = "n1"
+    (unit,) = units(pods)
+    assert unit.excess_over({role: 2}) == []

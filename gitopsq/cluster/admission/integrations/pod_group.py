@@ -129,6 +129,19 @@ class Unit:
         active = self.active()
         return list(reversed(active[total:])) if self.group and len(active) > total else []
 
+    def excess_over(self, counts: Mapping[str, int]) -> list[dict[str, Any]]:
+        """Live members beyond their role's count in an existing Workload (``counts``: pod set → count), the
+        newest of each role; pods already being deleted do not count (replacements may stand beside them)."""
+        by_role: dict[str, list[dict[str, Any]]] = {}
+        for pod in self.active():
+            if not deleting(pod):
+                by_role.setdefault(role_of(pod), []).append(pod)
+        out: list[dict[str, Any]] = []
+        for role, pods in by_role.items():
+            if role in counts:
+                out.extend(reversed(pods[counts[role]:]))
+        return out
+
     def pod_sets(self) -> list[dict[str, Any]]:
         """The Workload's pod sets: ``main`` for a single pod; per role (sorted) for a group."""
         if not self.group:

@@ -195,7 +195,9 @@ class PodPass:
         live = read_workload(wl)
         if live is None:
             return
-        if unit.group:
+        if unit.group and live.state != FINISHED:
+            counts = {str(p.get("name")): int(p.get("count") or 0) for p in (wl.get("spec") or {}).get("podSets") or ()}
+            self._remove_excess(unit, unit.excess_over(counts))
             self._owners(unit, wl)
         if live.state == FINISHED:
             for pod in unit.pods:
@@ -244,14 +246,23 @@ class PodPass:
                     self.writer.event(unit.first, "Pod", "ErrWorkloadCompose", problem, warning=True)
                 return
             self.warned.pop(key, None)
-            for pod in unit.excess():
-                self._unfinalize(pod)
-                self.writer.delete("pods", _path(pod), f"{unit.namespace}/{pod['metadata']['name']}", _obj(pod))
-                self.writer.event(pod, "Pod", "ExcessPodDeleted", "Excess pod deleted")
-                unit.pods = [p for p in unit.pods if p is not pod]
+            self._remove_excess(unit, unit.excess())
         body = self._workload(unit, name)
         self.writer.create("workloads", workload_path(unit.namespace), body, f"Workload/{unit.namespace}/{name}")
         self.writer.event(unit.first, "Pod", "CreatedWorkload", f"Created Workload: {unit.namespace}/{name}")
+
+    def _remove_excess(self, unit: Unit, excess: list[dict[str, Any]]) -> None:
+        """Surplus members are released and deleted (``ExcessPodDeleted``) and leave the unit."""
+        for pod in excess:
+            self._unfinalize(pod)
+            try:
+                self.writer.delete("pods", _path(pod), f"{unit.namespace}/{pod['metadata']['name']}", _obj(pod))
+            except ClusterError as err:
+                if err.status != 404:
+                    raise
+            self.writer.event(pod, "Pod", "ExcessPodDeleted", "Excess pod deleted")
+        gone = {id(p) for p in excess}
+        unit.pods = [p for p in unit.pods if id(p) not in gone]
 
     def _workload(self, unit: Unit, name: str) -> dict[str, Any]:
         first = unit.first["metadata"]
