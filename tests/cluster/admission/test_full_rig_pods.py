@@ -33,6 +33,7 @@ from running_loop import FAST, RunningLoop
 from gitopsq.cluster.admission.integrations import select, webhook_kinds
 from gitopsq.cluster.admission.options import RequeuingStrategy, WaitForPodsReady
 from gitopsq.manifests.pods import FINALIZER, MANAGED_LABEL, ROLE_HASH
+from gitopsq.metrics import KueueMetrics
 from gitopsq.webhook.certs import ensure_certificates, webhook_configurations
 from gitopsq.webhook.jobs import JobWebhook, JobWebhookOptions
 from gitopsq.webhook.server import WebhookServer
@@ -75,6 +76,12 @@ def _nodes(pods: list[dict[str, Any]] | list[Any]) -> set[str]:
 
 def _events(cluster: FullCluster, ns: str, reason: str) -> list[dict[str, Any]]:
     return [e for e in get(cluster, f"/api/v1/namespaces/{ns}/events")["items"] if e.get("reason") == reason]
+
+
+def _metric(metrics: KueueMetrics, name: str, **labels: str) -> float:
+    """The sum of ``name``'s samples whose labels include ``labels``."""
+    return sum(s.value for family in metrics.registry.collect() for s in family.samples
+               if s.name == name and set(labels.items()) <= set(s.labels.items()))
 
 
 def _live(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -207,7 +214,8 @@ def test_group_the_nodes_cannot_hold_is_evicted_whole_by_pods_ready(full_kueue: 
                                                                     node_pools: NodePools, fresh_ns: str) -> None:
     """With waitForPodsReady, a group of two that the nodes hold gets ``PodsReady=True`` (reason ``Started``) and
     finishes; then quota admits a group of three 4-GPU pods but the pool's two nodes hold only two: the Workload is
-    evicted (PodsReadyTimeout) and every member is deleted — none keeps running alone."""
+    evicted (PodsReadyTimeout) and every member is deleted — none keeps running alone. Kueue's metrics count both
+    admissions, the one ready wait and the eviction."""
     cluster: FullCluster = node_pools.cluster
     gang = WaitForPodsReady(enable=True, timeout=3.0, requeuing_strategy=RequeuingStrategy(
         backoff_limit_count=1, backoff_base_seconds=30, backoff_max_seconds=60))
@@ -215,7 +223,8 @@ def test_group_the_nodes_cannot_hold_is_evicted_whole_by_pods_ready(full_kueue: 
     ns = fresh_ns
     full_kueue.delete_all()
     try:
-        with RunningLoop(full_kueue, dataclasses.replace(WITH_PODS, wait_for_pods_ready=gang)):
+        metrics = KueueMetrics()
+        with RunningLoop(full_kueue, dataclasses.replace(WITH_PODS, wait_for_pods_ready=gang), metrics=metrics):
             setup(cluster, gpu_queue_yaml(ns, f"cq-{ns}", [(pool, 12)]))
             create(cluster, *group(ns, "fits", 2, gpus=4, managed=True, annotations={RUN_FOR: "3s"}))
             ready = wait_for("the fitting group ready", lambda: _true(workload_named(cluster, ns, "fits"),
@@ -230,6 +239,10 @@ def test_group_the_nodes_cannot_hold_is_evicted_whole_by_pods_ready(full_kueue: 
             assert evicted["reason"] == "PodsReadyTimeout"
             wait_for("every member deleted", lambda: not _live(pods_in(cluster, ns, "gang")), timeout=60)
             assert _events(cluster, ns, "Stopped"), "no Stopped event for the deleted members"
+            cq = f"cq-{ns}"
+            assert _metric(metrics, "kueue_admitted_workloads_total", cluster_queue=cq) == 2
+            assert _metric(metrics, "kueue_ready_wait_time_seconds_count", cluster_queue=cq) == 1
+            assert _metric(metrics, "kueue_evicted_workloads_total", cluster_queue=cq, reason="PodsReadyTimeout") == 1
     finally:
         full_kueue.delete_all()
 
