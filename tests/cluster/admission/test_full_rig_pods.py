@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from cluster_rig import cond, get, rest, wait_for, workloads
-from envtest_rig import RUN_FOR, FullCluster, NodePools
+from envtest_rig import EXIT_CODE, RUN_FOR, FullCluster, NodePools
 from gpu_rig import SPOT_TAINT, gpu_pools, gpu_queue_yaml, running, setup
 from pod_objects import (
     create,
@@ -208,6 +208,39 @@ def test_surplus_members_of_a_group_are_deleted_newest_first(pod_loop: RunningLo
     wait_for("the surplus pod gone", lambda: get_pod(cluster, ns, "pair-2") is None, timeout=30)
     assert _events(cluster, ns, "ExcessPodDeleted")
     wait_for("both members running", lambda: len(running(pods_in(cluster, ns, "pair"))) == 2, timeout=60)
+
+
+def test_a_failed_member_waits_for_its_replacement_which_is_started(pod_loop: RunningLoop, node_pools: NodePools,
+                                                                   fresh_ns: str) -> None:
+    """A member of a running group fails: the Workload stays admitted with ``WaitingForReplacementPods=True``
+    (``PodsFailed``, "Some Failed pods need replacement") and the failed pod loses gitopsq's finalizer; the
+    replacement the user's controller creates becomes an owner of the Workload, is started on the admitted
+    flavor's nodes and the condition turns False (``PodsReady``, "No pods need replacement")."""
+    cluster: FullCluster = node_pools.cluster
+    ns = fresh_ns
+    pool = gpu_pools(node_pools, {"on-demand": (2, 4)})["on-demand"]
+    setup(cluster, gpu_queue_yaml(ns, f"cq-{ns}", [(pool, 8)]))
+    steady = group(ns, "duo", 1, gpus=4, total=2, managed=True)
+    flaky = group(ns, "duo", 1, gpus=4, total=2, prefix="flaky-", managed=True,
+                  annotations={RUN_FOR: "2s", EXIT_CODE: "1"})
+    create(cluster, steady[0], flaky[0])
+    waiting = wait_for("the group waiting for a replacement", lambda: _true(workload_named(cluster, ns, "duo"),
+                                                                             "WaitingForReplacementPods"), timeout=60)
+    assert (waiting["reason"], waiting["message"]) == ("PodsFailed", "Some Failed pods need replacement")
+    assert _true(workload_named(cluster, ns, "duo"), "Admitted"), "the group lost its admission"
+    wait_for("the failed pod released", lambda: FINALIZER not in
+             ((get_pod(cluster, ns, "duo-flaky-0") or {"metadata": {}})["metadata"].get("finalizers") or ()))
+    (replacement,) = group(ns, "duo", 1, gpus=4, total=2, prefix="again-", managed=True)
+    create(cluster, replacement)
+    again = wait_for("the replacement running", lambda: running([get_pod(cluster, ns, "duo-again-0")
+                                                                 or {"status": {}}]), timeout=60)
+    assert _nodes(list(again)) <= pool.nodes
+    done = wait_for("no pod missing", lambda: (c := cond(workload_named(cluster, ns, "duo"),
+                                                         "WaitingForReplacementPods")) and c["status"] == "False"
+                    and c, timeout=30)
+    assert (done["reason"], done["message"]) == ("PodsReady", "No pods need replacement")
+    owners = {r["name"] for r in (workload_named(cluster, ns, "duo") or {})["metadata"]["ownerReferences"]}
+    assert "duo-again-0" in owners
 
 
 def test_group_the_nodes_cannot_hold_is_evicted_whole_by_pods_ready(full_kueue: FullCluster,

@@ -112,3 +112,14 @@ def test_members_beyond_an_existing_workloads_counts_are_excess_but_terminating_
     old["spec"]["nodeName"] = "n1"
     (unit,) = units(pods)
     assert unit.excess_over({role: 2}) == []
+
+
+def test_absent_members_are_counted_per_role_of_the_workload() -> None:
+    """A failed or deleted member leaves its role one short until a replacement exists; a complete group
+    misses none."""
+    pods = [_pod("a", group="g", total=2), _pod("b", group="g", total=2, phase="Failed")]
+    (unit,) = units(pods)
+    role = unit.pod_sets()[0]["name"]
+    assert unit.absent({role: 2}) == 1
+    (replaced,) = units([*pods, _pod("c", group="g", total=2)])
+    assert replaced.absent({role: 2}) == 0

@@ -142,6 +142,16 @@ class Unit:
                 out.extend(reversed(pods[counts[role]:]))
         return out
 
+    def absent(self, counts: Mapping[str, int]) -> int:
+        """Pods missing from the roles of an existing Workload: failed or deleted members not yet replaced."""
+        have: dict[str, int] = {}
+        for pod in self.active():
+            if not deleting(pod):
+                have[role_of(pod)] = have.get(role_of(pod), 0) + 1
+        if self.fast:
+            return int(any(counts.values()) and not have)
+        return sum(max(0, count - have.get(role, 0)) for role, count in counts.items())
+
     def pod_sets(self) -> list[dict[str, Any]]:
         """The Workload's pod sets: ``main`` for a single pod; per role (sorted) for a group."""
         if not self.group:

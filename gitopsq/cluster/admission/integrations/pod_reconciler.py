@@ -54,6 +54,8 @@ from gitopsq.manifests.pods import FINALIZER, IS_GROUP_WORKLOAD, TERMINATION_TAR
 
 _log = logs.get("pods")
 
+WAITING_FOR_REPLACEMENT: Final = "WaitingForReplacementPods"
+
 SCAN_EVERY: Final = 30.0  # seconds between full scans of the Workloads for ones owned by pods
 
 
@@ -198,7 +200,11 @@ class PodPass:
         if unit.group and live.state != FINISHED:
             counts = {str(p.get("name")): int(p.get("count") or 0) for p in (wl.get("spec") or {}).get("podSets") or ()}
             self._remove_excess(unit, unit.excess_over(counts))
+            for pod in unit.pods:
+                if not runnable(pod):
+                    self._unfinalize(pod)  # a failed member: seen, and to be replaced by the user's controller
             self._owners(unit, wl)
+            wl = self._replacements(wl, unit.absent(counts))
         if live.state == FINISHED:
             for pod in unit.pods:
                 if terminal(pod):
@@ -250,6 +256,29 @@ class PodPass:
         body = self._workload(unit, name)
         self.writer.create("workloads", workload_path(unit.namespace), body, f"Workload/{unit.namespace}/{name}")
         self.writer.event(unit.first, "Pod", "CreatedWorkload", f"Created Workload: {unit.namespace}/{name}")
+
+    def _replacements(self, wl: dict[str, Any], absent: int) -> dict[str, Any]:
+        """Kueue's ``WaitingForReplacementPods`` on a group's Workload: True while members are missing (the
+        eviction's reason and message, else ``PodsFailed`` "Some Failed pods need replacement"), then False
+        ``PodsReady`` "No pods need replacement". Returns the Workload as written."""
+        old = condition(wl, WAITING_FOR_REPLACEMENT)
+        if old is None and not absent:
+            return wl
+        if absent:
+            evicted = condition(wl, "Evicted")
+            if evicted is not None and evicted.get("status") == "True":
+                wanted = ("True", str(evicted.get("reason", "")), str(evicted.get("message", "")))
+            elif old is not None and old.get("status") == "True":
+                return wl
+            else:
+                wanted = ("True", "PodsFailed", "Some Failed pods need replacement")
+        else:
+            wanted = ("False", "PodsReady", "No pods need replacement")
+        if old is not None and (old.get("status"), old.get("reason"), old.get("message")) == wanted:
+            return wl
+        conds = [dict(c) for c in (wl.get("status") or {}).get("conditions") or ()]
+        set_condition(conds, WAITING_FOR_REPLACEMENT, *wanted, self.ctx.now())
+        return self.writer.workload_status(wl, {"conditions": conds})
 
     def _remove_excess(self, unit: Unit, excess: list[dict[str, Any]]) -> None:
         """Surplus members are released and deleted (``ExcessPodDeleted``) and leave the unit."""
