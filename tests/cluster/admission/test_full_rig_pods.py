@@ -130,7 +130,8 @@ def test_webhook_gates_a_queued_pod_and_admission_places_it_on_its_flavor(pod_lo
     """A Pod created with a queue label is stored gated, labelled managed, with Kueue's finalizer and a role hash;
     its Workload ``pod-<name>-<hash>`` is admitted on the spot flavor (the only one with room for 4 GPUs), the
     gate comes off with the flavor's node label and toleration added, and the scheduler binds it to a spot node.
-    An unlabelled pod in the same namespace is not touched."""
+    An unlabelled pod in the same namespace is not touched, and the loop's cache never holds it (the informer
+    watches managed pods only)."""
     cluster: FullCluster = node_pools.cluster
     ns = pod_webhook
     pools = gpu_pools(node_pools, {"on-demand": (1, 4), "spot": (1, 4)})
@@ -154,6 +155,9 @@ def test_webhook_gates_a_queued_pod_and_admission_places_it_on_its_flavor(pod_lo
         solo["spec"]["tolerations"]
     assert _events(cluster, ns, "Started"), "no Started event on the pod"
     assert len(workloads(cluster, ns)) == 1, "the unlabelled pod got a Workload"
+    wait_for("the plain pod running", lambda: running([get_pod(cluster, ns, "plain") or {"status": {}}]), timeout=60)
+    cached = {p["metadata"]["name"] for p in pod_loop.loop.cache.items("pods")}
+    assert "solo" in cached and "plain" not in cached, cached
 
 
 def test_group_waits_until_complete_then_is_admitted_whole_one_pod_set_per_role(pod_loop: RunningLoop,
