@@ -194,6 +194,23 @@ def test_group_waits_until_complete_then_is_admitted_whole_one_pod_set_per_role(
     assert {on["train-worker-0"], on["train-worker-1"]} <= pools["spot"].nodes
 
 
+def test_deleting_a_groups_workload_deletes_its_pods(pod_loop: RunningLoop, node_pools: NodePools,
+                                                     fresh_ns: str) -> None:
+    """Deleting the Workload of a running group (one member running, as Kueue does with finished and gated ones
+    too) deletes every member; the Workload goes once none is left, and no new one is made."""
+    cluster: FullCluster = node_pools.cluster
+    ns = fresh_ns
+    pool = gpu_pools(node_pools, {"on-demand": (1, 4)})["on-demand"]
+    setup(cluster, gpu_queue_yaml(ns, f"cq-{ns}", [(pool, 4)]))
+    create(cluster, *group(ns, "solo", 1, gpus=2, managed=True))
+    wait_for("the member running", lambda: running(pods_in(cluster, ns, "solo")), timeout=60)
+    rest(cluster).request("DELETE", f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{ns}/workloads/solo")
+    wait_for("the member deleted", lambda: not pods_in(cluster, ns, "solo"), timeout=30)
+    wait_for("the Workload gone", lambda: workload_named(cluster, ns, "solo") is None, timeout=30)
+    time.sleep(1.0)
+    assert not workloads(cluster, ns), "a Workload was made again for a deleted group"
+
+
 def test_surplus_members_of_a_group_are_deleted_newest_first(pod_loop: RunningLoop, node_pools: NodePools,
                                                              fresh_ns: str) -> None:
     """Three members of a group whose total count is two: the newest is deleted (``ExcessPodDeleted``) and the

@@ -7,7 +7,8 @@ Workload decides when its gate comes off. Per unit, in Kueue's order:
    after the group, owned by every member, once ``pod-group-total-count`` runnable pods exist (a Warning
    ``ErrWorkloadCompose`` event while they do not, or the members disagree); failed members lose their
    finalizer, surplus runnable pods (the newest) are deleted (``ExcessPodDeleted``);
-3. the Workload is deleted → the started pods are deleted, and its finalizer comes off once none is left;
+3. the Workload is deleted → all its pods are deleted (finished and gated ones too, as Kueue does), and its
+   finalizer comes off once no started pod is left;
 4. the Workload finished → the pods' finalizers and the Workload's come off; the unit ended (pod_group.py
    ``Unit.finished``) → ``Finished`` is set;
 5. evicted or not admitted → each started pod is marked ``TerminationTarget`` (reason
@@ -189,9 +190,9 @@ class PodPass:
                 self.writer.event(unit.first, "Pod", "WorkloadNameConflict", problem, warning=True)
             return
         if wl["metadata"].get("deletionTimestamp"):
-            left = [p for p in unit.pods if started(p)]
-            self._stop(left, "WorkloadDeleted", "Workload is deleted")
-            if not left:
+            # Kueue: a deleted Workload takes all its pods with it, finished and gated ones too
+            self._stop([p for p in unit.pods if not deleting(p)], "WorkloadDeleted", "Workload is deleted")
+            if not any(started(p) for p in unit.pods):
                 self.ctx.drop_finalizer(wl)
             return
         live = read_workload(wl)
@@ -203,7 +204,7 @@ class PodPass:
             for pod in unit.pods:
                 if not runnable(pod):
                     self._unfinalize(pod)  # a failed member: seen, and to be replaced by the user's controller
-            self._owners(unit, wl)
+            wl = self._owners(unit, wl)
             wl = self._replacements(wl, unit.absent(counts))
         if live.state == FINISHED:
             for pod in unit.pods:
@@ -313,21 +314,23 @@ class PodPass:
             meta["ownerReferences"] = [_owner(unit.first, controller=True)]
         return {"apiVersion": WORKLOAD.api_version, "kind": WORKLOAD.kind, "metadata": meta, "spec": spec}
 
-    def _owners(self, unit: Unit, wl: dict[str, Any]) -> None:
+    def _owners(self, unit: Unit, wl: dict[str, Any]) -> dict[str, Any]:
         """Replacement members of a group become owners of its Workload (Kueue's
-        ``EnsureWorkloadOwnedByAllMembers``), so it lives as long as one of them does."""
+        ``EnsureWorkloadOwnedByAllMembers``), so it lives as long as one of them does. Returns the Workload as
+        written."""
         refs = list(wl["metadata"].get("ownerReferences") or ())
         have = {r.get("uid") for r in refs}
         added = [_owner(p, controller=False) for p in unit.pods if p["metadata"]["uid"] not in have
                  and not deleting(p)]
         if not added:
-            return
+            return wl
         meta = wl["metadata"]
-        self.writer.patch("workloads", workload_path(meta["namespace"], meta["name"]),
-                          {"metadata": {"ownerReferences": refs + added,
-                                        "resourceVersion": meta.get("resourceVersion")}},
-                          f"Workload/{meta['namespace']}/{meta['name']}")
+        written = self.writer.patch("workloads", workload_path(meta["namespace"], meta["name"]),
+                                    {"metadata": {"ownerReferences": refs + added,
+                                                  "resourceVersion": meta.get("resourceVersion")}},
+                                    f"Workload/{meta['namespace']}/{meta['name']}")
         self.writer.event(wl, "Workload", "OwnerReferencesAdded", f"Added {len(added)} owner reference(s)")
+        return written
 
     def _stop(self, pods: list[dict[str, Any]], reason: str, message: str) -> None:
         """Kueue's stop of pods: a ``TerminationTarget`` condition on each, then its deletion."""
