@@ -31,6 +31,7 @@ class Kind:
     watched: bool = False  # an informer in the admission loop's cache
     topology: bool = False  # decoded into the admission core's topology
     synced: bool = True  # a sync may apply, read or prune it (a queue repository's kinds, and the GitSource)
+    label_selector: str = ""  # an informer lists and watches only the objects it selects (managed Pods)
 
     @property
     def api_version(self) -> str:

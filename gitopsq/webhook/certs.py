@@ -30,6 +30,8 @@ from gitopsq.errors import ClusterError
 
 CA_DAYS, SERVING_DAYS = 3650, 365
 MUTATE_PATH, VALIDATE_PATH = "/mutate-batch-v1-job", "/validate-batch-v1-job"
+POD_MUTATE_PATH = "/mutate--v1-pod"
+QUEUED = {"matchExpressions": [{"key": "kueue.x-k8s.io/queue-name", "operator": "Exists"}]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +164,9 @@ def webhook_configurations(ca_pem: bytes, *, url: str | None = None, service: tu
     batch/v1 Jobs only, as ``--integrations``' default; `gitopsq.cluster.admission.integrations.webhook_kinds`
     gives them for a set of integrations), pointing at ``url`` (base URL, e.g. ``https://127.0.0.1:9443``) or at a
     Service ``(namespace, name, port)``. Takes kinds, not integrations: the webhooks and the live loop stay
-    independent of each other."""
+    independent of each other. Pods (the pod integration) get a mutating entry of their own that only queued
+    pods reach (object selector on the queue-name label) and no validating one: every other pod of the cluster
+    is created without a call to gitopsq."""
     def client_config(path: str) -> dict[str, Any]:
         bundle = base64.b64encode(ca_pem).decode()
         if url is not None:
@@ -171,21 +175,28 @@ def webhook_configurations(ca_pem: bytes, *, url: str | None = None, service: tu
         ns, svc, port = service
         return {"service": {"namespace": ns, "name": svc, "path": path, "port": port}, "caBundle": bundle}
 
-    def hook(kind: str, path: str, operations: list[str]) -> dict[str, Any]:
+    pods = [k for k in kinds if (k.group, k.plural) == ("", "pods")]
+    jobs = [k for k in kinds if k not in pods]
+
+    def hook(kind: str, path: str, operations: list[str], served: Sequence[Kind]) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "name": f"{kind}.jobs.gitopsq.dev", "clientConfig": client_config(path),
             "rules": [{"apiGroups": [k.group], "apiVersions": [k.version], "operations": operations,
-                       "resources": [k.plural], "scope": "Namespaced"} for k in kinds],
+                       "resources": [k.plural], "scope": "Namespaced"} for k in served],
             "admissionReviewVersions": ["v1"], "sideEffects": "None", "failurePolicy": "Fail", "timeoutSeconds": 10}
         if namespace_selector is not None:
             entry["namespaceSelector"] = namespace_selector
         return entry
 
+    mutating = [hook("mutate", MUTATE_PATH, ["CREATE"], jobs)]
+    if pods:
+        mutating.append({**hook("mutate-pods", POD_MUTATE_PATH, ["CREATE"], pods), "objectSelector": QUEUED})
     out = [{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-            "metadata": {"name": name}, "webhooks": [hook("mutate", MUTATE_PATH, ["CREATE"])]}]
+            "metadata": {"name": name}, "webhooks": mutating}]
     if validate:
         out.append({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-                    "metadata": {"name": name}, "webhooks": [hook("validate", VALIDATE_PATH, ["CREATE", "UPDATE"])]})
+                    "metadata": {"name": name}, "webhooks": [hook("validate", VALIDATE_PATH, ["CREATE", "UPDATE"],
+                                                                  jobs)]})
     return out
 
 

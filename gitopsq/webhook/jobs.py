@@ -8,8 +8,10 @@ gitopsq.webhook.certs).
   label is refused; every job created or updated is judged by the CEL policies that match its kind
   (gitopsq.policy, the same engine as ``gitopsq check``); a Deny verdict refuses it, a Warn verdict is
   returned as an admission warning.
-A job whose controller is a job of a running integration (a JobSet's Jobs) is left alone by both: its parent is
-the one queued (Kueue's webhooks do not suspend such children either).
+- ``POST /mutate--v1-pod`` (`mutate_pod`, with the pod integration): a queued Pod is gated for the admission loop
+  (gitopsq.webhook.pods); pods are never validated here (a managed namespace's Job pods carry no queue label).
+A job whose controller is a job of a running integration (a JobSet's Jobs) is left alone by all three: its parent
+is the one queued (Kueue's webhooks do not suspend such children either).
 Requests and answers are ``admission.k8s.io/v1`` AdmissionReviews. A malformed review is answered 400.
 """
 
@@ -23,6 +25,7 @@ from typing import Any
 
 from gitopsq.manifests.validate import QUEUE_NAME_LABEL as QUEUE_LABEL
 from gitopsq.policy import Change, ObjectKey, Operation, Policy, PolicyInput, evaluate
+from gitopsq.webhook.pods import pod_patch
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +72,13 @@ class JobWebhook:
                 (job.get("spec") or {}).get("suspend") is not True:
             return _answer(request["uid"], True, patch=[{"op": "add", "path": "/spec/suspend", "value": True}])
         return _answer(request["uid"], True)
+
+    def mutate_pod(self, review: Mapping[str, Any]) -> dict[str, Any]:
+        """A queued Pod created gated, labelled managed, with Kueue's finalizer and its role hash."""
+        request = review["request"]
+        if request.get("operation") != "CREATE":
+            return _answer(request["uid"], True)
+        return _answer(request["uid"], True, patch=pod_patch(request.get("object") or {}, self.options.owner_kinds))
 
     def validate(self, review: Mapping[str, Any]) -> dict[str, Any]:
         request = review["request"]

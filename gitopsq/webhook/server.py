@@ -1,5 +1,6 @@
-"""The HTTPS server of the Job admission webhook: ``POST /mutate-batch-v1-job`` and ``POST /validate-batch-v1-job``
-answered by gitopsq.webhook.jobs.JobWebhook; renewed certificate files are picked up without a restart.
+"""The HTTPS server of the Job admission webhook: ``POST /mutate-batch-v1-job``, ``POST /validate-batch-v1-job`` and
+``POST /mutate--v1-pod`` answered by gitopsq.webhook.jobs.JobWebhook; renewed certificate files are picked up
+without a restart.
 Requests and answers are ``admission.k8s.io/v1`` AdmissionReviews. A malformed review is answered 400."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gitopsq import logs
-from gitopsq.webhook.certs import MUTATE_PATH, VALIDATE_PATH
+from gitopsq.webhook.certs import MUTATE_PATH, POD_MUTATE_PATH, VALIDATE_PATH
 from gitopsq.webhook.jobs import JobWebhook
 
 _log = logs.get("webhook")
@@ -48,7 +49,8 @@ class WebhookServer:
                 self.wfile.write(data)
 
             def do_POST(self) -> None:
-                decide = {MUTATE_PATH: hook.mutate, VALIDATE_PATH: hook.validate}.get(self.path.split("?")[0])
+                decide = {MUTATE_PATH: hook.mutate, VALIDATE_PATH: hook.validate,
+                          POD_MUTATE_PATH: hook.mutate_pod}.get(self.path.split("?")[0])
                 if decide is None:
                     self._send(404, {"error": "not found"})
                     return

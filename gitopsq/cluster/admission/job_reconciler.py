@@ -19,7 +19,8 @@ Workloads whose owner job is gone are deleted (what the garbage collector does i
 finalizer comes off once none of the job's pods is left. Unlabelled jobs are never touched, nor are jobs owned by
 a managed job of a running integration (a JobSet's Jobs: integrations/ancestry.py). ``integrations`` are the
 running ones whose objects are cached (the loop sets them each pass from integration_watch.py): the Workloads
-of a kind not (yet) watched are left alone.
+of a kind not (yet) watched are left alone. An integration with a ``reconcile_pass`` of its own (plain Pods
+and pod groups: many objects behind one Workload) runs that instead of these steps.
 """
 
 from __future__ import annotations
@@ -146,6 +147,9 @@ class JobReconciler:
                         owned.setdefault(f"{wl['metadata']['namespace']}/{ref.get('uid')}", []).append(wl)
         live_uids: set[str] = set()
         running = tuple(i for i in self.integrations if self.cache.watches(i.resource))
+        for own in (i for i in running if hasattr(i, "reconcile_pass")):
+            own.reconcile_pass(self)  # an integration with a pass of its own (pod)
+        running = tuple(i for i in running if not hasattr(i, "reconcile_pass"))
         for integration in running:
             for job in self.cache.items(integration.resource):
                 meta = job.get("metadata") or {}
@@ -171,6 +175,20 @@ class JobReconciler:
                 else:
                     self._delete_orphan(wl)
         return self.writer.writes - before
+
+    # what an integration's own pass (integrations/pod_reconciler.py PassContext) borrows from this one
+    workload_name = staticmethod(workload_name)
+    resolve_priority = staticmethod(resolve_priority)
+    placements = staticmethod(placements)
+
+    def release(self, wl: dict[str, Any]) -> None:
+        self._release(wl)
+
+    def keep_pods_ready(self, wl: dict[str, Any], ready: bool) -> None:
+        self._pods_ready(wl, ready)
+
+    def drop_finalizer(self, wl: dict[str, Any]) -> None:
+        self._drop_finalizer(wl)
 
     def _lookup(self, group: str, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         """A cached object of a running integration's kind (ancestry.py's lookup)."""

@@ -66,6 +66,8 @@ class Informer:
                  retire: Callable[[Any], bool] | None = None, index: WorkloadIndex | None = None) -> None:
         self.client, self.resource, self.on_change = client, resource, on_change
         self.path = resource.collection_path()
+        # a kind with many objects of which few matter (Pods) is watched through its label selector only
+        self._selector = [("labelSelector", resource.label_selector)] if resource.label_selector else []
         self.index = index  # update(key, raw, view) / clear(), under ``lock``
         self.store: dict[str, dict[str, Any]] = {}
         # Decoded once per change, on the watch thread, instead of once per object per pass.
@@ -163,7 +165,7 @@ class Informer:
         items: list[dict[str, Any]] = []
         token, rv = "", ""
         while True:
-            query = [("limit", "1000")] + ([("continue", token)] if token else [])
+            query = [("limit", "1000")] + ([("continue", token)] if token else []) + self._selector
             answer = self.client.request("GET", self.path, query=query)
             items.extend(answer.get("items") or [])
             meta = answer.get("metadata") or {}
@@ -188,7 +190,7 @@ class Informer:
 
     def _watch(self, rv: str) -> str:
         query = [("watch", "1"), ("resourceVersion", rv), ("allowWatchBookmarks", "true"),
-                 ("timeoutSeconds", str(self.watch_seconds))]
+                 ("timeoutSeconds", str(self.watch_seconds)), *self._selector]
         response = self.client.open_stream(self.path, query, self.watch_seconds + 30.0)
         self._response = response
         try:

@@ -49,9 +49,12 @@ def test_an_unknown_framework_is_a_usage_error_listing_the_known_ones() -> None:
 
 
 def test_rbac_rules_merge_per_resource() -> None:
-    """Rules of several integrations on one resource (pods: list) merge into one verb set."""
+    """Rules of several integrations on one resource (pods: list from the job kinds, more from the pod
+    integration) merge into one verb set."""
+    jobs = {(r.group, r.resources[0]): r.verbs for r in rbac_rules(select(["batch/job", "jobset.x-k8s.io/jobset"]))}
+    assert jobs[("", "pods")] == ("list",)
     rules = {(r.group, r.resources[0]): r.verbs for r in rbac_rules(REGISTRY)}
-    assert rules[("", "pods")] == ("list",)
+    assert rules[("", "pods")] == ("delete", "get", "list", "patch", "watch")
     assert rules[("jobset.x-k8s.io", "jobsets")] == ("get", "list", "patch", "watch")
 
 
