@@ -100,6 +100,8 @@ def test_an_unknown_cluster_is_a_usage_error_listing_the_names(fleet: Fleet,
     """--cluster with a name gitopsq.yaml does not declare exits 2 and lists the declared ones."""
     code, _, err = run(capsys, "check", str(fleet.root), "--cluster", "prod-ap")
     assert code == 2 and "prod-eu, prod-us" in err
+    code, _, err = run(capsys, "check", str(ROOT / "repo-template"), "--cluster", "prod-eu")
+    assert code == 2 and "declares no clusters" in err  # the single-cluster template
 
 
 def test_render_needs_a_cluster_on_a_fleet(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
