@@ -75,14 +75,16 @@ class ValidationCache(MutableMapping[str, Any]):
     def __len__(self) -> int:
         return len(self.files)
 
-    def report(self, source: Any, commit: str) -> Report:
-        found = self.reports.get(commit)
+    def report(self, source: Any, commit: str, cluster: str | None = None) -> Report:
+        key = f"{commit}@{cluster}" if cluster else commit
+        found = self.reports.get(key)
         if found is None:
-            found = self.reports[commit] = check_revision(source, commit, cache=self.files, renderer=default_renderer())
+            found = self.reports[key] = check_revision(source, commit, cache=self.files, cluster=cluster,
+                                                       renderer=default_renderer())
             while len(self.reports) > self.max_reports:
                 self.reports.popitem(last=False)
         else:
-            self.reports.move_to_end(commit)
+            self.reports.move_to_end(key)
         return found
 
     def load_policies(self, policy_files: Mapping[str, str], backend: str | None) -> Any:
@@ -132,14 +134,16 @@ def touched_paths(source: Any, base: str | None, head: str) -> tuple[str, ...]:
 def judge(source: Any, head: str, head_report: Report, *, base: str | None, base_report: Report | None,
           backend: str | None = None, cache: ValidationCache | None = None,
           trust: BaseTrust | None = None,
-          forge_approvals: ForgeApprovals | None = None) -> tuple[PolicyOutcome, tuple[str, ...]]:
-    """Run the policies on the change ``base`` → ``head``; returns the outcome and the touched paths.
+          forge_approvals: ForgeApprovals | None = None,
+          touched: tuple[str, ...] | None = None) -> tuple[PolicyOutcome, tuple[str, ...]]:
+    """Run the policies on the change ``base`` → ``head``; returns the outcome and the touched paths (``touched``
+    narrows them: a plan judges each cluster on the files it reads, docs/fleet.md).
 
     Everything that judges comes from the trusted base (docs/policy.md "Trust"): the maintainers and their keys,
     path ownership for the placement rule, and the repository's own policy files. Only a first revision (no
     base) or a base without gitopsq.yaml is judged by the head's configuration. Every commit of the change is
     handed to the policies with the paths it touched itself."""
-    touched = touched_paths(source, base, head)
+    touched = touched_paths(source, base, head) if touched is None else touched
     trust = trust if trust is not None else base_trust(base, base_report, None)
     if trust.problem is not None:
         return PolicyOutcome((), (trust.problem,)), touched
@@ -214,8 +218,9 @@ def verdict_finding(verdict: Verdict) -> Finding:
 
 def validate_revision(source: Any, commit: str, *, base: str | bool | None = True,
                       cache: MutableMapping[str, Any] | None = None, backend: str | None = None,
-                      forge_approvals: ForgeApprovals | None = None) -> Validation:
-    """Check ``commit`` and judge it against ``base``.
+                      forge_approvals: ForgeApprovals | None = None, cluster: str | None = None) -> Validation:
+    """Check ``commit`` and judge it against ``base`` (as cluster ``cluster`` of gitopsq.yaml sees both, when
+    given: docs/fleet.md).
 
     ``base=True`` (the default) judges the change the commit itself brings (against its first parent; a root
     commit is judged whole); a sha judges everything since that revision (a PR's base, the last applied revision);
@@ -225,8 +230,9 @@ def validate_revision(source: Any, commit: str, *, base: str | bool | None = Tru
     cached = cache if isinstance(cache, ValidationCache) else None
 
     def report(sha: str) -> Report:
-        return cached.report(source, sha) if cached is not None else check_revision(source, sha, cache=cache,
-                                                                                  renderer=default_renderer())
+        if cached is not None:
+            return cached.report(source, sha, cluster)
+        return check_revision(source, sha, cache=cache, cluster=cluster, renderer=default_renderer())
 
     base_sha = first_parent(source, commit) if base is True else (base or None)
     base_report, base_error = None, None
