@@ -14,10 +14,11 @@ from typing import Final
 from gitopsq.cluster.admission.integrations.base import Integration, Rule
 from gitopsq.cluster.admission.integrations.batch_job import BatchJob
 from gitopsq.cluster.admission.integrations.jobset import JobSet
+from gitopsq.cluster.admission.integrations.trainjob import TrainJob
 from gitopsq.cluster.kinds import Kind
 from gitopsq.errors import UsageError
 
-REGISTRY: Final[tuple[Integration, ...]] = (BatchJob(), JobSet())
+REGISTRY: Final[tuple[Integration, ...]] = (BatchJob(), JobSet(), TrainJob())
 BY_FRAMEWORK: Final[Mapping[str, Integration]] = {i.framework: i for i in REGISTRY}
 DEFAULT_FRAMEWORKS: Final[tuple[str, ...]] = ("batch/job",)
 

@@ -1,0 +1,115 @@
+"""The TrainJob integration's pure side: pod sets rendered from the runtime and the TrainJob's overrides, start
+and restore through podSpecOverrides and Kueue's index annotation, active/ready from the JobSet Trainer made,
+finished from the TrainJob's conditions, and the related objects it is read with."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from trainjob_objects import torch_runtime, trainjob
+
+from gitopsq.cluster.admission.integrations import BY_FRAMEWORK, PodSetPlacement
+from gitopsq.cluster.admission.integrations.base import related_kinds, with_related
+from gitopsq.cluster.admission.integrations.trainjob import OVERRIDE_MARK, TrainJob
+from gitopsq.errors import ClusterError
+
+SPOT = {"key": "spot", "operator": "Exists", "effect": "NoSchedule"}
+TJ = TrainJob()
+
+
+def _read(job: Mapping[str, Any], runtime: Mapping[str, Any] | None, jobset: Mapping[str, Any] | None = None
+          ) -> Mapping[str, Any]:
+    store = {("clustertrainingruntimes", "torch"): runtime, ("jobsets", "ns/tj"): jobset}
+    return with_related(TJ, {**job, "metadata": {**job["metadata"], "uid": "u1"}}, lambda r, k: store.get((r, k)))
+
+
+def _jobset(active: int, ready: int, replicas: int = 1, owner: str = "u1") -> dict[str, Any]:
+    return {"metadata": {"name": "tj", "namespace": "ns",
+                         "ownerReferences": [{"kind": "TrainJob", "uid": owner, "controller": True}]},
+            "spec": {"replicatedJobs": [{"name": "node", "replicas": replicas}]},
+            "status": {"replicatedJobsStatus": [{"name": "node", "active": active, "ready": ready}]}}
+
+
+def test_registered_under_kueues_name_with_its_runtimes_and_jobsets_related() -> None:
+    """The registry knows ``trainer.kubeflow.org/trainjob``; it is watched with both runtime kinds and JobSets."""
+    integration = BY_FRAMEWORK["trainer.kubeflow.org/trainjob"]
+    assert integration.kind_info.plural == "trainjobs" and integration.webhook
+    assert [k.plural for k in related_kinds(integration)] == ["trainingruntimes", "clustertrainingruntimes",
+                                                              "jobsets"]
+
+
+def test_trainer_pod_set_counts_num_nodes_with_resources_per_node() -> None:
+    """The trainer job's pod set counts ``numNodes`` pods whose ``node`` container asks ``resourcesPerNode``;
+    an initializer job is its own one-pod set with the runtime's resources."""
+    job = _read(trainjob("ns", "tj", "torch", nodes=3, gpus=4), torch_runtime("torch", initializer=True))
+    sets = TJ.pod_sets(job)
+    assert [(s["name"], s["count"]) for s in sets] == [("dataset-initializer", 1), ("node", 3)]
+    node = sets[1]["template"]["spec"]["containers"][0]
+    assert node["resources"]["limits"] == {"nvidia.com/gpu": "4"}
+    assert sets[0]["template"]["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "1"}}
+
+
+def test_num_nodes_falls_back_to_the_runtime_ml_policy() -> None:
+    """Without ``trainer.numNodes`` the trainer pod set counts the runtime's ``mlPolicy.numNodes``."""
+    job = trainjob("ns", "tj", "torch", nodes=1, gpus=1)
+    del job["spec"]["trainer"]["numNodes"]
+    (node,) = TJ.pod_sets(_read(job, torch_runtime("torch", num_nodes=5)))
+    assert node["count"] == 5
+
+
+def test_user_overrides_shape_the_pod_set_template() -> None:
+    """A user's podSpecOverride aimed at ``node`` adds its node selector and tolerations to that pod set."""
+    job = trainjob("ns", "tj", "torch", nodes=1, gpus=1,
+                   overrides=[{"targetJobs": [{"name": "node"}], "nodeSelector": {"zone": "a"}, "tolerations": [SPOT]}])
+    (node,) = TJ.pod_sets(_read(job, torch_runtime("torch")))
+    assert node["template"]["spec"]["nodeSelector"] == {"zone": "a"}
+    assert node["template"]["spec"]["tolerations"] == [SPOT]
+
+
+def test_missing_runtime_is_a_clear_error_naming_the_trainjob() -> None:
+    """A TrainJob whose runtime does not exist yet has no pod sets: the error names the TrainJob and runtime."""
+    with pytest.raises(ClusterError, match=r"TrainJob/ns/tj: its ClusterTrainingRuntime 'torch' does not exist"):
+        TJ.pod_sets(_read(trainjob("ns", "tj", "torch", nodes=1, gpus=1), None))
+
+
+def test_start_appends_one_override_per_pod_set_after_the_users_and_marks_the_index() -> None:
+    """Start keeps the user's override first, appends one per pod set with its placement, records index 1 and
+    unsuspends; restore cuts back to the user's and drops the mark once no child Job is active."""
+    user = {"targetJobs": [{"name": "node"}], "serviceAccountName": "trainer"}
+    job = _read(trainjob("ns", "tj", "torch", nodes=2, gpus=4, overrides=[user]), torch_runtime("torch"))
+    patch = TJ.start_patch(job, (PodSetPlacement("node", 2, {"pool": "spot"}, (SPOT,)),))
+    assert patch["spec"]["suspend"] is False
+    assert patch["metadata"]["annotations"] == {OVERRIDE_MARK: "1"}
+    assert patch["spec"]["podSpecOverrides"] == [user, {"targetJobs": [{"name": "node"}],
+                                                        "nodeSelector": {"pool": "spot"}, "tolerations": [SPOT]}]
+    started = {**trainjob("ns", "tj", "torch", nodes=2, gpus=4), "spec": {**job["spec"], **patch["spec"]}}
+    started["metadata"] = {**job["metadata"], "annotations": {OVERRIDE_MARK: "1"}}
+    running = _read(started, torch_runtime("torch"), _jobset(active=1, ready=1))
+    assert TJ.restore_patch(running, []) is None, "restored while a child Job is still active"
+    assert TJ.pod_sets(running)[0]["template"]["spec"].get("nodeSelector") is None, "admission's override leaked"
+    stopped = _read(started, torch_runtime("torch"), _jobset(active=0, ready=0))
+    assert TJ.restore_patch(stopped, []) == {"metadata": {"annotations": {OVERRIDE_MARK: None}},
+                                             "spec": {"podSpecOverrides": [user]}}
+    assert TJ.restore_patch(started, []) is None, "restored without knowing whether its Jobs still run"
+
+
+def test_active_and_ready_come_from_the_jobset_trainer_made_for_it() -> None:
+    """Active child Jobs and readiness are read from the TrainJob's own JobSet; a JobSet of the same name that
+    another object controls is ignored."""
+    job = trainjob("ns", "tj", "torch", nodes=2, gpus=4)
+    assert TJ.active_pods(_read(job, None, _jobset(active=1, ready=1))) == 1
+    assert TJ.pods_ready(_read(job, None, _jobset(active=1, ready=1)))
+    assert not TJ.pods_ready(_read(job, None, _jobset(active=1, ready=0)))
+    assert TJ.active_pods(_read(job, None, _jobset(active=1, ready=1, owner="other"))) == 0
+    assert not TJ.pods_ready(_read(job, None, None))
+
+
+@pytest.mark.parametrize(("kind", "reason"), [("Complete", "Succeeded"), ("Failed", "Failed")])
+def test_finished_from_the_trainjob_conditions(kind: str, reason: str) -> None:
+    """A TrainJob ``Complete`` or ``Failed`` condition that is True finishes its Workload with its message."""
+    job = trainjob("ns", "tj", "torch", nodes=1, gpus=1)
+    assert TJ.finished(job) is None
+    job["status"] = {"conditions": [{"type": kind, "status": "True", "message": "done"}]}
+    assert TJ.finished(job) == (reason, "done")
