@@ -158,8 +158,8 @@ class JobReconciler:
                 if meta.get("ownerReferences") and managed_ancestor(job, self._lookup, QUEUE_LABEL) is not None:
                     continue  # a managed parent's child: the parent's Workload covers its pods
                 try:
-                    job = dict(with_related(integration, job, self.cache.get))  # a TrainJob with its runtime
-                    self._job(integration, job, owned.get(f"{meta['namespace']}/{meta['uid']}", []))
+                    read = dict(with_related(integration, job, self.cache.get))  # a TrainJob with its runtime
+                    self._job(integration, read, owned.get(f"{meta['namespace']}/{meta['uid']}", []))
                 except ClusterError as err:
                     _log.info("job step deferred", job=f"{meta.get('namespace')}/{meta.get('name')}", error=str(err))
         by_kind = {i.kind: i for i in running}

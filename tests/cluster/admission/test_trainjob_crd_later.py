@@ -12,8 +12,14 @@ from envtest_rig import Envtest
 from envtestrig.build import jobset_crds
 from envtestrig.trainer import CRD_NAMES, trainer_crds
 from running_loop import FAST, RunningLoop
-from trainjob_objects import create_runtime, create_trainjob, get_trainjob, torch_runtime, trainjob, \
-    workload_of_trainjob
+from trainjob_objects import (
+    create_runtime,
+    create_trainjob,
+    get_trainjob,
+    torch_runtime,
+    trainjob,
+    workload_of_trainjob,
+)
 
 from gitopsq.metrics import KueueMetrics
 
