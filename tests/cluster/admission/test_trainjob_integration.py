@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from trainjob_objects import torch_runtime, trainjob
 
-from gitopsq.cluster.admission.integrations import BY_FRAMEWORK, PodSetPlacement
+from gitopsq.cluster.admission.integration_watch import IntegrationWatch
+from gitopsq.cluster.admission.integrations import BY_FRAMEWORK, PodSetPlacement, select
 from gitopsq.cluster.admission.integrations.base import related_kinds, with_related
 from gitopsq.cluster.admission.integrations.trainjob import OVERRIDE_MARK, TrainJob
 from gitopsq.errors import ClusterError
@@ -113,3 +114,49 @@ def test_finished_from_the_trainjob_conditions(kind: str, reason: str) -> None:
     assert TJ.finished(job) is None
     job["status"] = {"conditions": [{"type": kind, "status": "True", "message": "done"}]}
     assert TJ.finished(job) == (reason, "done")
+
+
+class _Discovery:
+    """API discovery answering for the group versions in ``served`` (resource names), 404 for the rest."""
+
+    def __init__(self, served: dict[str, set[str]]) -> None:
+        self.served = served
+
+    def request(self, method: str, path: str, **_: Any) -> Any:
+        group_version = path.removeprefix("/apis/")
+        if group_version not in self.served:
+            raise ClusterError("not found", status=404)
+        return {"resources": [{"name": n} for n in sorted(self.served[group_version])]}
+
+
+class _Cache:
+    def __init__(self) -> None:
+        self.watched: list[str] = []
+        self.listed: set[str] = set()
+
+    def add(self, kind: Any) -> bool:
+        self.watched.append(kind.plural)
+        return True
+
+    def synced(self, name: str) -> bool:
+        return name in self.listed
+
+
+def test_trainjobs_are_watched_only_with_their_runtimes_and_jobsets_served_and_synced() -> None:
+    """With the Trainer CRDs served but not the JobSet one the integration stays skipped, naming the JobSet CRD;
+    once JobSets are served its related kinds are watched before TrainJobs, and it is ready only when all four
+    informers have listed."""
+    trainer = {"trainjobs", "trainingruntimes", "clustertrainingruntimes"}
+    client, cache = _Discovery({"trainer.kubeflow.org/v1alpha1": trainer}), _Cache()
+    watch = IntegrationWatch(client, cache, select(["trainer.kubeflow.org/trainjob"]))
+    watch.refresh(force=True)
+    assert cache.watched == []
+    assert watch.absent["trainer.kubeflow.org/trainjob"] == \
+        "CustomResourceDefinition jobsets.jobset.x-k8s.io is not installed"
+    client.served["jobset.x-k8s.io/v1alpha2"] = {"jobsets"}
+    watch.refresh(force=True)
+    assert cache.watched == ["trainingruntimes", "clustertrainingruntimes", "jobsets", "trainjobs"]
+    cache.listed = {"trainjobs", "jobsets"}
+    assert watch.ready() == (), "ready before its runtimes were listed"
+    cache.listed |= {"trainingruntimes", "clustertrainingruntimes"}
+    assert [i.framework for i in watch.ready()] == ["trainer.kubeflow.org/trainjob"]
