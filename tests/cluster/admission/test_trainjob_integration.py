@@ -14,6 +14,7 @@ from gitopsq.cluster.admission.integration_watch import IntegrationWatch
 from gitopsq.cluster.admission.integrations import BY_FRAMEWORK, PodSetPlacement, select
 from gitopsq.cluster.admission.integrations.base import related_kinds, with_related
 from gitopsq.cluster.admission.integrations.trainjob import OVERRIDE_MARK, TrainJob
+from gitopsq.cluster.admission.job_reconciler import JobReconciler
 from gitopsq.errors import ClusterError
 
 SPOT = {"key": "spot", "operator": "Exists", "effect": "NoSchedule"}
@@ -160,3 +161,68 @@ def test_trainjobs_are_watched_only_with_their_runtimes_and_jobsets_served_and_s
     assert watch.ready() == (), "ready before its runtimes were listed"
     cache.listed |= {"trainingruntimes", "clustertrainingruntimes"}
     assert [i.framework for i in watch.ready()] == ["trainer.kubeflow.org/trainjob"]
+
+
+class _Store:
+    """The reconciler's view of a watch cache: objects by resource and key, every resource watched."""
+
+    def __init__(self, objects: dict[str, list[dict[str, Any]]]) -> None:
+        self.objects = objects
+
+    def items(self, name: str) -> list[dict[str, Any]]:
+        return list(self.objects.get(name, []))
+
+    def get(self, name: str, key: str) -> dict[str, Any] | None:
+        for obj in self.objects.get(name, []):
+            meta = obj["metadata"]
+            if key in (meta["name"], f"{meta.get('namespace')}/{meta['name']}"):
+                return obj
+        return None
+
+    def indexed(self, name: str, read: Any) -> None:
+        return None
+
+    def watches(self, name: str) -> bool:
+        return True
+
+
+class _Writer:
+    """Records what the reconciler would create."""
+
+    def __init__(self) -> None:
+        self.writes = 0
+        self.created: list[Mapping[str, Any]] = []
+
+    def create(self, resource: str, path: str, body: Mapping[str, Any], obj: str) -> dict[str, Any]:
+        self.writes += 1
+        self.created.append(body)
+        return dict(body)
+
+    def event(self, obj: Mapping[str, Any], kind: str, reason: str, message: str, *, warning: bool = False) -> None:
+        pass
+
+
+def _owned(kind: str, name: str, uid: str, owner: tuple[str, str, str, str], **extra: Any) -> dict[str, Any]:
+    api_version, owner_kind, owner_name, owner_uid = owner
+    return {"kind": kind, "metadata": {"name": name, "namespace": "ns", "uid": uid, "labels": {
+        "kueue.x-k8s.io/queue-name": "queue"}, "ownerReferences": [
+        {"apiVersion": api_version, "kind": owner_kind, "name": owner_name, "uid": owner_uid, "controller": True}]},
+        **extra}
+
+
+def test_a_queued_job_under_a_trainjobs_jobset_gets_no_workload_with_the_jobset_integration_off() -> None:
+    """With batch/job and TrainJob running but not JobSet, a queue-labelled Job whose controller is the JobSet a
+    queued TrainJob controls is a managed child (the walk reads JobSets, a kind TrainJob relates): only the
+    TrainJob gets a Workload."""
+    tj = {**trainjob("ns", "tj", "torch", nodes=2, gpus=4), "status": {}}
+    tj["metadata"]["uid"] = "u-tj"
+    jobset = _owned("JobSet", "tj", "u-js", ("trainer.kubeflow.org/v1alpha1", "TrainJob", "tj", "u-tj"))
+    job = _owned("Job", "tj-node-0", "u-job", ("jobset.x-k8s.io/v1alpha2", "JobSet", "tj", "u-js"),
+                 spec={"template": {"spec": {"containers": [{"name": "node"}]}}})
+    store = _Store({"trainjobs": [tj], "jobsets": [jobset], "jobs": [job],
+                    "clustertrainingruntimes": [torch_runtime("torch")]})
+    writer = _Writer()
+    JobReconciler(store, writer, now=lambda: 0.0,  # type: ignore[arg-type]  (a partial cache and writer)
+                  integrations=select(["batch/job", "trainer.kubeflow.org/trainjob"])).reconcile()
+    assert [w["metadata"]["ownerReferences"][0]["kind"] for w in writer.created] == ["TrainJob"]
+    assert [(p["name"], p["count"]) for p in writer.created[0]["spec"]["podSets"]] == [("node", 2)]
