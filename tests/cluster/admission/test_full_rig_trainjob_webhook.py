@@ -1,6 +1,7 @@
 """gitopsq's job webhook for TrainJobs on the full rig (real Trainer and JobSet controllers), its rules and owner
 kinds from the integration registry: a queued TrainJob created suspended, an unlabelled one refused in a managed
-namespace, and the queue-labelled JobSet Trainer makes for it let through as a managed child."""
+namespace with its queue label copied into spec.labels, and the queue-labelled JobSet Trainer makes for it let
+through as a managed child."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from envtest_rig import FullCluster
 from trainjob_objects import QUEUE_LABEL, TRAINJOBS, create_runtime, delete_runtime, torch_runtime, trainjob
 
 from gitopsq.cluster.admission.integrations import select, webhook_kinds
-from gitopsq.cluster.admission.integrations.registry import owner_kinds
+from gitopsq.cluster.admission.integrations.registry import owner_kinds, spec_label_kinds
 from gitopsq.errors import ClusterError
 from gitopsq.webhook.certs import ensure_certificates, webhook_configurations
 from gitopsq.webhook.jobs import JobWebhook, JobWebhookOptions
@@ -38,7 +39,8 @@ def managed(trainer_cluster: FullCluster, tmp_path: Path) -> Iterator[tuple[str,
     create_runtime(cluster, torch_runtime(runtime))
     running = select(FRAMEWORKS)
     certs = ensure_certificates(tmp_path / "certs", ["127.0.0.1"])
-    hook = JobWebhook(JobWebhookOptions(managed_namespaces=frozenset({ns}), owner_kinds=owner_kinds(running)))
+    hook = JobWebhook(JobWebhookOptions(managed_namespaces=frozenset({ns}), owner_kinds=owner_kinds(running),
+                                        spec_label_kinds=spec_label_kinds(running)))
     server = WebhookServer("127.0.0.1:0", hook, certs.cert_file, certs.key_file)
     server.start()
     api = rest(cluster)
@@ -76,15 +78,17 @@ def _create_until_suspended(cluster: FullCluster, manifest: dict[str, Any]) -> d
 
 def test_trainjobs_are_suspended_or_refused_and_their_jobset_let_through(trainer_cluster: FullCluster,
                                                                          managed: tuple[str, str]) -> None:
-    """A labelled TrainJob submitted running is stored suspended; an unlabelled one is refused in the managed
-    namespace, naming the label; once the queued TrainJob is unsuspended, the JobSet Trainer made for it (queue
-    label included, from spec.labels) runs and its Job is not suspended."""
+    """A labelled TrainJob submitted running is stored suspended with its queue label copied into spec.labels (as
+    Kueue's webhook does); an unlabelled one is refused in the managed namespace, naming the label; once the
+    queued TrainJob is unsuspended, the JobSet Trainer made for it (queue label included) runs and its Job is not
+    suspended."""
     ns, runtime = managed
     manifest = trainjob(ns, "queued", runtime, nodes=1, gpus=0, suspend=False)
     manifest["spec"]["trainer"]["resourcesPerNode"] = {"requests": {"cpu": "1"}}
-    manifest["spec"]["labels"] = {QUEUE_LABEL: "queue"}
+    manifest["spec"]["labels"] = {"team": "ml"}
     created = _create_until_suspended(trainer_cluster, manifest)
     assert created["spec"]["suspend"] is True
+    assert created["spec"]["labels"] == {"team": "ml", QUEUE_LABEL: "queue"}, "queue label not copied to spec"
     bare = trainjob(ns, "bare", runtime, nodes=1, gpus=0, suspend=False)
     bare["metadata"]["labels"] = {}
     with pytest.raises(ClusterError, match=r"TrainJobs there need the label kueue\.x-k8s\.io/queue-name"):

@@ -4,6 +4,8 @@ finished from the TrainJob's conditions, and the related objects it is read with
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,9 +15,11 @@ from trainjob_objects import torch_runtime, trainjob
 from gitopsq.cluster.admission.integration_watch import IntegrationWatch
 from gitopsq.cluster.admission.integrations import BY_FRAMEWORK, PodSetPlacement, select
 from gitopsq.cluster.admission.integrations.base import related_kinds, with_related
+from gitopsq.cluster.admission.integrations.registry import owner_kinds, spec_label_kinds
 from gitopsq.cluster.admission.integrations.trainjob import OVERRIDE_MARK, TrainJob
 from gitopsq.cluster.admission.job_reconciler import JobReconciler
 from gitopsq.errors import ClusterError
+from gitopsq.webhook.jobs import JobWebhook, JobWebhookOptions
 
 SPOT = {"key": "spot", "operator": "Exists", "effect": "NoSchedule"}
 TJ = TrainJob()
@@ -226,3 +230,33 @@ def test_a_queued_job_under_a_trainjobs_jobset_gets_no_workload_with_the_jobset_
                   integrations=select(["batch/job", "trainer.kubeflow.org/trainjob"])).reconcile()
     assert [w["metadata"]["ownerReferences"][0]["kind"] for w in writer.created] == ["TrainJob"]
     assert [(p["name"], p["count"]) for p in writer.created[0]["spec"]["podSets"]] == [("node", 2)]
+
+
+def _trainjob_review(job: dict[str, Any]) -> dict[str, Any]:
+    return {"request": {"uid": "r1", "operation": "CREATE", "namespace": "ns", "object": job,
+                        "kind": {"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": "TrainJob"}}}
+
+
+def _patch(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    response = answer["response"]
+    return json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
+
+
+def test_the_webhook_suspends_a_queued_trainjob_and_copies_its_queue_into_spec_labels() -> None:
+    """With the registry's options a queued TrainJob is created suspended with ``spec.labels`` holding its queue
+    (added to the user's labels, escaped in the JSON pointer); one already suspended still gets the label; a
+    JobSet (not a TrainJob) gets no spec label."""
+    running = select(["jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob"])
+    hook = JobWebhook(JobWebhookOptions(owner_kinds=owner_kinds(running), spec_label_kinds=spec_label_kinds(running)))
+    plain = trainjob("ns", "tj", "torch", nodes=1, gpus=1, suspend=False)
+    assert _patch(hook.mutate(_trainjob_review(plain))) == [
+        {"op": "add", "path": "/spec/suspend", "value": True},
+        {"op": "add", "path": "/spec/labels", "value": {"kueue.x-k8s.io/queue-name": "queue"}}]
+    labelled = trainjob("ns", "tj", "torch", nodes=1, gpus=1)
+    labelled["spec"]["labels"] = {"team": "ml"}
+    assert _patch(hook.mutate(_trainjob_review(labelled))) == [
+        {"op": "add", "path": "/spec/labels/kueue.x-k8s.io~1queue-name", "value": "queue"}]
+    review = _trainjob_review({"metadata": {"name": "js", "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+                               "spec": {"replicatedJobs": []}})
+    review["request"]["kind"] = {"group": "jobset.x-k8s.io", "version": "v1alpha2", "kind": "JobSet"}
+    assert _patch(hook.mutate(review)) == [{"op": "add", "path": "/spec/suspend", "value": True}]

@@ -54,6 +54,12 @@ def owner_kinds(integrations: Iterable[Integration] = REGISTRY) -> frozenset[tup
     return frozenset((i.group, i.kind) for i in integrations)
 
 
+def spec_label_kinds(integrations: Iterable[Integration]) -> frozenset[tuple[str, str]]:
+    """(group, kind) of the integrations whose queue label the job webhook also writes into ``spec.labels``
+    (``queue_label_in_spec``: a TrainJob, whose labels there Trainer copies onto its JobSet and pods)."""
+    return frozenset((i.group, i.kind) for i in integrations if getattr(i, "queue_label_in_spec", False))
+
+
 def webhook_kinds(integrations: Iterable[Integration]) -> tuple[Kind, ...]:
     """The job kinds the job webhook serves for ``integrations`` (`gitopsq.webhook.certs.webhook_configurations`)."""
     return tuple(i.kind_info for i in integrations if i.webhook)

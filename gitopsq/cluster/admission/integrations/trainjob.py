@@ -68,6 +68,7 @@ class TrainJob:
         Rule("", ("pods",), ("list",)),
     )
     webhook: bool = True
+    queue_label_in_spec: bool = True  # the job webhook copies the queue label into spec.labels, as Kueue's does
     related: tuple[Kind, ...] = (TRAINING_RUNTIME, CLUSTER_TRAINING_RUNTIME, JOBSET_KIND)
 
     @property
