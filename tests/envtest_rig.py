@@ -6,6 +6,7 @@ Fixtures:
     kueue_clean   function scope; deletes every kueue.x-k8s.io and gitopsq.dev object before and after the test
     full_cluster  session scope; a second, full rig: + kube-controller-manager, kube-scheduler and KWOK
     jobset_cluster session scope; the full rig with the JobSet CRD and controller added
+    trainer_cluster session scope; jobset_cluster with the Kubeflow Trainer CRDs and controller manager added
     node_pools    function scope; the full rig, with fake nodes added through it deleted after the test
 
 Tests that use any of them are marked ``envtest`` automatically (so ``-m "not envtest"`` deselects them).
@@ -32,7 +33,7 @@ sys.path.insert(0, str(REPO_ROOT / "hack" / "envtest"))
 from envtestrig import FAKE_NODE_ANNOTATION, Rig, prepare  # noqa: E402 - lives beside go.mod, outside the package
 
 CLEANED_GROUPS = ("kueue.x-k8s.io", "gitopsq.dev")
-RIG_FIXTURES = frozenset({"envtest", "full_cluster", "node_pools", "jobset_cluster"})
+RIG_FIXTURES = frozenset({"envtest", "full_cluster", "node_pools", "jobset_cluster", "trainer_cluster"})
 GPU = "nvidia.com/gpu"
 # pod annotations read by gitopsq's KWOK stages (hack/kwok/stages.yaml); values are Go durations ("1500ms", "2s")
 START_AFTER = "gitopsq.dev/start-after"
@@ -301,6 +302,14 @@ def jobset_cluster(full_cluster: FullCluster) -> FullCluster:
     if not full_cluster.rig.state.jobset_pid:
         full_cluster.rig.install_jobset()
     return full_cluster
+
+
+@pytest.fixture(scope="session")
+def trainer_cluster(jobset_cluster: FullCluster) -> FullCluster:
+    """The full rig with JobSet and the real Kubeflow Trainer controller manager (started once, on first use)."""
+    if not jobset_cluster.rig.state.trainer_pid:
+        jobset_cluster.rig.install_trainer()
+    return jobset_cluster
 
 
 @pytest.fixture

@@ -23,8 +23,8 @@ import click
 @click.option("--admission-only", is_flag=True, help="Run the admission loop (and Job webhook) only.")
 @click.option("--integrations", default="batch/job", show_default=True,
               help="Job kinds the admission loop queues, by Kueue's framework names, comma-separated "
-                   "(batch/job, jobset.x-k8s.io/jobset, pod); a kind whose CRD is not installed is skipped until "
-                   "it is.")
+                   "(batch/job, jobset.x-k8s.io/jobset, trainer.kubeflow.org/trainjob, pod); a kind whose CRD is "
+                   "not installed is skipped until it is.")
 @click.option("--qps", default=50.0, show_default=True, type=float, help="Admission loop API requests per second.")
 @click.option("--burst", default=100, show_default=True, type=int, help="Admission loop API request burst.")
 @click.option("--webhook-secret-file", type=click.Path(dir_okay=False), default=None,

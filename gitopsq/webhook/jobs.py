@@ -3,7 +3,8 @@ gitopsq.webhook.certs).
 
 - ``POST /mutate-batch-v1-job``: a job (a batch/v1 Job, or another kind whose integration uses this webhook:
   the configurations' rules list them) labelled ``kueue.x-k8s.io/queue-name`` is created suspended, so no pod
-  starts before the admission loop admits it (Kueue's ``ApplyDefaultForSuspend``).
+  starts before the admission loop admits it (Kueue's ``ApplyDefaultForSuspend``); for the kinds in
+  ``spec_label_kinds`` (TrainJob) the queue label is also written into ``spec.labels``, as Kueue's webhook does.
 - ``POST /validate-batch-v1-job``: in the namespaces the repository marks as managed, a job without a queue
   label is refused; every job created or updated is judged by the CEL policies that match its kind
   (gitopsq.policy, the same engine as ``gitopsq check``); a Deny verdict refuses it, a Warn verdict is
@@ -34,6 +35,9 @@ class JobWebhookOptions:
     policies: Sequence[Policy] = field(default_factory=tuple)
     # (group, kind) of the running integrations: a job controlled by one of these is a managed child
     owner_kinds: frozenset[tuple[str, str]] = frozenset({("jobset.x-k8s.io", "JobSet")})
+    # (group, kind) whose queue label is also written into ``spec.labels`` when it is queued (Kueue's TrainJob
+    # webhook: Trainer copies those labels onto the JobSet and the pods it makes)
+    spec_label_kinds: frozenset[tuple[str, str]] = frozenset()
 
 
 def _answer(uid: str, allowed: bool, *, message: str = "", patch: list[dict[str, Any]] | None = None,
@@ -68,10 +72,20 @@ class JobWebhook:
         request = review["request"]
         job = request.get("object") or {}
         labels = (job.get("metadata") or {}).get("labels") or {}
-        if request.get("operation") == "CREATE" and labels.get(QUEUE_LABEL) and not self._child(job) and \
-                (job.get("spec") or {}).get("suspend") is not True:
-            return _answer(request["uid"], True, patch=[{"op": "add", "path": "/spec/suspend", "value": True}])
-        return _answer(request["uid"], True)
+        spec = job.get("spec") or {}
+        patch: list[dict[str, Any]] = []
+        if request.get("operation") == "CREATE" and labels.get(QUEUE_LABEL) and not self._child(job):
+            if spec.get("suspend") is not True:
+                patch.append({"op": "add", "path": "/spec/suspend", "value": True})
+            gvk = request.get("kind") or {}
+            if (gvk.get("group"), gvk.get("kind")) in self.options.spec_label_kinds:
+                queue = labels[QUEUE_LABEL]
+                if not isinstance(spec.get("labels"), Mapping):
+                    patch.append({"op": "add", "path": "/spec/labels", "value": {QUEUE_LABEL: queue}})
+                elif spec["labels"].get(QUEUE_LABEL) != queue:
+                    path = "/spec/labels/" + QUEUE_LABEL.replace("~", "~0").replace("/", "~1")
+                    patch.append({"op": "add", "path": path, "value": queue})
+        return _answer(request["uid"], True, patch=patch)
 
     def mutate_pod(self, review: Mapping[str, Any]) -> dict[str, Any]:
         """A queued Pod created gated, labelled managed, with Kueue's finalizer and its role hash."""

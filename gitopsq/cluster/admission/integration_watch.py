@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from gitopsq import logs
 from gitopsq.cluster.admission.integrations import Integration
+from gitopsq.cluster.admission.integrations.base import related_kinds
 from gitopsq.errors import ClusterError
 
 _log = logs.get("integrations")
@@ -56,6 +57,8 @@ class IntegrationWatch:
                 continue
             why = self._why_not_served(integration)
             if why is None:
+                for related in related_kinds(integration):  # before the kind: its jobs are read with them
+                    self.cache.add(related)
                 self.cache.add(integration.kind_info)
                 self.active.add(integration.framework)
                 if self.absent.pop(integration.framework, None) is not None:
@@ -73,18 +76,31 @@ class IntegrationWatch:
     def _why_not_served(self, integration: Integration) -> str | None:
         if integration.crd is None:
             return None
-        path = f"/apis/{integration.group}/{integration.version}"
+        wanted = [(integration.group, integration.version, integration.resource)]
+        wanted += [(k.group, k.version, k.plural) for k in related_kinds(integration)]  # its runtimes, JobSets
+        answers: dict[str, set[str] | str] = {}
+        for group, version, resource in wanted:
+            path = f"/apis/{group}/{version}"
+            if path not in answers:
+                answers[path] = self._served(path, f"{group}/{version}")
+            served = answers[path]
+            if isinstance(served, str):
+                return served or f"CustomResourceDefinition {resource}.{group} is not installed"
+            if resource not in served:
+                return f"CustomResourceDefinition {resource}.{group} is not installed"
+        return None
+
+    def _served(self, path: str, group_version: str) -> set[str] | str:
+        """The resources discovery lists at ``path``, or why it could not say ("" when nothing serves it)."""
         try:
-            answer = self.client.request("GET", path, obj=f"discovery {integration.group}/{integration.version}")
+            answer = self.client.request("GET", path, obj=f"discovery {group_version}")
         except ClusterError as err:
             if err.status == 404:
-                return f"CustomResourceDefinition {integration.crd} is not installed"
+                return ""
             return f"discovery of {path} failed: {err}"
-        served = {r.get("name") for r in (answer or {}).get("resources") or ()}
-        if integration.resource not in served:
-            return f"CustomResourceDefinition {integration.crd} is not installed"
-        return None
+        return {str(r.get("name")) for r in (answer or {}).get("resources") or ()}
 
     def ready(self) -> tuple[Integration, ...]:
         """The active integrations whose objects are in the cache (their informer's first LIST landed)."""
-        return tuple(i for i in self.integrations if i.framework in self.active and self.cache.synced(i.resource))
+        return tuple(i for i in self.integrations if i.framework in self.active and self.cache.synced(i.resource)
+                     and all(self.cache.synced(k.plural) for k in related_kinds(i)))

@@ -32,6 +32,7 @@ from typing import Any
 from gitopsq import logs
 from gitopsq.cluster.admission.integrations import INTEGRATIONS, Integration, PodSetPlacement
 from gitopsq.cluster.admission.integrations.ancestry import managed_ancestor
+from gitopsq.cluster.admission.integrations.base import related_kinds, with_related
 from gitopsq.cluster.admission.lifecycle import MAX_EXEC_EXCEEDED, max_execution_seconds
 from gitopsq.cluster.admission.live_workload import (
     EVICTING,
@@ -161,7 +162,8 @@ class JobReconciler:
                 if meta.get("ownerReferences") and managed_ancestor(job, self._lookup, QUEUE_LABEL) is not None:
                     continue  # a managed parent's child: the parent's Workload covers its pods
                 try:
-                    self._job(integration, job, owned.get(f"{meta['namespace']}/{meta['uid']}", []))
+                    read = dict(with_related(integration, job, self.cache.get))  # a TrainJob with its runtime
+                    self._job(integration, read, owned.get(f"{meta['namespace']}/{meta['uid']}", []))
                 except ClusterError as err:
                     _log.info("job step deferred", job=f"{meta.get('namespace')}/{meta.get('name')}", error=str(err))
         by_kind = {i.kind: i for i in running}
@@ -191,10 +193,15 @@ class JobReconciler:
         self._drop_finalizer(wl)
 
     def _lookup(self, group: str, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
-        """A cached object of a running integration's kind (ancestry.py's lookup)."""
+        """A cached object of a running integration's kind, or of a kind one of them watches beside its own (a
+        TrainJob's JobSet when the JobSet integration is off): ancestry.py's lookup."""
         for integration in self.integrations:
             if (integration.group, integration.kind) == (group, kind):
                 return self.cache.get(integration.resource, f"{namespace}/{name}")
+        for integration in self.integrations:
+            for related in related_kinds(integration):
+                if (related.group, related.kind) == (group, kind) and self.cache.watches(related.plural):
+                    return self.cache.get(related.plural, f"{namespace}/{name}")
         return None
 
     def _finalize_orphan(self, integration: Integration, wl: dict[str, Any], ref: Mapping[str, Any]) -> None:

@@ -1,5 +1,6 @@
 """gitopsq's Kubernetes test rig: a real kube-apiserver and etcd on loopback (bare profile), plus
-kube-controller-manager, kube-scheduler and KWOK (full profile); shared by `scripts/envtest` and the pytest
+kube-controller-manager, kube-scheduler and KWOK (full profile), with the JobSet controller (operators.py) and
+the Kubeflow Trainer controller manager (trainer.py) beside them; shared by `scripts/envtest` and the pytest
 fixtures in tests/envtest_rig.py. Standard library only (plus the openssl, go and etcd commands)."""
 
 from envtestrig.build import Binaries, PrepareError, find_binaries, kubernetes_version, prepare

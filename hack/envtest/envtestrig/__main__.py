@@ -16,7 +16,8 @@ USAGE = """usage: scripts/envtest COMMAND
             cached (idempotent); prepare --bare builds only what the bare profile needs
   up        start a bare rig: etcd + kube-apiserver (prepares first); a running rig is left as it is
   up --full start the full rig: + kube-controller-manager, kube-scheduler, kwok (which plays every Node
-            annotated kwok.x-k8s.io/node=fake) and the JobSet CRD and controller (see docs/envtest.md)
+            annotated kwok.x-k8s.io/node=fake), the JobSet CRD and controller and the Kubeflow Trainer
+            CRDs and controller manager (see docs/envtest.md)
   env       print shell exports for the running rig: eval "$(scripts/envtest env)"
   status    say whether the rig runs (exit 0) or not (exit 1)
   down      stop the rig's processes by their recorded PIDs and delete its state
@@ -57,6 +58,8 @@ def main(argv: list[str]) -> int:
                 ("kube-controller-manager", binaries.kube_controller_manager),
                 ("kube-scheduler", binaries.kube_scheduler),
                 ("kwok", binaries.kwok),
+                ("jobset", binaries.jobset),
+                ("trainer", binaries.trainer),
             ):
                 if path is not None:
                     print(f"{name}: {path}")

@@ -1,7 +1,7 @@
 """Getting the rig's binaries onto the machine: etcd from Debian; kube-apiserver and, for the full profile,
 kube-controller-manager and kube-scheduler built from the Go proxy (one ``go build`` for all, so the packages
 they share compile once); KWOK and the JobSet controller built from their own small modules under hack/kwok and
-hack/jobset.
+hack/jobset, the Kubeflow Trainer controller manager from hack/trainer (trainer.py).
 
 Kubernetes binaries are cached under ``${GITOPSQ_ENVTEST_DIR:-~/.cache/gitopsq/envtest}/<kubernetes version>/``
 and KWOK under ``.../kwok/<kwok version>/``, so a second ``prepare`` (or the next CI run on the same machine)
@@ -47,6 +47,7 @@ class Binaries:
     kube_scheduler: Path | None = None
     kwok: Path | None = None
     jobset: Path | None = None  # the JobSet controller (full profile); its CRD comes from the module cache
+    trainer: Path | None = None  # the Kubeflow Trainer controller manager (full profile; trainer.py)
 
     @property
     def full(self) -> bool:
@@ -127,6 +128,8 @@ def find_binaries(full: bool = False) -> Binaries | None:
         return None
     if full and not (_is_executable(kwok_path()) and _is_executable(jobset_path())):
         return None
+    if full and not _is_executable(_trainer_path()):
+        return None
     return _binaries(version, etcd, kubectl)
 
 
@@ -145,7 +148,14 @@ def _binaries(version: str, etcd: Path, kubectl: Path) -> Binaries:
         kube_scheduler=cached(folder / "kube-scheduler"),
         kwok=cached(kwok_path()),
         jobset=cached(jobset_path()),
+        trainer=cached(_trainer_path()),
     )
+
+
+def _trainer_path() -> Path:
+    from envtestrig.trainer import trainer_path  # trainer.py imports this module
+
+    return trainer_path()
 
 
 def prepare(log: bool = True, full: bool = False) -> Binaries:
@@ -175,6 +185,10 @@ def _prepare_locked(log: bool, full: bool) -> Binaries:
         _build_kwok(log)
     if full and not _is_executable(jobset_path()):
         _build_jobset(log)
+    if full and not _is_executable(_trainer_path()):
+        from envtestrig.trainer import build_trainer
+
+        build_trainer(log)
     kubectl = _find_kubectl(version)
     assert kubectl is not None  # built above when none was on PATH
     return _binaries(version, etcd, kubectl)

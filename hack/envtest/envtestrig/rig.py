@@ -77,6 +77,8 @@ class RigState:
     jobset_port: int = 0  # the JobSet controller's health probe (0: not started)
     jobset_webhook_port: int = 0
     jobset_pid: int = 0
+    trainer_port: int = 0  # the Trainer controller manager's health probe (0: not started)
+    trainer_pid: int = 0
 
 
 def _fresh_state(root: Path, version: str, full: bool) -> RigState:
@@ -121,7 +123,8 @@ class Rig:
 
         ``full`` also starts kube-controller-manager, kube-scheduler and KWOK (``binaries`` must come from
         ``prepare(full=True)``) and returns once each answers its health check; and, unless ``jobset`` is
-        False (a test that installs it later, `install_jobset`), the JobSet CRD and controller.
+        False (a test that installs it later, `install_jobset`), the JobSet CRD and controller and the Kubeflow
+        Trainer CRDs and controller manager (`install_trainer`).
         """
         if full and not binaries.full:
             raise RigError("the full profile needs the controller-manager, scheduler and kwok: prepare(full=True)")
@@ -143,6 +146,8 @@ class Rig:
                     rig._start_components()
                     if jobset and binaries.jobset is not None:
                         rig.install_jobset()
+                        if binaries.trainer is not None:
+                            rig.install_trainer()
                 return rig
             except RigError as err:
                 rig.stop()
@@ -277,6 +282,8 @@ class Rig:
         pids = {name: int(recorded[field]) for name, field in COMPONENTS.items()}
         if self.state.jobset_pid:
             pids["jobset"] = self.state.jobset_pid
+        if self.state.trainer_pid:
+            pids["trainer"] = self.state.trainer_pid
         return pids
 
     def install_jobset(self) -> None:
@@ -284,6 +291,12 @@ class Rig:
         from envtestrig.operators import install_jobset
 
         install_jobset(self)
+
+    def install_trainer(self) -> None:
+        """The Kubeflow Trainer CRDs and controller manager on this rig (trainer.py); JobSet must run already."""
+        from envtestrig.trainer import install_trainer
+
+        install_trainer(self)
 
     # ---- health ---------------------------------------------------------------------------------------
 

@@ -13,9 +13,9 @@ the declaration.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from gitopsq.cluster.kinds import Kind
 
@@ -98,3 +98,30 @@ class Integration(Protocol):
         """A merge patch putting back the original pod templates and counts (Workload ``spec.podSets``) and
         clearing the stop mark, or None when the job already matches them."""
         ...
+
+
+# (cache resource name, key: "namespace/name", or the name of a cluster-scoped object) -> the cached object or None
+CacheGet = Callable[[str, str], Mapping[str, Any] | None]
+
+
+@runtime_checkable
+class WithRelated(Protocol):
+    """An integration whose jobs are read together with other objects (a TrainJob with its training runtime and
+    the JobSet made from it). Optional: the shell watches ``related`` beside the kind (the integration counts as
+    served only when they are served too) and hands every other method the job `with_related` returns."""
+
+    related: tuple[Kind, ...]  # the kinds the watch cache must hold for this integration
+
+    def with_related(self, job: Mapping[str, Any], get: CacheGet) -> Mapping[str, Any]:
+        """The job as the other methods read it: a copy carrying what they need from the cache."""
+        ...
+
+
+def related_kinds(integration: Integration) -> tuple[Kind, ...]:
+    """The extra kinds an integration needs watched (none for most)."""
+    return integration.related if isinstance(integration, WithRelated) else ()
+
+
+def with_related(integration: Integration, job: Mapping[str, Any], get: CacheGet) -> Mapping[str, Any]:
+    """``job`` as ``integration`` reads it (itself, unless the integration declares related objects)."""
+    return integration.with_related(job, get) if isinstance(integration, WithRelated) else job

@@ -15,10 +15,11 @@ from gitopsq.cluster.admission.integrations.base import Integration, Rule
 from gitopsq.cluster.admission.integrations.batch_job import BatchJob
 from gitopsq.cluster.admission.integrations.jobset import JobSet
 from gitopsq.cluster.admission.integrations.pod import Pod
+from gitopsq.cluster.admission.integrations.trainjob import TrainJob
 from gitopsq.cluster.kinds import Kind
 from gitopsq.errors import UsageError
 
-REGISTRY: Final[tuple[Integration, ...]] = (BatchJob(), JobSet(), Pod())
+REGISTRY: Final[tuple[Integration, ...]] = (BatchJob(), JobSet(), TrainJob(), Pod())
 BY_FRAMEWORK: Final[Mapping[str, Integration]] = {i.framework: i for i in REGISTRY}
 DEFAULT_FRAMEWORKS: Final[tuple[str, ...]] = ("batch/job",)
 
@@ -52,6 +53,12 @@ def rbac_rules(integrations: Iterable[Integration] = REGISTRY) -> list[Rule]:
 def owner_kinds(integrations: Iterable[Integration] = REGISTRY) -> frozenset[tuple[str, str]]:
     """(group, kind) of every integration: an object whose controller is one of these may be a managed child."""
     return frozenset((i.group, i.kind) for i in integrations)
+
+
+def spec_label_kinds(integrations: Iterable[Integration]) -> frozenset[tuple[str, str]]:
+    """(group, kind) of the integrations whose queue label the job webhook also writes into ``spec.labels``
+    (``queue_label_in_spec``: a TrainJob, whose labels there Trainer copies onto its JobSet and pods)."""
+    return frozenset((i.group, i.kind) for i in integrations if getattr(i, "queue_label_in_spec", False))
 
 
 def webhook_kinds(integrations: Iterable[Integration]) -> tuple[Kind, ...]:
