@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 import click
 
 from gitopsq.commands.repo import locate, warn_if_dirty, why_plain
+from gitopsq.commands.review import ReviewTarget, read_reviews, review_options, review_target
 from gitopsq.errors import EXIT_OK, EXIT_REJECTED, SourceError
 from gitopsq.manifests import DEFAULT_CACHE, FileResult, LoadedObject, Report
 from gitopsq.manifests.pipeline import CACHE_VERSION
@@ -190,12 +191,13 @@ def cache_file(display: str) -> Path | None:
 
 
 def load_report(repo: str, rev: str, *, worktree: bool = False, use_cache: bool = True,
-                base: str | None = None) -> tuple[Report, str]:
+                base: str | None = None, review: ReviewTarget | None = None) -> tuple[Report, str]:
     """Check REPO at REV and judge it with the CEL policies (gitopsq.validation, the path every caller shares);
     returns the report and how to name the repository. Source failures raise SourceError.
 
     Policies judge the change since ``base`` (a branch, tag or commit), by default the change REV itself brings
-    (against its first parent); a root commit or a plain directory is judged whole.
+    (against its first parent); a root commit or a plain directory is judged whole. ``review`` names the pull
+    request whose approvals at REV count (gitopsq.commands.review).
     """
     # Imported on use for CLI start-up time: pygit2 and the policy stack wait until a check runs.
     from gitopsq.commands.policy import backend_from_env
@@ -212,11 +214,12 @@ def load_report(repo: str, rev: str, *, worktree: bool = False, use_cache: bool 
     cache = DiskCache(cache_file(str(Path(repo).resolve()) if Path(repo).exists() else source.display)
                       if use_cache else None)
     base_sha: str | bool = source.resolve(base) if base is not None else True
+    reviews = read_reviews(review, commit) if review is not None else None
     progress = for_stderr()
     progress.start("gitopsq: reading files")
     try:
         report = validate_revision(source, commit, base=base_sha, cache=CountingCache(cache, progress),
-                                   backend=backend_from_env()).report
+                                   backend=backend_from_env(), review_approvals=reviews).report
     finally:
         progress.done()
     cache.save()
@@ -275,9 +278,11 @@ def report_json(report: Report, display: str) -> dict[str, Any]:
               "(default: the change REV itself brings, against its first parent).")
 @click.option("--worktree", is_flag=True, help="Check the files on disk in REPO (a directory), not a commit.")
 @click.option("--no-cache", is_flag=True, help="Parse every file again instead of reusing earlier results.")
+@review_options
 @click.pass_context
 def command(ctx: click.Context, *, repo: str, rev: str, base: str | None, output: str, worktree: bool,
-            no_cache: bool) -> None:
+            no_cache: bool, forge: str | None = None, forge_url: str | None = None, forge_repo: str | None = None,
+            forge_token_file: str | None = None, pr: int | None = None) -> None:
     """Validate REPO at REV: gitopsq.yaml, YAML, Kueue's schema and rules, references, signatures, CEL policies.
 
     REPO is a local path (Git repository or plain directory; a subdirectory stands for its repository, as in
@@ -285,7 +290,8 @@ def command(ctx: click.Context, *, repo: str, rev: str, base: str | None, output
     --worktree for the files on disk). Exit 0 when there is no error (warnings allowed), 1 when there is, 2 for
     a usage error, 3 when the repository or revision cannot be read.
     """
-    report, display = load_report(repo, rev, worktree=worktree, use_cache=not no_cache, base=base)
+    review = review_target(forge=forge, url=forge_url, slug=forge_repo, pr=pr, token_file=forge_token_file)
+    report, display = load_report(repo, rev, worktree=worktree, use_cache=not no_cache, base=base, review=review)
     if output == "json":
         click.echo(json.dumps(report_json(report, display), indent=2, ensure_ascii=False))
     else:

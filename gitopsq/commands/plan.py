@@ -22,6 +22,7 @@ from gitopsq.api.codec import encode
 from gitopsq.commands.check import DiskCache, cache_file
 from gitopsq.commands.policy import backend_from_env
 from gitopsq.commands.repo import locate
+from gitopsq.commands.review import ReviewTarget, read_reviews, review_target
 from gitopsq.errors import ClusterError, ScenarioError, SourceError, UsageError
 from gitopsq.forge.post import post_plan, post_target
 from gitopsq.manifests import CONFIG_PATH, check_revision
@@ -133,7 +134,7 @@ def _history(source: Any, base: str, head: str) -> tuple[History, list[str]]:
 
 
 def make_plan(repo: str, base_rev: str, head_rev: str, *, cluster: str | None = None, workloads: str | None = None,
-              trace: str | None = None, use_cache: bool = True) -> PrPlan:
+              trace: str | None = None, use_cache: bool = True, review: ReviewTarget | None = None) -> PrPlan:
     """Everything `gitopsq plan` computes, as a `PrPlan` (used by the command, tests and benchmarks)."""
     repo = locate(repo)  # from a subdirectory: its repository's root, as git does
     source = open_any(repo)
@@ -147,7 +148,8 @@ def make_plan(repo: str, base_rev: str, head_rev: str, *, cluster: str | None = 
     cache.save()
     history, notes = _history(source, base_sha, head_sha)
     policies, touched = judge(source, head_sha, head_report, base=base_sha, base_report=base_report,
-                              backend=backend_from_env())
+                              backend=backend_from_env(),
+                              review_approvals=read_reviews(review, head_sha) if review is not None else None)
     if base_report.config is None and source.read_file(base_sha, CONFIG_PATH) is None:
         notes.append(f"the base revision has no {CONFIG_PATH}: every head object counts as added")
     base_settings, head_settings = settings_of(base_report.config), settings_of(head_report.config)
@@ -195,11 +197,14 @@ def _authors(source: Any, base: str, head: str) -> list[str]:
 @click.option("--output", "-o", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 @click.option("--no-cache", is_flag=True, help="Parse every file again instead of reusing earlier results.")
 @click.option("--post", is_flag=True, help="Also post the markdown plan on the pull request (or update it).")
-@click.option("--forge", type=click.Choice(["gitea", "github", "gitlab"]), help="The forge --post writes to.")
+@click.option("--forge", type=click.Choice(["gitea", "github", "gitlab"]),
+              help="The forge hosting the pull request: its approving reviews count; --post writes there.")
 @click.option("--forge-url", metavar="URL", help="The forge's base URL (default: GitHub's or GitLab's SaaS API).")
-@click.option("--repo-slug", metavar="OWNER/NAME", help="The repository on the forge (GitLab: the project path).")
+@click.option("--repo-slug", "--forge-repo", "repo_slug", metavar="OWNER/NAME",
+              help="The repository on the forge (GitLab: the project path).")
 @click.option("--pr", type=int, metavar="N", help="The pull (merge) request number.")
-@click.option("--token-file", metavar="FILE", help="File holding the forge token (else $GITOPSQ_FORGE_TOKEN).")
+@click.option("--token-file", "--forge-token-file", "token_file", metavar="FILE",
+              help="File holding the forge token (else $GITOPSQ_FORGE_TOKEN).")
 @click.pass_context
 def command(ctx: click.Context, *, repo: str, base_rev: str, head_rev: str, cluster: str | None,
             workloads: str | None, trace: str | None, output: str, no_cache: bool, post: bool, forge: str | None,
@@ -210,8 +215,9 @@ def command(ctx: click.Context, *, repo: str, base_rev: str, head_rev: str, clus
     error, 3 when the repository or a revision cannot be read or the forge refuses --post.
     """
     target = post_target(post, forge=forge, url=forge_url, slug=repo_slug, pr=pr, token_file=token_file)
+    review = review_target(forge=forge, url=forge_url, slug=repo_slug, pr=pr, token_file=token_file)
     plan = make_plan(repo, base_rev, head_rev, cluster=cluster, workloads=workloads, trace=trace,
-                     use_cache=not no_cache)
+                     use_cache=not no_cache, review=review)
     rendered = {"json": render_json, "markdown": render_markdown}.get(output, render_text)(plan)
     click.echo(rendered, nl=not rendered.endswith("\n"))
     if target is not None:

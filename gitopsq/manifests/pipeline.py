@@ -21,6 +21,7 @@ from gitopsq.errors import Location, SourceError
 from gitopsq.manifests.budget_checks import budget_findings
 from gitopsq.manifests.budgets import LoadedBudget
 from gitopsq.manifests.config import CONFIG_PATH, parse_config
+from gitopsq.manifests.keyfiles import KeyFileReader, revision_reader
 from gitopsq.manifests.loader import FileResult, LoadSettings, load_file
 from gitopsq.manifests.references import validate_revision
 from gitopsq.manifests.report import LoadedObject, PassThrough, Report, sort_findings
@@ -85,8 +86,10 @@ def cache_key(blob_id: str, path: str, settings: LoadSettings) -> str:
 
 def check_files(files: Mapping[str, bytes], config_bytes: bytes | None, *, revision: str | None = None,
                 blob_ids: Mapping[str, str] | None = None,
-                cache: MutableMapping[str, FileResult] | None = None) -> Report:
-    """Validate a revision given as ``{path: bytes}`` plus the bytes of its gitopsq.yaml (None: missing).
+                cache: MutableMapping[str, FileResult] | None = None,
+                read_file: KeyFileReader | None = None) -> Report:
+    """Validate a revision given as ``{path: bytes}`` plus the bytes of its gitopsq.yaml (None: missing);
+    ``read_file`` reads the key files gitopsq.yaml names at that same revision.
 
     ``files`` may hold paths outside the include set; they are ignored. With ``blob_ids`` a cached file's bytes
     are never read, so ``files`` may be a lazy mapping.
@@ -96,7 +99,7 @@ def check_files(files: Mapping[str, bytes], config_bytes: bytes | None, *, revis
                                  "queue-definition repository needs one (docs/config.md)",
                                  location=Location(CONFIG_PATH, None))
         return Report(revision, None, (), (missing,))
-    parsed = parse_config(config_bytes)
+    parsed = parse_config(config_bytes, read_file=read_file)
     config = parsed.config
     if config is None:
         return Report(revision, None, (), sort_findings(parsed.findings))
@@ -164,12 +167,13 @@ def check_revision(source: RevisionSource, commit: str, *,
     """Validate revision ``commit`` of ``source`` (resolved already). Source errors propagate as SourceError."""
     config_bytes = source.read_file(commit, CONFIG_PATH)
     include, exclude = _listing_patterns(config_bytes)
+    keys = revision_reader(source, commit)
     if not include:
-        return check_files({}, config_bytes, revision=commit, cache=cache)
+        return check_files({}, config_bytes, revision=commit, cache=cache, read_file=keys)
     listed = source.list_files(commit, include, exclude)
     blob_ids = {entry.path: entry.blob_id for entry in listed}
     return check_files(_LazyBlobs(source, blob_ids), config_bytes, revision=commit, blob_ids=blob_ids,
-                       cache=cache)
+                       cache=cache, read_file=keys)
 
 
 def _listing_patterns(config_bytes: bytes | None) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -16,6 +16,7 @@ from gitopsq.api import findings
 from gitopsq.api.codec import encode
 from gitopsq.api.findings import Finding
 from gitopsq.errors import PolicyError
+from gitopsq.manifests.config_model import ParsedRaw
 from gitopsq.manifests.report import Report
 from gitopsq.policy import SourcedObject, Verdict, build_policy_input, evaluate, load_policies
 
@@ -55,7 +56,8 @@ def sourced_objects(report: Report | None, memo: dict[int, SourcedObject] | None
 def raw_config(report: Report | None) -> Mapping[str, Any] | None:
     if report is None or report.config is None:
         return None
-    return report.config.raw or report.config.as_policy_dict()
+    # the raw mapping (config-change detection) that also gives the parsed view (keys read from key files)
+    return ParsedRaw(report.config.raw, report.config) if report.config.raw else report.config.as_policy_dict()
 
 
 def head_verdicts(base: Report | None, head: Report, *, policy_files: Mapping[str, str],
