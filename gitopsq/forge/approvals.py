@@ -62,8 +62,8 @@ def approvals_reader(forge: Forge) -> Callable[[str], list[dict[str, Any]]]:
         pr = forge.pull_request_of(sha)
         if pr is None:
             return []
-        return [{"email": a.email or "", "login": a.reviewer, "forge": forge.name, "at": a.at, "pullRequest": pr,
-                 "approvedCommit": a.commit} for a in forge.approvals(pr)]
+        return [{"email": a.email or "", "login": a.reviewer, "forge": a.forge, "at": a.at, "pullRequest": pr,
+                 "approvedCommit": a.commit, "via": a.via} for a in forge.approvals(pr)]
 
     return read
 
