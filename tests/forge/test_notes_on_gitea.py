@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +31,14 @@ RAISED = '{name: cpu, nominalQuota: "104", borrowingLimit: "32"}'
 NAME = "recorded"
 
 
+@dataclass(frozen=True)
 class Merged:
-    def __init__(self, scene: Scene, base: str, pr: int, head: str, merge: str, key: Path) -> None:
-        self.scene, self.base, self.pr, self.head, self.merge, self.key = scene, base, pr, head, merge, key
+    scene: Scene
+    base: str
+    pr: int
+    head: str
+    merge: str
+    key: Path
 
 
 def gitopsq(scene: Scene, *args: str) -> subprocess.CompletedProcess[str]:
@@ -77,7 +83,7 @@ def record_note(gitea: GiteaRig, merged: Merged) -> subprocess.CompletedProcess[
     scene = merged.scene
     token = scene.home / "recorder-token"
     token.write_text(gitea.users["member"].token)
-    os.chmod(merged.key, 0o600)
+    merged.key.chmod(0o600)
     return gitopsq(scene, "approvals", "record", ".", "--rev", merged.merge, "--forge", "gitea", "--forge-url",
                    gitea.url, "--forge-repo", scene.slug, "--forge-token-file", str(token), "--key-file",
                    str(merged.key), "--push", gitea.push_url("member", ORG, NAME))
