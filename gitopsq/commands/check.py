@@ -23,7 +23,7 @@ import click
 
 from gitopsq.commands.repo import locate, warn_if_dirty, why_plain
 from gitopsq.commands.review import ReviewTarget, read_reviews, review_options, review_target
-from gitopsq.errors import EXIT_OK, EXIT_REJECTED, SourceError
+from gitopsq.errors import EXIT_OK, EXIT_REJECTED, SourceError, UsageError
 from gitopsq.manifests import DEFAULT_CACHE, FileResult, LoadedObject, Report
 from gitopsq.manifests.pipeline import CACHE_VERSION
 from gitopsq.progress import CountingCache, for_stderr
@@ -291,6 +291,8 @@ def command(ctx: click.Context, *, repo: str, rev: str, base: str | None, output
     a usage error, 3 when the repository or revision cannot be read.
     """
     review = review_target(forge=forge, url=forge_url, slug=forge_repo, pr=pr, token_file=forge_token_file)
+    if review is not None and worktree:
+        raise UsageError("--pr judges a pull request's commits; the files on disk (--worktree) have none")
     report, display = load_report(repo, rev, worktree=worktree, use_cache=not no_cache, base=base, review=review)
     if output == "json":
         click.echo(json.dumps(report_json(report, display), indent=2, ensure_ascii=False))

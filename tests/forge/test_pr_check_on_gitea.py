@@ -97,6 +97,8 @@ def test_a_members_pr_passes_once_a_maintainer_approves_its_head(gitea: GiteaRig
 
 
 def test_a_forge_option_without_the_pull_request_is_a_usage_error(scene: Scene) -> None:
-    """--forge without --forge-repo and --pr is refused up front (exit 2) naming what is missing."""
+    """--forge without --forge-repo and --pr, and --pr with --worktree, are refused up front (exit 2)."""
     done = gitopsq(scene, "check", ".", "--forge", "gitea")
     assert done.returncode == 2 and "needs --forge-repo, --pr" in done.stderr
+    on_disk = gitopsq(scene, "check", ".", "--worktree", "--forge", "gitea", "--forge-repo", scene.slug, "--pr", "1")
+    assert on_disk.returncode == 2 and "--worktree" in on_disk.stderr
