@@ -103,7 +103,7 @@ class ForgeThenNotes:
         self.name = forge.name
         self.clock = clock
         self._from_notes: set[int] = set()
-        self._prs: dict[str, int | None] = {}  # merged sha → its PR: final once merged
+        self._prs: dict[str, int] = {}  # merged sha → its PR: final once merged
         self._approvals: dict[int, tuple[float, tuple[Approval, ...]]] = {}
 
     def pull_request_of(self, sha: str) -> int | None:
@@ -120,9 +120,10 @@ class ForgeThenNotes:
             _log.warning("forge unreachable: approvals taken from the signed note", commit=sha, error=str(err))
             self._from_notes.add(pr)
             return pr
-        if len(self._prs) >= MAX_KEPT:
-            self._prs.pop(next(iter(self._prs)))
-        self._prs[sha] = pr
+        if pr is not None:  # "no PR" is not kept: a forge may index a fresh merge a moment later
+            if len(self._prs) >= MAX_KEPT:
+                self._prs.pop(next(iter(self._prs)))
+            self._prs[sha] = pr
         return pr
 
     def approvals(self, pr: int) -> tuple[Approval, ...]:
