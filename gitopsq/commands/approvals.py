@@ -47,8 +47,9 @@ def record(*, repo: str, rev: str, forge: str, forge_url: str | None, forge_repo
     """Record the approvals of the pull request REV merged as a signed note on REV, and push it."""
     from gitopsq.forge import open_forge
     from gitopsq.forge.http import load_token
-    from gitopsq.forge.notes import NOTES_REF, payload_line, sign
+    from gitopsq.forge.notes import NOTES_REF, check_key, payload_line, sign
 
+    check_key(key_file)
     root = Path(locate(repo))
     sha = _git(root, "rev-parse", "--verify", f"{rev}^{{commit}}").strip()
     client = open_forge(forge, forge_url, forge_repo, load_token(forge_token_file, TOKEN_ENV))

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gitopsq.errors import RuntimeFailure
+
 NOTES_REF = "refs/notes/gitopsq/approvals"
 NAMESPACE = "gitopsq-approvals"
 KIND = "gitopsq-approvals"
@@ -32,8 +34,8 @@ _SIG_BEGIN = "-----BEGIN SSH SIGNATURE-----"
 TIMEOUT = 30.0
 
 
-class NoteError(Exception):
-    """Signing failed (no ssh-keygen, an unusable key): the message says why."""
+class NoteError(RuntimeFailure):
+    """Signing failed (no ssh-keygen, an unusable key): the message says why (exit 3, one line)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +62,20 @@ def payload_line(*, commit: str, forge: str, repository: str, pull_request: int,
             "approvals": [{"login": str(a.get("login") or ""), "email": str(a.get("email") or ""),
                            "approvedCommit": a.get("approvedCommit"), "at": a.get("at")} for a in approvals]}
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True) + "\n"
+
+
+def check_key(key_file: str | Path) -> str:
+    """The public key of the private key in ``key_file`` (``ssh-keygen -y``), so a recorder learns of an unusable
+    key before it asks the forge anything; NoteError when it is not one ssh-keygen can sign with."""
+    keygen = shutil.which("ssh-keygen")
+    if keygen is None:
+        raise NoteError("ssh-keygen is not installed (Debian package openssh-client)")
+    done = subprocess.run([keygen, "-y", "-f", str(key_file)], capture_output=True, timeout=TIMEOUT, check=False,
+                          stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        raise NoteError(f"{key_file} is not a private SSH key ssh-keygen can sign with (without a passphrase): "
+                        f"{done.stderr.decode('utf-8', 'replace').strip() or 'unreadable'}")
+    return done.stdout.decode("ascii", "replace").strip()
 
 
 def sign(line: str, key_file: str | Path) -> str:

@@ -4,7 +4,9 @@ reached falls back to the verified note, one that refuses does not."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -107,3 +109,17 @@ def test_one_pass_reads_a_prs_approvals_once(recorder: Recorder) -> None:
     assert both.approvals(7) == both.approvals(7)
     reads = [r for r in recorder.seen("GET") if r.path == "/api/v1/repos/platform/q/pulls/7/reviews"]
     assert len(reads) == 1
+
+
+def test_record_with_an_unusable_key_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    """`gitopsq approvals record` whose key file is not a private key fails with exit 3 and one clear line (the
+    forge is never asked: the key is checked first)."""
+    bad = tmp_path / "not-a-key"
+    bad.write_text("hello\n")
+    bad.chmod(0o600)
+    done = subprocess.run([sys.executable, "-m", "gitopsq", "approvals", "record", str(tmp_path), "--forge",
+                           "gitea", "--forge-url", "http://127.0.0.1:9", "--forge-repo", "o/r", "--key-file",
+                           str(bad)], capture_output=True, text=True, env={**os.environ, "GITOPSQ_FORGE_TOKEN": "t"},
+                          check=False, timeout=60)
+    assert done.returncode == 3 and "Traceback" not in done.stderr, done.stderr
+    assert "is not a private SSH key" in done.stderr and len(done.stderr.strip().splitlines()) == 1
