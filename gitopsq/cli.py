@@ -28,6 +28,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "simulate": ("simulate", "Replay a scenario on the admission core."),
     "policy": ("policy", "Policy tools (`policy test`)."),
     "audit": ("audit", "Audit trail tools (`audit verify`, `audit export`)."),
+    "approvals": ("approvals", "Approvals of merged pull requests as signed git notes (`record`, `show`)."),
     "demo": ("demo", "The no-cluster tour on the embedded repository template."),
     "install-crds": ("install_crds", "Install gitopsq's Kueue-compatible CRDs into the cluster."),
 }

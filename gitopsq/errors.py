@@ -30,15 +30,17 @@ one place each, chained with ``from``.
         │   ├── RemoteUnreachableError  the audit remote cannot be reached: records stay in the WAL
         │   ├── PushRejectedError     the remote rejected a push (not a fast-forward)
         │   └── PushRefusedError      the remote refused a push (hook, protection)
-        └── ForgeError                a forge API call failed or was refused (forge, status, method, path)
+        ├── ForgeError                a forge API call failed or was refused (forge, status, method, path)
+        └── NoteError                 an approvals note cannot be signed (no ssh-keygen, an unusable key)
 
-The classes below `ClusterError` and `AuditError` (and `NotLeading`, `ForgeError`) are defined beside the code
-that raises them; `QuantityError` is defined here and importable from `gitopsq.api.quantity`, where it is raised.
-tests/test_errors.py compares this drawing with the class hierarchy.
+The classes below `ClusterError` and `AuditError` (and `NotLeading`, `ForgeError`, `NoteError`) are defined
+beside the code that raises them; `QuantityError` is defined here and importable from `gitopsq.api.quantity`,
+where it is raised. tests/test_errors.py compares this drawing with the class hierarchy.
 
 Not in the tree, on purpose: exceptions that never leave the package that raises them, each translated where it
 is caught (CallbackAbort and its subclasses, RefusedError, CelCompileError, CelFunctionError, InventoryFormatError,
-_ExpiredError), and NegativeUsageError, an assertion: a bug in the quota accounting, never a reaction to input.
+_ExpiredError, KeyFileError — a key file gitopsq.yaml names that cannot be used, a config finding), and
+NegativeUsageError, an assertion: a bug in the quota accounting, never a reaction to input.
 """
 
 from __future__ import annotations

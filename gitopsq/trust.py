@@ -20,6 +20,7 @@ from gitopsq.api.findings import Finding
 from gitopsq.errors import Location, SourceError
 from gitopsq.manifests.config import parse_config
 from gitopsq.manifests.config_model import CONFIG_PATH, RepoConfig
+from gitopsq.manifests.keyfiles import revision_reader
 from gitopsq.manifests.report import Report
 from gitopsq.policy.forge_merge import forge_of
 from gitopsq.source.keyring import signing_keys
@@ -64,11 +65,16 @@ def _untrusted(base: str, why: str) -> Finding:
 
 
 def commits_for_policy(source: Any, base: str | None, head: str, trust: RepoConfig | None,
-                       forge_approvals: ForgeApprovals | None = None) -> tuple[list[dict[str, Any]], Finding | None]:
+                       forge_approvals: ForgeApprovals | None = None, *,
+                       review_approvals: Sequence[Mapping[str, Any]] | None = None,
+                       ) -> tuple[list[dict[str, Any]], Finding | None]:
     """Every commit of ``base..head`` (merge parents' commits included), oldest first, as policies see them; or
     a finding when the history cannot be read (a shallow clone): then nothing is judged as signed.
     ``forge_approvals(sha)`` gives the approvals of the pull request a forge-signed commit merged (raises
-    ForgeError when the forge cannot say: the caller retries rather than judging without them)."""
+    ForgeError when the forge cannot say: the caller retries rather than judging without them).
+    ``review_approvals`` are the standing approvals of the pull request under review, given at its head commit
+    (`gitopsq check`/`plan` with forge options): every commit of the change carries them as ``reviewApprovals``
+    (gitopsq.policy.forge_merge.review_teams); None when no forge was asked."""
     try:
         if base is None or not hasattr(source, "commits_between"):
             infos = (source.commit_info(head),)
@@ -92,6 +98,8 @@ def commits_for_policy(source: Any, base: str | None, head: str, trust: RepoConf
             if forge_approvals is not None and status.state == "good" and forge_of(status.signer or ""):
                 # The forge signed it: who approved the merged pull request decides (gitopsq.policy.forge_merge).
                 out[-1]["forgeApprovals"] = list(forge_approvals(info.sha))
+            if review_approvals is not None:
+                out[-1]["reviewApprovals"] = list(review_approvals)
     return out, None
 
 
@@ -154,7 +162,8 @@ def read_base_config(source: Any, base: str | None) -> BaseTrust:
         return BaseTrust(None, _untrusted(base, f"the base revision cannot be read ({err})"))
     if data is None:
         return BaseTrust(None)
-    parsed = parse_config(data)
+    # a key file that cannot be read gives no key (its signatures bind nobody); the head's check reports it
+    parsed = parse_config(data, read_file=revision_reader(source, base))
     if parsed.config is not None:
         return BaseTrust(parsed.config)
     first = next((f for f in parsed.findings if f.is_error), None)

@@ -133,8 +133,8 @@ def touched_paths(source: Any, base: str | None, head: str) -> tuple[str, ...]:
 
 def judge(source: Any, head: str, head_report: Report, *, base: str | None, base_report: Report | None,
           backend: str | None = None, cache: ValidationCache | None = None,
-          trust: BaseTrust | None = None,
-          forge_approvals: ForgeApprovals | None = None,
+          trust: BaseTrust | None = None, forge_approvals: ForgeApprovals | None = None,
+          review_approvals: Sequence[Mapping[str, Any]] | None = None,
           touched: tuple[str, ...] | None = None) -> tuple[PolicyOutcome, tuple[str, ...]]:
     """Run the policies on the change ``base`` → ``head``; returns the outcome and the touched paths (``touched``
     narrows them: a plan judges each cluster on the files it reads, docs/fleet.md).
@@ -152,7 +152,8 @@ def judge(source: Any, head: str, head_report: Report, *, base: str | None, base
     commit: dict[str, Any] | None = None  # a plain directory has no commit: identity rules do not apply
     commits: list[dict[str, Any]] = []
     if not isinstance(source, DirectorySource):
-        commits, problem = commits_for_policy(source, base, head, config, forge_approvals)
+        commits, problem = commits_for_policy(source, base, head, config, forge_approvals,
+                                              review_approvals=review_approvals)
         if problem is not None:
             problems.append(problem)
         head_commit = next((c for c in commits if c["sha"] == head), None)
@@ -218,7 +219,8 @@ def verdict_finding(verdict: Verdict) -> Finding:
 
 def validate_revision(source: Any, commit: str, *, base: str | bool | None = True,
                       cache: MutableMapping[str, Any] | None = None, backend: str | None = None,
-                      forge_approvals: ForgeApprovals | None = None, cluster: str | None = None) -> Validation:
+                      forge_approvals: ForgeApprovals | None = None, cluster: str | None = None,
+                      review_approvals: Sequence[Mapping[str, Any]] | None = None) -> Validation:
     """Check ``commit`` and judge it against ``base`` (as cluster ``cluster`` of gitopsq.yaml sees both, when
     given: docs/fleet.md).
 
@@ -226,6 +228,7 @@ def validate_revision(source: Any, commit: str, *, base: str | bool | None = Tru
     commit is judged whole); a sha judges everything since that revision (a PR's base, the last applied revision);
     ``None`` judges the revision whole, as a first revision. A `ValidationCache` as ``cache`` also keeps reports
     by commit, compiled policies and object documents between calls (a parse cache mapping keeps parsed files).
+    ``review_approvals``: the pull request's approvals at ``commit`` (see gitopsq.trust.commits_for_policy).
     """
     cached = cache if isinstance(cache, ValidationCache) else None
 
@@ -253,6 +256,7 @@ def validate_revision(source: Any, commit: str, *, base: str | bool | None = Tru
         return Validation(head_report, base_sha, base_report, PolicyOutcome(()), touched_paths(source, base_sha,
                                                                                                 commit))
     outcome, touched = judge(source, commit, head_report, base=base_sha, base_report=base_report, backend=backend,
-                             cache=cached, trust=trust, forge_approvals=forge_approvals)
+                             cache=cached, trust=trust, forge_approvals=forge_approvals,
+                             review_approvals=review_approvals)
     extra = list(outcome.findings) + [verdict_finding(v) for v in outcome.verdicts if not v.allowed]
     return Validation(head_report.with_findings(extra), base_sha, base_report, outcome, touched)

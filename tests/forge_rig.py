@@ -223,6 +223,11 @@ REPO_INDEXER_ENABLED = false
 [mailer]
 ENABLED = false
 
+; No runner exists here: with Actions on, the template's workflows would only queue runs whose pending commit
+; statuses (e.g. "gitopsq-approvals / record (push)" on every merge) mix with the ones gitopsq sets.
+[actions]
+ENABLED = false
+
 [session]
 PROVIDER = memory
 

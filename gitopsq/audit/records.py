@@ -101,8 +101,9 @@ class PolicyVerdict:
 
 @dataclass(frozen=True, slots=True)
 class Approval:
-    """Someone who approved the change: ``source`` is ``merge``, ``Reviewed-by``, ``Approved-by`` or ``review``
-    (an approving review read from the forge: ``forge`` names it, ``pullRequest`` the merged pull request,
+    """Someone who approved the change: ``source`` is ``merge``, ``Reviewed-by``, ``Approved-by``, ``review``
+    (an approving review read from the forge) or ``note`` (the same read from a signed approvals note,
+    gitopsq.forge.notes) — for both: ``forge`` names it, ``pullRequest`` the merged pull request,
     ``login`` the reviewer's forge account and ``approvedCommit`` the revision the review approved; ``commit`` is
     then the merge or squash commit that brought the pull request in)."""
 

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 import click
 
 from gitopsq.commands.repo import locate, warn_if_dirty, why_plain
+from gitopsq.commands.review import ReviewTarget, read_reviews, review_options, review_target
 from gitopsq.errors import EXIT_OK, EXIT_REJECTED, SourceError, UsageError
 from gitopsq.manifests import DEFAULT_CACHE, FileResult, LoadedObject, Report
 from gitopsq.manifests.pipeline import CACHE_VERSION
@@ -190,21 +191,24 @@ def cache_file(display: str) -> Path | None:
 
 
 def load_report(repo: str, rev: str, *, worktree: bool = False, use_cache: bool = True,
-                base: str | None = None, cluster: str | None = None) -> tuple[Report, str]:
+                base: str | None = None, cluster: str | None = None,
+                review: ReviewTarget | None = None) -> tuple[Report, str]:
     """Check REPO at REV and judge it with the CEL policies (gitopsq.validation, the path every caller shares);
     returns the report and how to name the repository. Source failures raise SourceError.
 
     Policies judge the change since ``base`` (a branch, tag or commit), by default the change REV itself brings
     (against its first parent); a root commit or a plain directory is judged whole. A repository declaring
     several clusters needs ``cluster`` (UsageError listing them otherwise; `load_reports` judges them all).
+    ``review`` names the pull request whose approvals at REV count (gitopsq.commands.review).
     """
     reports, display = load_reports(repo, rev, worktree=worktree, use_cache=use_cache, base=base, cluster=cluster,
-                                    single=True)
+                                    single=True, review=review)
     return reports[0][1], display
 
 
 def load_reports(repo: str, rev: str, *, worktree: bool = False, use_cache: bool = True, base: str | None = None,
-                 cluster: str | None = None, single: bool = False) -> tuple[list[tuple[str, Report]], str]:
+                 cluster: str | None = None, single: bool = False,
+                 review: ReviewTarget | None = None) -> tuple[list[tuple[str, Report]], str]:
     """`load_report` for every cluster judged (docs/fleet.md): ``[(cluster name, report)]`` in gitopsq.yaml's
     order, one ``("", report)`` for a repository without clusters; ``single`` requires one cluster."""
     # Imported on use for CLI start-up time: pygit2 and the policy stack wait until a check runs.
@@ -227,13 +231,15 @@ def load_reports(repo: str, rev: str, *, worktree: bool = False, use_cache: bool
     cache = DiskCache(cache_file(str(Path(repo).resolve()) if Path(repo).exists() else source.display)
                       if use_cache else None)
     base_sha: str | bool = source.resolve(base) if base is not None else True
+    reviews = read_reviews(review, commit) if review is not None else None
     progress = for_stderr()
     progress.start("gitopsq: reading files")
     reports = []
     try:
         for name in names:
-            reports.append((name, validate_revision(source, commit, base=base_sha, cache=CountingCache(cache, progress),
-                                                    backend=backend_from_env(), cluster=name or None).report))
+            reports.append((name, validate_revision(
+                source, commit, base=base_sha, cache=CountingCache(cache, progress), backend=backend_from_env(),
+                cluster=name or None, review_approvals=reviews).report))
     finally:
         progress.done()
     cache.save()
@@ -312,9 +318,11 @@ def clusters_json(reports: list[tuple[str, Report]], display: str) -> dict[str, 
 @click.option("--worktree", is_flag=True, help="Check the files on disk in REPO (a directory), not a commit.")
 @click.option("--no-cache", is_flag=True, help="Parse every file again instead of reusing earlier results.")
 @click.option("--cluster", metavar="NAME", help="Judge only this cluster of gitopsq.yaml (default: every one).")
+@review_options
 @click.pass_context
 def command(ctx: click.Context, *, repo: str, rev: str, base: str | None, output: str, worktree: bool,
-            no_cache: bool, cluster: str | None) -> None:
+            no_cache: bool, cluster: str | None, forge: str | None = None, forge_url: str | None = None,
+            forge_repo: str | None = None, forge_token_file: str | None = None, pr: int | None = None) -> None:
     """Validate REPO at REV: gitopsq.yaml, YAML, Kueue's schema and rules, references, signatures, CEL policies.
 
     REPO is a local path (Git repository or plain directory; a subdirectory stands for its repository, as in
@@ -323,8 +331,11 @@ def command(ctx: click.Context, *, repo: str, rev: str, base: str | None, output
     a usage error, 3 when the repository or revision cannot be read. A repository declaring clusters is
     judged cluster by cluster (docs/fleet.md); exit 1 when any is rejected.
     """
+    review = review_target(forge=forge, url=forge_url, slug=forge_repo, pr=pr, token_file=forge_token_file)
+    if review is not None and worktree:
+        raise UsageError("--pr judges a pull request's commits; the files on disk (--worktree) have none")
     reports, display = load_reports(repo, rev, worktree=worktree, use_cache=not no_cache, base=base,
-                                    cluster=cluster)
+                                    cluster=cluster, review=review)
     if output == "json":
         click.echo(json.dumps(clusters_json(reports, display), indent=2, ensure_ascii=False))
     else:

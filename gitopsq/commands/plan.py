@@ -23,6 +23,7 @@ from gitopsq.commands.check import DiskCache, cache_file
 from gitopsq.commands.clusters import choose, declared_clusters
 from gitopsq.commands.policy import backend_from_env
 from gitopsq.commands.repo import locate
+from gitopsq.commands.review import ReviewTarget, read_reviews, review_target
 from gitopsq.errors import ClusterError, ScenarioError, SourceError, UsageError
 from gitopsq.forge.post import post_plan, post_target
 from gitopsq.kustomize import default_renderer
@@ -136,11 +137,11 @@ def _history(source: Any, base: str, head: str) -> tuple[History, list[str]]:
 
 def make_plan(repo: str, base_rev: str, head_rev: str, *, cluster: str | None = None,
               kubeconfig: str | None = None, workloads: str | None = None, trace: str | None = None,
-              use_cache: bool = True) -> PrPlan:
+              use_cache: bool = True, review: ReviewTarget | None = None) -> PrPlan:
     """Everything `gitopsq plan` computes for one cluster, as a `PrPlan` (used by tests and benchmarks).
     ``cluster`` names a cluster of gitopsq.yaml (required when it declares several; docs/fleet.md)."""
     fleet = make_fleet_plan(repo, base_rev, head_rev, cluster=cluster, kubeconfig=kubeconfig, workloads=workloads,
-                            trace=trace, use_cache=use_cache)
+                            trace=trace, use_cache=use_cache, review=review)
     if len(fleet.plans) != 1:
         raise UsageError(f"the head declares {len(fleet.plans)} clusters: name one, or use make_fleet_plan")
     return fleet.first
@@ -148,11 +149,12 @@ def make_plan(repo: str, base_rev: str, head_rev: str, *, cluster: str | None = 
 
 def make_fleet_plan(repo: str, base_rev: str, head_rev: str, *, cluster: str | None = None,
                     kubeconfig: str | None = None, workloads: str | None = None, trace: str | None = None,
-                    use_cache: bool = True) -> FleetPlan:
+                    use_cache: bool = True, review: ReviewTarget | None = None) -> FleetPlan:
     """Everything `gitopsq plan` computes: a `PrPlan` per cluster judged (every cluster the head's gitopsq.yaml
     declares, or ``cluster`` alone; the implicit one without clusters). Impact options read one cluster's work,
     so they need one cluster judged. ``cluster`` that names no declared cluster but an existing file is the old
-    ``--cluster KUBECONFIG`` (deprecated: a warning)."""
+    ``--cluster KUBECONFIG`` (deprecated: a warning). ``review`` names the pull request whose approving reviews
+    at the head count (gitopsq.commands.review)."""
     repo = locate(repo)  # from a subdirectory: its repository's root, as git does
     source = open_any(repo)
     if isinstance(source, DirectorySource):
@@ -175,6 +177,7 @@ def make_fleet_plan(repo: str, base_rev: str, head_rev: str, *, cluster: str | N
                       if use_cache else None)
     history, notes = _history(source, base_sha, head_sha)
     authors = _authors(source, base_sha, head_sha)
+    reviews = read_reviews(review, head_sha) if review is not None else None  # once, for every cluster
     policy_cache = ValidationCache()  # policies compile once for every cluster
     touched = touched_paths(source, base_sha, head_sha)
     views = [c for sha in (base_sha, head_sha) for c in _cluster_views(source, sha)]
@@ -183,7 +186,7 @@ def make_fleet_plan(repo: str, base_rev: str, head_rev: str, *, cluster: str | N
         plans.append(ClusterPlan(name, _cluster_plan(
             source, name, (base_rev, base_sha), (head_rev, head_sha), cache=cache, policy_cache=policy_cache,
             history=history, notes=notes, authors=authors, kubeconfig=kubeconfig, workloads=workloads,
-            trace=trace, touched=_cluster_touched(touched, name, views) if views else None)))
+            trace=trace, touched=_cluster_touched(touched, name, views) if views else None, reviews=reviews)))
     cache.save()
     removed = tuple(n for n in declared_clusters(source, base_sha) if n not in declared)
     return FleetPlan(tuple(plans), removed, tuple(warnings))
@@ -206,13 +209,14 @@ def _cluster_touched(touched: tuple[str, ...], cluster: str, views: list[RepoCon
 def _cluster_plan(source: Any, cluster: str, base: tuple[str, str], head: tuple[str, str], *,
                   cache: DiskCache, policy_cache: ValidationCache, history: History, notes: list[str],
                   authors: list[str], kubeconfig: str | None, workloads: str | None, trace: str | None,
-                  touched: tuple[str, ...] | None) -> PrPlan:
+                  touched: tuple[str, ...] | None, reviews: Sequence[Mapping[str, Any]] | None = None) -> PrPlan:
     (base_rev, base_sha), (head_rev, head_sha) = base, head
     notes = list(notes)
     base_report = check_revision(source, base_sha, cache=cache, cluster=cluster or None, renderer=default_renderer())
     head_report = check_revision(source, head_sha, cache=cache, cluster=cluster or None, renderer=default_renderer())
     policies, judged = judge(source, head_sha, head_report, base=base_sha, base_report=base_report,
-                             backend=backend_from_env(), cache=policy_cache, touched=touched)
+                             backend=backend_from_env(), cache=policy_cache, touched=touched,
+                             review_approvals=reviews)
     if base_report.config is None and source.read_file(base_sha, CONFIG_PATH) is None:
         notes.append(f"the base revision has no {CONFIG_PATH}: every head object counts as added")
     elif cluster and base_report.config is not None and cluster not in base_report.config.cluster_names():
@@ -264,11 +268,14 @@ def _authors(source: Any, base: str, head: str) -> list[str]:
 @click.option("--output", "-o", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 @click.option("--no-cache", is_flag=True, help="Parse every file again instead of reusing earlier results.")
 @click.option("--post", is_flag=True, help="Also post the markdown plan on the pull request (or update it).")
-@click.option("--forge", type=click.Choice(["gitea", "github", "gitlab"]), help="The forge --post writes to.")
+@click.option("--forge", type=click.Choice(["gitea", "github", "gitlab"]),
+              help="The forge hosting the pull request: its approving reviews count; --post writes there.")
 @click.option("--forge-url", metavar="URL", help="The forge's base URL (default: GitHub's or GitLab's SaaS API).")
-@click.option("--repo-slug", metavar="OWNER/NAME", help="The repository on the forge (GitLab: the project path).")
+@click.option("--repo-slug", "--forge-repo", "repo_slug", metavar="OWNER/NAME",
+              help="The repository on the forge (GitLab: the project path).")
 @click.option("--pr", type=int, metavar="N", help="The pull (merge) request number.")
-@click.option("--token-file", metavar="FILE", help="File holding the forge token (else $GITOPSQ_FORGE_TOKEN).")
+@click.option("--token-file", "--forge-token-file", "token_file", metavar="FILE",
+              help="File holding the forge token (else $GITOPSQ_FORGE_TOKEN).")
 @click.pass_context
 def command(ctx: click.Context, *, repo: str, base_rev: str, head_rev: str, cluster: str | None,
             kubeconfig: str | None, workloads: str | None, trace: str | None, output: str, no_cache: bool, post: bool,
@@ -281,8 +288,9 @@ def command(ctx: click.Context, *, repo: str, base_rev: str, head_rev: str, clus
     error, 3 when the repository or a revision cannot be read or the forge refuses --post.
     """
     target = post_target(post, forge=forge, url=forge_url, slug=repo_slug, pr=pr, token_file=token_file)
+    review = review_target(forge=forge, url=forge_url, slug=repo_slug, pr=pr, token_file=token_file)
     plan = make_fleet_plan(repo, base_rev, head_rev, cluster=cluster, kubeconfig=kubeconfig, workloads=workloads,
-                           trace=trace, use_cache=not no_cache)
+                           trace=trace, use_cache=not no_cache, review=review)
     for warning in plan.warnings:
         click.echo(f"gitopsq: warning: {warning}", err=True)
     rendered = {"json": fleet_json, "markdown": fleet_markdown}.get(output, fleet_text)(plan)

@@ -29,6 +29,7 @@ from gitopsq.controller.job_webhook import start_job_webhook
 from gitopsq.controller.manager import Controller, LeadershipHook, RoleHook, Runnable, WakingRunnable, parse_duration
 from gitopsq.errors import GitopsqError, UsageError
 from gitopsq.forge.approvals import approvals_reader
+from gitopsq.forge.note_source import with_notes
 from gitopsq.metrics import KueueMetrics, SyncMetrics, serve
 from gitopsq.source import open_source
 from gitopsq.sync.audit import SyncAuditRecords
@@ -148,11 +149,13 @@ class Wiring:
         f = self.f
         self.reporter = forge_reporter(f, self.source.display, self.registry)
         self.closers.append(self.reporter.close)
+        # the forge's reviews (read once per merge for validation and the record), backed by signed notes
+        reviews = with_notes(self.reporter.forge, self.source)
         syncer = Syncer(self.source, KubeRest(self.api_client), SourceRef(f["namespace"], self.source_name()),
-                        url=self.source.display, validator=self.reporter.validator(check_pipeline_validator(
-                            approvals_reader(self.reporter.forge) if self.reporter.forge is not None else None)))
+                        url=self.source.display,
+                        validator=self.reporter.validator(check_pipeline_validator(approvals_reader(reviews))))
         if self.audit is not None:
-            syncer.audit = SyncAuditRecords(self.audit, self.source, syncer.validated_at, forge=self.reporter.forge)
+            syncer.audit = SyncAuditRecords(self.audit, self.source, syncer.validated_at, forge=reviews)
 
         return SyncLoop(syncer, SyncOptions(rev=f["branch"], prune=f["prune"]), interval=self.poll,
                         drift_interval=self.drift, on_result=self._on_sync)

@@ -62,8 +62,8 @@ def approvals_reader(forge: Forge) -> Callable[[str], list[dict[str, Any]]]:
         pr = forge.pull_request_of(sha)
         if pr is None:
             return []
-        return [{"email": a.email or "", "login": a.reviewer, "forge": forge.name, "at": a.at, "pullRequest": pr,
-                 "approvedCommit": a.commit} for a in forge.approvals(pr)]
+        return [{"email": a.email or "", "login": a.reviewer, "forge": a.forge, "at": a.at, "pullRequest": pr,
+                 "approvedCommit": a.commit, "via": a.via} for a in forge.approvals(pr)]
 
     return read
 
@@ -77,3 +77,18 @@ def maintainer_logins(config: Any) -> dict[str, tuple[str, str]]:
             if login and person.email:
                 out.setdefault(login.lower(), (person.name, person.email))
     return out
+
+
+def approvals_at_head(forge: Forge, pr: int, head: str) -> tuple[list[dict[str, Any]], list[Approval]]:
+    """A pull request under review (`gitopsq check`/`plan` with forge options): its standing approvals given at
+    ``head`` as policies read them (``reviewApprovals``), and the approvals that do not count there — given on an
+    older head (a push after the review), or on a commit the forge does not name (GitLab): fail closed."""
+    counted: list[dict[str, Any]] = []
+    stale: list[Approval] = []
+    for given in forge.approvals(pr):
+        if given.commit != head:
+            stale.append(given)
+            continue
+        counted.append({"email": given.email or "", "login": given.reviewer, "forge": forge.name, "at": given.at,
+                        "pullRequest": pr, "approvedCommit": given.commit})
+    return counted, stale

@@ -30,6 +30,7 @@ class Approval:
     commit: str | None
     forge: str
     email: str | None = None
+    via: str = "forge"  # "note": read from a signed approvals note (gitopsq.forge.notes), not the forge's API
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,9 +31,7 @@ def post_target(post: bool, *, forge: str | None, url: str | None, slug: str | N
                 token_file: str | None) -> PostTarget | None:
     """The --post destination from the command line (None without --post), checked and with its token read
     before any plan is computed; UsageError naming what is missing or wrong."""
-    if not post:
-        if forge or url or slug or pr is not None or token_file:
-            raise UsageError("--forge, --forge-url, --repo-slug, --pr and --token-file only apply with --post")
+    if not post:  # the forge options alone read the pull request's reviews (gitopsq.commands.review)
         return None
     missing = [flag for flag, value in (("--forge", forge), ("--repo-slug", slug), ("--pr", pr)) if value is None]
     if missing:

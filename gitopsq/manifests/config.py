@@ -15,6 +15,7 @@ from gitopsq.api.frozenmap import FrozenMap
 from gitopsq.api.quantity import Quantity
 from gitopsq.api.reader import FieldPath, Reader
 from gitopsq.manifests import names, paths
+from gitopsq.manifests.config_keys import entry_keys
 from gitopsq.manifests.config_model import (
     CONFIG_API_VERSION,
     CONFIG_KIND,
@@ -22,6 +23,7 @@ from gitopsq.manifests.config_model import (
     DEFAULT_TEAM_CLUSTER_KINDS,
     SIGNING_MODES,
     AdmissionSettings,
+    ApprovalRecorder,
     AuditTarget,
     ClusterSpec,
     ForgeKey,
@@ -30,6 +32,7 @@ from gitopsq.manifests.config_model import (
     Team,
     TrustZone,
 )
+from gitopsq.manifests.keyfiles import KeyFileReader
 from gitopsq.manifests.pgpkeys import is_armored_public_key, pgp_fingerprint
 from gitopsq.manifests.pods_ready_config import read_pods_ready
 from gitopsq.manifests.yamldoc import load_yaml
@@ -38,7 +41,7 @@ __all__ = ["CONFIG_PATH", "ConfigResult", "RepoConfig", "parse_config"]
 
 _TOP: Final = ("apiVersion", "kind", "include", "exclude", "policyPaths", "allowKinds", "platformTeam", "teams",
                "capacity", "trustZones", "signing", "audit", "policies", "admission", "teamClusterScopedKinds",
-               "forgeKeys", "clusters")
+               "forgeKeys", "approvalRecorders", "clusters")
 _CLUSTER_KEYS: Final = ("name", "paths", "capacity", "trustZones")
 _STRATEGIES: Final = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 # the Kueue v0.19.2 gates the admission engine models, with Kueue's defaults (gitopsq/admission/topology.py)
@@ -62,7 +65,9 @@ class ConfigResult:
         return self.config is not None and not any(f.is_error for f in self.findings)
 
 
-def parse_config(data: bytes, path: str = CONFIG_PATH) -> ConfigResult:
+def parse_config(data: bytes, path: str = CONFIG_PATH, *, read_file: KeyFileReader | None = None) -> ConfigResult:
+    """Parse gitopsq.yaml. ``read_file`` reads the key files it names at the SAME revision (or work tree) as
+    ``data`` (gitopsq.manifests.keyfiles.revision_reader); without it a named key file is a finding."""
     loaded = load_yaml(path, data)
     if loaded.findings and not loaded.documents:
         return ConfigResult(None, loaded.findings)
@@ -73,13 +78,15 @@ def parse_config(data: bytes, path: str = CONFIG_PATH) -> ConfigResult:
         return ConfigResult(None, (*loaded.findings, *r.findings))
     doc = loaded.documents[0]
     r = Reader(file=path, doc_line=doc.line, obj=CONFIG_KIND, line_of=doc.line_of)
-    config = _Parser(r).parse(doc.data)
+    config = _Parser(r, read_file).parse(doc.data)
     return ConfigResult(config, (*loaded.findings, *r.findings))
 
 
 class _Parser:
-    def __init__(self, r: Reader) -> None:
+    def __init__(self, r: Reader, read_file: KeyFileReader | None = None) -> None:
         self.r = r
+        self.read_file = read_file
+        self.key_files: list[str] = []  # every key file named: the platform's (config_model.platform_file)
 
     def parse(self, raw: Any) -> RepoConfig | None:
         r = self.r
@@ -110,9 +117,11 @@ class _Parser:
             platform_team=platform, teams=teams, capacity=self.capacity(top.get("capacity")),
             trust_zones=self.zones(top.get("trustZones"), team_names),
             signing_mode=self.signing(top.get("signing")), forge_keys=self.forge_keys(top.get("forgeKeys")),
+            approval_recorders=self.recorders(top.get("approvalRecorders")),
             audit=self.audit(top.get("audit")),
             disabled_policies=self.disabled(top.get("policies")), admission=self.admission(top.get("admission")),
-            team_cluster_kinds=self.team_cluster_kinds(top), clusters=clusters, raw=top)
+            team_cluster_kinds=self.team_cluster_kinds(top), clusters=clusters, key_files=tuple(self.key_files),
+            raw=top)
         return config if include else None
 
     def patterns(self, raw: Any, path: FieldPath) -> tuple[str, ...]:
@@ -190,15 +199,12 @@ class _Parser:
         out = []
         for i, item in enumerate(r.sequence(raw, path)):
             p = (*path, i)
-            body = r.mapping(item, p, allowed=("name", "email", "signingKeys", "forgeUser"))
+            body = r.mapping(item, p, allowed=("name", "email", "signingKeys", "signingKeyFiles", "forgeUser"))
             email = r.string(body.get("email"), (*p, "email"))
             if email and not re.match(r"^[^@\s]+@[^@\s]+$", email):
                 r.error((*p, "email"), "invalid-value", f"email {email!r} is not an e-mail address")
-            keys = r.string_list(body.get("signingKeys"), (*p, "signingKeys"))
-            for j, key in enumerate(keys):
-                problem = signing_key_problem(key)
-                if problem:
-                    r.error((*p, "signingKeys", j), "config-invalid-key", problem)
+            keys = entry_keys(r, body, p, inline="signingKeys", files="signingKeyFiles", reader=self.read_file,
+                              problem=signing_key_problem, named=self.key_files)
             out.append(Maintainer(name=r.string(body.get("name"), (*p, "name"), required=True), email=email,
                                   signing_keys=keys, forge_user=r.string(body.get("forgeUser"), (*p, "forgeUser"))))
         return tuple(out)
@@ -208,14 +214,11 @@ class _Parser:
         out = []
         for i, item in enumerate(r.sequence(raw, ("forgeKeys",))):
             p: FieldPath = ("forgeKeys", i)
-            body = r.mapping(item, p, allowed=("name", "keys"))
-            keys = r.string_list(body.get("keys"), (*p, "keys"))
-            if not keys:
+            body = r.mapping(item, p, allowed=("name", "keys", "keyFiles"))
+            keys = entry_keys(r, body, p, inline="keys", files="keyFiles", reader=self.read_file,
+                              problem=signing_key_problem, named=self.key_files)
+            if not body.get("keys") and not body.get("keyFiles"):
                 r.error((*p, "keys"), "config-invalid-key", "a forge key entry lists no keys")
-            for j, key in enumerate(keys):
-                problem = signing_key_problem(key)
-                if problem:
-                    r.error((*p, "keys", j), "config-invalid-key", problem)
             out.append(ForgeKey(name=r.string(body.get("name"), (*p, "name"), required=True), keys=keys))
         return tuple(out)
 
@@ -243,6 +246,23 @@ class _Parser:
                 capacity=self.capacity(body["capacity"], (*p, "capacity")) if "capacity" in body else None,
                 trust_zones=self.zones(body["trustZones"], team_names, (*p, "trustZones"))
                 if "trustZones" in body else None, line=getattr(r.location(p), "line", None)))
+        return tuple(out)
+
+    def recorders(self, raw: Any) -> tuple[ApprovalRecorder, ...]:
+        """``approvalRecorders``: SSH keys whose signed notes vouch for a merged pull request's approvals."""
+        r = self.r
+        out = []
+        for i, item in enumerate(r.sequence(raw, ("approvalRecorders",))):
+            p: FieldPath = ("approvalRecorders", i)
+            body = r.mapping(item, p, allowed=("name", "keys", "keyFiles"))
+            name = r.string(body.get("name"), (*p, "name"), required=True)
+            if name:
+                self.label(name, (*p, "name"), "approval recorder name")
+            keys = entry_keys(r, body, p, inline="keys", files="keyFiles", reader=self.read_file,
+                              problem=recorder_key_problem, named=self.key_files)
+            if not body.get("keys") and not body.get("keyFiles"):
+                r.error((*p, "keys"), "config-invalid-key", "an approval recorder lists no keys")
+            out.append(ApprovalRecorder(name=name, keys=keys))
         return tuple(out)
 
     def capacity(self, raw: Any, at: FieldPath = ("capacity",)) -> FrozenMap[str, FrozenMap[str, Quantity]]:
@@ -340,6 +360,14 @@ class _Parser:
                                                                    default=False),
                                  inadmissible_requeue=requeue, declared=True, wait_for_pods_ready=pods_ready,
                                  feature_gates=feature_gates)
+
+
+def recorder_key_problem(key: str) -> str | None:
+    """Why ``key`` cannot verify an approvals note (those are SSH signatures, ``ssh-keygen -Y sign``), or None."""
+    text = key.strip()
+    if _GPG.match(text.replace(" ", "")) or is_armored_public_key(text):
+        return "an approval recorder's key is an SSH public key (approval notes are SSH signatures), not OpenPGP"
+    return signing_key_problem(text)
 
 
 def signing_key_problem(key: str) -> str | None:

@@ -26,10 +26,12 @@ RENDERING_FILES: Final = (".gitattributes", ".gitmodules")
 DEFAULT_TEAM_CLUSTER_KINDS: Final = ("ClusterQueue", "Namespace")
 
 
-def platform_file(path: str, policy_paths: tuple[str, ...] | list[str]) -> bool:
+def platform_file(path: str, policy_paths: tuple[str, ...] | list[str],
+                  key_files: tuple[str, ...] | list[str] = ()) -> bool:
     """Whether ``path`` belongs to the platform team whatever the team patterns say: gitopsq.yaml, a
-    `RENDERING_FILES` file anywhere, and every file under ``policyPaths`` (the rules that judge changes)."""
-    return (path == CONFIG_PATH or path.rsplit("/", 1)[-1] in RENDERING_FILES
+    `RENDERING_FILES` file anywhere, every file under ``policyPaths`` (the rules that judge changes) and every
+    key file gitopsq.yaml names (trust material: whoever edits a key file chooses who may sign)."""
+    return (path == CONFIG_PATH or path.rsplit("/", 1)[-1] in RENDERING_FILES or path in key_files
             or any(paths.matches(path, p) for p in policy_paths))
 
 
@@ -45,6 +47,15 @@ class Maintainer:
 class ForgeKey:
     """A forge's own signing keys (``forgeKeys:``): they sign the forge's merge and squash commits, never a
     person's work, so a signature by one binds the commit to ``forge:<name>`` and to no maintainer."""
+
+    name: str
+    keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRecorder:
+    """An approvals recorder (``approvalRecorders:``): the SSH keys the PR workflow signs its approvals notes with
+    (gitopsq.forge.notes); a note verified by one stands in for the forge's reviews when the forge cannot be asked."""
 
     name: str
     keys: tuple[str, ...] = ()
@@ -125,12 +136,14 @@ class RepoConfig:
     trust_zones: tuple[TrustZone, ...] = ()
     signing_mode: str = "off"
     forge_keys: tuple[ForgeKey, ...] = ()
+    approval_recorders: tuple[ApprovalRecorder, ...] = ()
     audit: AuditTarget = AuditTarget()
     disabled_policies: tuple[str, ...] = ()
     admission: AdmissionSettings = AdmissionSettings()
     team_cluster_kinds: tuple[str, ...] = DEFAULT_TEAM_CLUSTER_KINDS
     clusters: tuple[ClusterSpec, ...] = ()  # empty: one implicit cluster, the whole include set
     cluster: str = ""  # the cluster this view judges ("" for the implicit one or the whole repository)
+    key_files: tuple[str, ...] = ()  # every key file gitopsq.yaml names: the platform's
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def team(self, name: str) -> Team | None:
@@ -171,7 +184,7 @@ class RepoConfig:
     def owner_of(self, path: str) -> str | None:
         """The team owning ``path``: the most specific matching pattern wins; `platform_file` paths are the
         platform team's (no one's without a platform team)."""
-        if platform_file(path, self.policy_paths):
+        if platform_file(path, self.policy_paths, self.key_files):
             return self.platform_team or None
         best: tuple[tuple[int, int], str] | None = None
         for team in self.teams:
@@ -220,6 +233,9 @@ class RepoConfig:
             "signing": {"mode": self.signing_mode},
             "forgeKeys": [{"name": f.name, "fingerprints": [key_fingerprint(k) for k in f.keys]}
                           for f in self.forge_keys],
+            "approvalRecorders": [{"name": a.name, "fingerprints": [key_fingerprint(k) for k in a.keys]}
+                                  for a in self.approval_recorders],
+            "keyFiles": list(self.key_files),
             "audit": {"repository": self.audit.repository, "branch": self.audit.branch,
                       "batchSeconds": self.audit.batch_seconds, "batchRecords": self.audit.batch_records},
             "policies": {"disabled": list(self.disabled_policies)},
@@ -229,6 +245,18 @@ class RepoConfig:
             "cluster": self.cluster,
             "clusters": [{"name": c.name, "paths": list(c.paths)} for c in self.clusters],
         }
+
+
+class ParsedRaw(dict[str, Any]):
+    """gitopsq.yaml's raw mapping that also answers ``as_policy_dict()`` from the parsed configuration: the
+    policies' ``repo`` then holds the keys read from key files, which re-parsing the raw mapping could not read."""
+
+    def __init__(self, raw: Mapping[str, Any], config: RepoConfig) -> None:
+        super().__init__(raw)
+        self._config = config
+
+    def as_policy_dict(self) -> dict[str, Any]:
+        return self._config.as_policy_dict()
 
 
 def key_fingerprint(key: str) -> str:

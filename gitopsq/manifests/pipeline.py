@@ -22,6 +22,7 @@ from gitopsq.errors import Location, SourceError
 from gitopsq.manifests.budget_checks import budget_findings
 from gitopsq.manifests.budgets import LoadedBudget
 from gitopsq.manifests.config import CONFIG_PATH, parse_config
+from gitopsq.manifests.keyfiles import KeyFileReader, revision_reader
 from gitopsq.manifests.kustomize import KustomizeRenderer, overlay_owned, overlay_roots, render_overlay
 from gitopsq.manifests.kustomize_scan import KUSTOMIZATION_FILES, is_kustomization
 from gitopsq.manifests.loader import FileResult, LoadSettings, load_file
@@ -90,8 +91,10 @@ def cache_key(blob_id: str, path: str, settings: LoadSettings) -> str:
 def check_files(files: Mapping[str, bytes], config_bytes: bytes | None, *, revision: str | None = None,
                 blob_ids: Mapping[str, str] | None = None,
                 cache: MutableMapping[str, FileResult] | None = None,
-                renderer: KustomizeRenderer | None = None, cluster: str | None = None) -> Report:
-    """Validate a revision given as ``{path: bytes}`` plus the bytes of its gitopsq.yaml (None: missing).
+                renderer: KustomizeRenderer | None = None, cluster: str | None = None,
+                read_file: KeyFileReader | None = None) -> Report:
+    """Validate a revision given as ``{path: bytes}`` plus the bytes of its gitopsq.yaml (None: missing);
+    ``read_file`` reads the key files gitopsq.yaml names at that same revision.
 
     ``files`` may hold paths outside the include set; they are ignored, except that a kustomize overlay reads
     them (its bases). With ``blob_ids`` a cached file's bytes are never read, so ``files`` may be a lazy mapping.
@@ -105,7 +108,7 @@ def check_files(files: Mapping[str, bytes], config_bytes: bytes | None, *, revis
                                  "queue-definition repository needs one (docs/config.md)",
                                  location=Location(CONFIG_PATH, None))
         return Report(revision, None, (), (missing,))
-    parsed = parse_config(config_bytes)
+    parsed = parse_config(config_bytes, read_file=read_file)
     config = parsed.config
     if config is None:
         return Report(revision, None, (), sort_findings(parsed.findings))
@@ -193,8 +196,9 @@ def check_revision(source: RevisionSource, commit: str, *,
     Source errors propagate as SourceError."""
     config_bytes = source.read_file(commit, CONFIG_PATH)
     include, exclude = _listing_patterns(config_bytes, cluster)
+    keys = revision_reader(source, commit)
     if not include:
-        return check_files({}, config_bytes, revision=commit, cache=cache, cluster=cluster)
+        return check_files({}, config_bytes, revision=commit, cache=cache, cluster=cluster, read_file=keys)
     listed = source.list_files(commit, include, exclude)
     overlays = source.list_files(commit, include, exclude, suffixes=KUSTOMIZATION_FILES)
     if any(is_kustomization(entry.path) for entry in overlays):
@@ -202,7 +206,7 @@ def check_revision(source: RevisionSource, commit: str, *,
         listed = source.list_files(commit, ("**",), (), suffixes=None)
     blob_ids = {entry.path: entry.blob_id for entry in listed}
     return check_files(_LazyBlobs(source, blob_ids), config_bytes, revision=commit, blob_ids=blob_ids,
-                       cache=cache, renderer=renderer, cluster=cluster)
+                       cache=cache, renderer=renderer, cluster=cluster, read_file=keys)
 
 
 def _listing_patterns(config_bytes: bytes | None,

@@ -17,7 +17,7 @@ from typing import Any
 from gitopsq.api.quantity import QuantityError, format_milli, parse_quantity
 from gitopsq.policy.budget_sums import aggregate_budgets
 from gitopsq.policy.diff import desired_by_kind, diff_revisions, find_duplicates
-from gitopsq.policy.forge_merge import forge_of, vouching_maintainers
+from gitopsq.policy.forge_merge import forge_of, review_block, vouching_maintainers
 from gitopsq.policy.model import Change, ObjectKey, Operation, PolicyInput, SourcedObject
 from gitopsq.policy.repo import normalise_repo_config, teams_of_email, teams_of_fingerprint
 
@@ -60,6 +60,7 @@ def normalise_commit(raw: Mapping[str, Any], repo: Mapping[str, Any]) -> dict[st
             "approvedBy": approved_by,
         },
         "changedPaths": sorted(str(p) for p in raw.get("changedPaths") or []),
+        "review": review_block(raw.get("reviewApprovals"), _person(raw.get("author"))["email"], repo),
     }
 
 
@@ -71,8 +72,14 @@ def actor_of(commit: Mapping[str, Any], repo: Mapping[str, Any]) -> dict[str, An
     else:
         email, verified = commit["author"]["email"], False
         teams = teams_of_email(repo, email)
-    return {"email": email, "teams": teams, "verified": verified,
-            "platform": bool(repo.get("platformTeam")) and repo.get("platformTeam") in teams}
+    review = commit.get("review")
+    if review is not None:  # a pull request under review: its approvers' teams stand behind the change too
+        teams = teams + [t for t in review["teams"] if t not in teams]
+    actor = {"email": email, "teams": teams, "verified": verified,
+             "platform": bool(repo.get("platformTeam")) and repo.get("platformTeam") in teams}
+    if review is not None:  # rules can say whose approval the pull request still awaits
+        actor["underReview"] = True
+    return actor
 
 
 def aggregate_quota(objects: Iterable[SourcedObject]) -> dict[str, Any]:
@@ -110,7 +117,7 @@ def aggregate_quota(objects: Iterable[SourcedObject]) -> dict[str, Any]:
 
 def _raw(config: Any) -> Mapping[str, Any] | None:
     """The file as written: a parsed `RepoConfig` (one cluster's view, docs/fleet.md) carries its raw mapping."""
-    if config is not None and hasattr(config, "as_policy_dict"):
+    if config is not None and not isinstance(config, Mapping) and hasattr(config, "as_policy_dict"):
         raw: Mapping[str, Any] = config.raw
         return raw
     return config  # type: ignore[no-any-return]

@@ -12,6 +12,12 @@ the maintainers who approved it (their teams become the signature's teams), unde
 With no such approval the forge's signature binds the commit to nobody, and the author's claim judges it as it
 would an unsigned commit. The approvals are read from the forge by the caller (``forgeApprovals`` on the commit:
 ``[{email, login, forge, at}]``); without a forge client there are none.
+
+The same two rules judge a pull request before it merges (`gitopsq check`/`plan` with forge options): its
+commits carry ``reviewApprovals``, the standing approvals given at the PR's head commit, and the teams of the
+maintainers they name (never a commit's own author) join the author's teams (`review_block`), so a team member's
+change passes ``team-owns-path`` once a maintainer of each touched team approved it, and the refusal until then
+says whose approval it awaits.
 """
 
 from __future__ import annotations
@@ -52,3 +58,13 @@ def vouching_maintainers(approvals: Sequence[Mapping[str, Any]] | Any, author_em
                 if person["email"] not in emails:
                     emails.append(person["email"])
     return first, teams, emails
+
+
+def review_block(approvals: Sequence[Mapping[str, Any]] | Any, author_email: str,
+                 repo: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ``review`` of a commit under pull-request review: the maintainers whose approval counts and their
+    teams; None when no forge was asked (``approvals`` absent), so rules then judge the author alone."""
+    if approvals is None:
+        return None
+    _, teams, emails = vouching_maintainers(approvals, author_email, repo)
+    return {"teams": teams, "approvedBy": emails}

@@ -30,7 +30,7 @@ def owner_of_path(repo: Mapping[str, Any], path: str) -> str | None:
     """The team owning ``path`` in a normalised ``repo``: the most specific matching pattern wins, and
     gitopsq.yaml, ``.gitattributes``/``.gitmodules`` and policy files are the platform team's (docs/config.md rule
     4 and 6, the same code as the manifest loader)."""
-    if platform_file(path, list(repo.get("policyPaths") or ())):
+    if platform_file(path, list(repo.get("policyPaths") or ()), list(repo.get("keyFiles") or ())):
         return str(repo.get("platformTeam") or "") or None
     best: tuple[tuple[int, int], str] | None = None
     for team in repo.get("teams", []):

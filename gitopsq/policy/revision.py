@@ -16,6 +16,7 @@ from gitopsq.api import findings
 from gitopsq.api.codec import encode
 from gitopsq.api.findings import Finding
 from gitopsq.errors import PolicyError
+from gitopsq.manifests.config_model import ParsedRaw
 from gitopsq.manifests.report import Report
 from gitopsq.policy import SourcedObject, Verdict, build_policy_input, evaluate, load_policies
 
@@ -57,9 +58,11 @@ def raw_config(report: Report | None) -> Any:
     (docs/fleet.md) the `RepoConfig` itself, whose policy form carries that cluster's capacity and zones."""
     if report is None or report.config is None:
         return None
-    if report.config.cluster:
-        return report.config
-    return report.config.raw or report.config.as_policy_dict()
+    # the raw mapping (config-change detection) that also gives the parsed view: the keys read from key files and,
+    # for one cluster's view (docs/fleet.md), that cluster's capacity and trust zones
+    if report.config.raw:
+        return ParsedRaw(report.config.raw, report.config)
+    return report.config if report.config.cluster else report.config.as_policy_dict()
 
 
 def head_verdicts(base: Report | None, head: Report, *, policy_files: Mapping[str, str],

@@ -215,6 +215,23 @@ class GitSource:
 
     # -- commits and history -------------------------------------------------------------------------------
 
+    def read_note(self, ref: str, commit: str) -> bytes | None:
+        """The note ``ref`` (e.g. refs/notes/gitopsq/approvals) holds for ``commit``, or None. A remote's notes
+        ref is fetched when the remote advertises one the cache does not hold yet."""
+        if self._mirror is not None:
+            refs, _ = self._mirror.advertised(ref)
+            oid = refs.get(ref)
+            if oid is not None and pygit2.Oid(hex=oid) not in self._repo.odb:
+                self._mirror.fetch([f"+{ref}:{ref}"], depth=0, rev=ref)
+            if oid is not None:
+                self._repo.references.create(ref, pygit2.Oid(hex=oid), force=True)
+        with git_errors("read a note from", self.display, ref=ref):
+            try:
+                note = self._repo.lookup_note(commit, ref)
+            except KeyError:
+                return None
+            return str(note.message).encode("utf-8")
+
     def commit_info(self, commit: str) -> CommitInfo:
         return commit_info_of(self._commit(commit))
 

@@ -85,8 +85,9 @@ class SyncAuditRecords:
         for review in merged_reviews(self.forge, self.source, base, revision):
             given = review.approval
             name, email = logins.get(given.reviewer.lower(), (given.reviewer, ""))
-            out.append(Approval(name, given.email or email, "review", review.merge, _time(given.at),
-                                forge=self.forge.name, pull_request=review.pull_request, login=given.reviewer,
+            source = "note" if given.via == "note" else "review"  # a signed note stood in for the forge
+            out.append(Approval(name, given.email or email, source, review.merge, _time(given.at),
+                                forge=given.forge, pull_request=review.pull_request, login=given.reviewer,
                                 approved_commit=given.commit))
         return out
 

@@ -9,6 +9,7 @@ from typing import Any
 from gitopsq.errors import GitopsqError, PolicyError
 from gitopsq.manifests.config import parse_config
 from gitopsq.manifests.config_model import CONFIG_PATH
+from gitopsq.manifests.keyfiles import revision_reader
 from gitopsq.policy import load_policies
 
 
@@ -16,7 +17,9 @@ def repo_config(source: Any, commit: str) -> Any:
     """The RepoConfig of gitopsq.yaml at ``commit`` (None when it cannot be read or parsed)."""
     try:
         entry = next(iter(source.list_files(commit, [CONFIG_PATH], [])), None)
-        return parse_config(source.read_blob(entry.blob_id)).config if entry is not None else None
+        if entry is None:
+            return None
+        return parse_config(source.read_blob(entry.blob_id), read_file=revision_reader(source, commit)).config
     except (GitopsqError, ValueError, KeyError, AttributeError):
         return None
 

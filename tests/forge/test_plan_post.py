@@ -72,7 +72,7 @@ def test_forge_refusal_exits_3_naming_the_forge(gitea: GiteaRig, opened: tuple[S
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--post", "--forge", "gitea"], "--post needs --repo-slug, --pr"),
-    (["--forge", "gitea"], "only apply with --post"),
+    (["--forge", "gitea"], "reading the pull request's reviews needs --forge-repo, --pr"),
     (["--post", "--forge", "gitea", "--repo-slug", "a/b", "--pr", "0"], "--pr must be a pull request number"),
     (["--post", "--forge", "gitea", "--repo-slug", "a/b", "--pr", "1", "--token-file", "/nonexistent/t"],
      "cannot read the forge token file /nonexistent/t"),
