@@ -8,6 +8,8 @@ gitopsq.webhook.certs).
   label is refused; every job created or updated is judged by the CEL policies that match its kind
   (gitopsq.policy, the same engine as ``gitopsq check``); a Deny verdict refuses it, a Warn verdict is
   returned as an admission warning.
+A queued job of a kind whose integration has ``refusals`` (a RayJob or RayCluster asking for autoscaling) is
+refused on create and update with Kueue's reasons.
 A job whose controller is a job of a running integration (a JobSet's Jobs) is left alone by both: its parent is
 the one queued (Kueue's webhooks do not suspend such children either).
 Requests and answers are ``admission.k8s.io/v1`` AdmissionReviews. A malformed review is answered 400.
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +33,9 @@ class JobWebhookOptions:
     policies: Sequence[Policy] = field(default_factory=tuple)
     # (group, kind) of the running integrations: a job controlled by one of these is a managed child
     owner_kinds: frozenset[tuple[str, str]] = frozenset({("jobset.x-k8s.io", "JobSet")})
+    # (group, kind) -> why a queued job of that kind is refused (an integration's ``refusals``, e.g. a RayJob
+    # with autoscaling); kinds not here are refused by nothing but the checks above
+    refusals: Mapping[tuple[str, str], Callable[[Mapping[str, Any]], list[str]]] = field(default_factory=dict)
 
 
 def _answer(uid: str, allowed: bool, *, message: str = "", patch: list[dict[str, Any]] | None = None,
@@ -82,6 +87,13 @@ class JobWebhook:
             return _answer(request["uid"], False, message=(
                 f"namespace {namespace} is managed by gitopsq: {kind}s there need the label {QUEUE_LABEL} "
                 "naming a LocalQueue"))
+        gvk = request.get("kind") or {}
+        judge = self.options.refusals.get((str(gvk.get("group") or ""), str(gvk.get("kind") or "")))
+        if judge is not None and labels.get(QUEUE_LABEL) and not self._child(job) and \
+                request.get("operation") in ("CREATE", "UPDATE"):
+            refused = judge(job)
+            if refused:
+                return _answer(request["uid"], False, message="; ".join(refused))
         denied, warnings = self._policies(request, job)
         if denied:
             return _answer(request["uid"], False, message="; ".join(denied), warnings=warnings)

@@ -47,6 +47,7 @@ class Binaries:
     kube_scheduler: Path | None = None
     kwok: Path | None = None
     jobset: Path | None = None  # the JobSet controller (full profile); its CRD comes from the module cache
+    kuberay: Path | None = None  # the KubeRay operator (full profile, kuberay.py); its CRDs likewise
 
     @property
     def full(self) -> bool:
@@ -108,6 +109,12 @@ def jobset_crds() -> list[Path]:
     return found
 
 
+def _kuberay_path() -> Path:
+    from envtestrig.kuberay import kuberay_path  # kuberay.py imports this module
+
+    return kuberay_path()
+
+
 def cache_root() -> Path:
     configured = os.environ.get("GITOPSQ_ENVTEST_DIR")
     return Path(configured) if configured else Path.home() / ".cache" / "gitopsq" / "envtest"
@@ -127,6 +134,8 @@ def find_binaries(full: bool = False) -> Binaries | None:
         return None
     if full and not (_is_executable(kwok_path()) and _is_executable(jobset_path())):
         return None
+    if full and not _is_executable(_kuberay_path()):
+        return None
     return _binaries(version, etcd, kubectl)
 
 
@@ -145,6 +154,7 @@ def _binaries(version: str, etcd: Path, kubectl: Path) -> Binaries:
         kube_scheduler=cached(folder / "kube-scheduler"),
         kwok=cached(kwok_path()),
         jobset=cached(jobset_path()),
+        kuberay=cached(_kuberay_path()),
     )
 
 
@@ -175,6 +185,10 @@ def _prepare_locked(log: bool, full: bool) -> Binaries:
         _build_kwok(log)
     if full and not _is_executable(jobset_path()):
         _build_jobset(log)
+    if full and not _is_executable(_kuberay_path()):
+        from envtestrig.kuberay import build_kuberay
+
+        build_kuberay(log)
     kubectl = _find_kubectl(version)
     assert kubectl is not None  # built above when none was on PATH
     return _binaries(version, etcd, kubectl)

@@ -77,6 +77,8 @@ class RigState:
     jobset_port: int = 0  # the JobSet controller's health probe (0: not started)
     jobset_webhook_port: int = 0
     jobset_pid: int = 0
+    kuberay_port: int = 0  # the KubeRay operator's health probe (0: not started)
+    kuberay_pid: int = 0
 
 
 def _fresh_state(root: Path, version: str, full: bool) -> RigState:
@@ -116,12 +118,14 @@ class Rig:
         return self.state.profile == "full"
 
     @classmethod
-    def start(cls, binaries: Binaries, workdir: Path | None = None, full: bool = False, jobset: bool = True) -> Rig:
+    def start(cls, binaries: Binaries, workdir: Path | None = None, full: bool = False, jobset: bool = True,
+              kuberay: bool = True) -> Rig:
         """Start etcd and kube-apiserver on free loopback ports; return once /readyz answers ok.
 
         ``full`` also starts kube-controller-manager, kube-scheduler and KWOK (``binaries`` must come from
         ``prepare(full=True)``) and returns once each answers its health check; and, unless ``jobset`` is
-        False (a test that installs it later, `install_jobset`), the JobSet CRD and controller.
+        False (a test that installs it later, `install_jobset`), the JobSet CRD and controller; likewise
+        ``kuberay``: the Ray CRDs and the KubeRay operator (`install_kuberay`).
         """
         if full and not binaries.full:
             raise RigError("the full profile needs the controller-manager, scheduler and kwok: prepare(full=True)")
@@ -143,6 +147,8 @@ class Rig:
                     rig._start_components()
                     if jobset and binaries.jobset is not None:
                         rig.install_jobset()
+                    if kuberay and binaries.kuberay is not None:
+                        rig.install_kuberay()
                 return rig
             except RigError as err:
                 rig.stop()
@@ -277,6 +283,8 @@ class Rig:
         pids = {name: int(recorded[field]) for name, field in COMPONENTS.items()}
         if self.state.jobset_pid:
             pids["jobset"] = self.state.jobset_pid
+        if self.state.kuberay_pid:
+            pids["kuberay"] = self.state.kuberay_pid
         return pids
 
     def install_jobset(self) -> None:
@@ -284,6 +292,12 @@ class Rig:
         from envtestrig.operators import install_jobset
 
         install_jobset(self)
+
+    def install_kuberay(self) -> None:
+        """The Ray CRDs and the KubeRay operator on this rig (kuberay.py)."""
+        from envtestrig.kuberay import install_kuberay
+
+        install_kuberay(self)
 
     # ---- health ---------------------------------------------------------------------------------------
 

@@ -8,18 +8,21 @@ integrations; an empty choice means ``batch/job``, as Kueue's empty ``integratio
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Final
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final
 
 from gitopsq.cluster.admission.integrations.base import Integration, Rule
 from gitopsq.cluster.admission.integrations.batch_job import BatchJob
 from gitopsq.cluster.admission.integrations.jobset import JobSet
+from gitopsq.cluster.admission.integrations.raycluster import RayCluster
+from gitopsq.cluster.admission.integrations.rayjob import RayJob
 from gitopsq.cluster.kinds import Kind
 from gitopsq.errors import UsageError
 
-REGISTRY: Final[tuple[Integration, ...]] = (BatchJob(), JobSet())
+REGISTRY: Final[tuple[Integration, ...]] = (BatchJob(), JobSet(), RayJob(), RayCluster())
 BY_FRAMEWORK: Final[Mapping[str, Integration]] = {i.framework: i for i in REGISTRY}
 DEFAULT_FRAMEWORKS: Final[tuple[str, ...]] = ("batch/job",)
+Refusals = Callable[[Mapping[str, Any]], list[str]]
 
 
 def select(names: Sequence[str]) -> tuple[Integration, ...]:
@@ -51,6 +54,17 @@ def rbac_rules(integrations: Iterable[Integration] = REGISTRY) -> list[Rule]:
 def owner_kinds(integrations: Iterable[Integration] = REGISTRY) -> frozenset[tuple[str, str]]:
     """(group, kind) of every integration: an object whose controller is one of these may be a managed child."""
     return frozenset((i.group, i.kind) for i in integrations)
+
+
+def refusals(integrations: Iterable[Integration]) -> dict[tuple[str, str], Refusals]:
+    """(group, kind) → the integration's ``refusals`` (why the job webhook refuses a queued job of that kind), for
+    the integrations that have one (optional: an integration without it refuses nothing)."""
+    out: dict[tuple[str, str], Refusals] = {}
+    for integration in integrations:
+        judge = getattr(integration, "refusals", None)
+        if judge is not None:
+            out[(integration.group, integration.kind)] = judge
+    return out
 
 
 def webhook_kinds(integrations: Iterable[Integration]) -> tuple[Kind, ...]:
