@@ -33,7 +33,8 @@ def _delete_crds(envtest: Envtest, wait: bool) -> None:
 def test_ray_crds_installed_while_the_loop_runs_are_picked_up(kueue_clean: Envtest) -> None:
     """With the Ray CRDs absent the loop starts, reports both Ray integrations inactive (gauge 0) and admits a
     batch Job; once the CRDs are installed a queued RayJob and a queued RayCluster each get a Workload of their pod
-    sets and are admitted and unsuspended (gauges 1)."""
+    sets and are admitted and unsuspended (gauges 1), while a queued RayJob on an existing cluster (clusterSelector)
+    is left alone."""
     envtest = kueue_clean
     _delete_crds(envtest, wait=True)
     ns = envtest.new_namespace("ray-later")
@@ -53,6 +54,10 @@ def test_ray_crds_installed_while_the_loop_runs_are_picked_up(kueue_clean: Envte
             wait_for("RayJobs served", lambda: envtest.kubectl("get", "rayjobs", "-n", ns, check=False).returncode
                      == 0, timeout=30)
             spec = cluster_spec(worker_group("workers", replicas=2, gpus=0))
+            elsewhere = rayjob(ns, "on-existing", spec, suspend=False)
+            elsewhere["spec"] = {**elsewhere["spec"], "clusterSelector": {"ray.io/cluster": "shared"}}
+            del elsewhere["spec"]["rayClusterSpec"]
+            create(envtest, elsewhere)
             create(envtest, rayjob(ns, "late", spec))
             create(envtest, raycluster(ns, "late-cluster", spec))
             wl = wait_for("the RayJob's Workload", lambda: workload_of(envtest, "RayJob", ns, "late"), timeout=30)
@@ -62,6 +67,8 @@ def test_ray_crds_installed_while_the_loop_runs_are_picked_up(kueue_clean: Envte
                      timeout=30)
             wait_for("the RayCluster started", lambda: get_raycluster(envtest, ns, "late-cluster")["spec"].get(
                 "suspend") is False, timeout=30)
+            assert workload_of(envtest, "RayJob", ns, "on-existing") is None, "a clusterSelector RayJob was queued"
+            assert get_rayjob(envtest, ns, "on-existing")["spec"].get("suspend") is False
             assert [_gauge(metrics, f) for f in RAY] == [1.0, 1.0]
             assert not running.loop.integrations.absent
     finally:
