@@ -1,3 +1,7 @@
+// Builds the KubeRay operator (github.com/ray-project/kuberay/ray-operator) for the gitopsq test rig's full
+// profile from the Go module proxy (hack/envtest/envtestrig/kuberay.py). A module of its own: KubeRay's dependency
+// versions differ from k8s.io/kubernetes' and JobSet's and must not move them. Its CRDs are read at run time from
+// this module's copy in the Go module cache (config/crd/bases).
 module gitopsq.dev/hack/kuberay
 
 go 1.26.0
