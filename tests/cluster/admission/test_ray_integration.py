@@ -230,3 +230,17 @@ def test_a_rayjobs_raycluster_has_a_managed_ancestor() -> None:
         return parent if (group, kind, name) == ("ray.io", "RayJob", "rj") else None
 
     assert managed_ancestor(child, lookup, QUEUE) is parent
+
+
+def test_a_raycluster_worker_group_named_submitter_is_restored_like_any_other() -> None:
+    """Only a RayJob's submitter pod set is set aside when matching pod sets to groups: a RayCluster's worker
+    group called ``submitter`` gets its template restored."""
+    integration = RayCluster()
+    cluster = {"metadata": {"name": "rc", "uid": "u"}, "spec": _cluster(_group("submitter"))}
+    original = integration.pod_sets(cluster)
+    placed = integration.start_patch(cluster, (PodSetPlacement("submitter", 1, {"pool": "spot"}, ()),))
+    started = {**cluster, "spec": {**cluster["spec"], **placed["spec"]}}
+    restore = integration.restore_patch(started, original)
+    assert restore is not None
+    (group,) = restore["spec"]["workerGroupSpecs"]
+    assert "nodeSelector" not in group["template"]["spec"]

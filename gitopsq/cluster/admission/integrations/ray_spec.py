@@ -145,13 +145,13 @@ def _replaced(have: Mapping[str, Any], want: Mapping[str, Any], label_keys: tupl
 
 
 def restore_spec(spec: Mapping[str, Any], original: list[Mapping[str, Any]],
-                 label_keys: tuple[str, ...] = ()) -> dict[str, Any] | None:
+                 label_keys: tuple[str, ...] = (), extra: tuple[str, ...] = ()) -> dict[str, Any] | None:
     """The part of a merge patch of the cluster spec that puts the head and worker templates back as the
-    Workload's ``original`` pod sets recorded them; None when they already match, or when the pod sets no longer
-    match the groups (Kueue skips the restore then too)."""
-    wanted = {str(p.get("name")): p.get("template") or {} for p in original}
+    Workload's ``original`` pod sets recorded them; None when they already match, or when the pod sets (but the
+    ``extra`` ones, a RayJob's submitter) no longer match the groups (Kueue skips the restore then too)."""
+    wanted = {str(p.get("name")): p.get("template") or {} for p in original if str(p.get("name")) not in extra}
     groups = workers(spec)
-    if set(wanted) - {"submitter"} != {HEAD, *(str(g.get("groupName")) for g in groups)}:
+    if set(wanted) != {HEAD, *(str(g.get("groupName")) for g in groups)} or len(wanted) != len(groups) + 1:
         return None
     out: dict[str, Any] = {}
     head = head_template(spec)

@@ -143,7 +143,8 @@ class RayJob:
         """The head, worker and submitter templates as the Workload recorded them (the job-UID label off); None
         when they match or the pod sets no longer match the job's groups."""
         keys = (JOB_UID_LABEL,)
-        cluster = ray_spec.restore_spec(_cluster(job), original, keys)
+        extra = (SUBMITTER,) if _mode(job) == "K8sJobMode" else ()
+        cluster = ray_spec.restore_spec(_cluster(job), original, keys, extra)
         spec: dict[str, Any] = {}
         if cluster is not None:
             spec["rayClusterSpec"] = cluster
