@@ -7,6 +7,7 @@ Fixtures:
     full_cluster  session scope; a second, full rig: + kube-controller-manager, kube-scheduler and KWOK
     jobset_cluster session scope; the full rig with the JobSet CRD and controller added
     trainer_cluster session scope; jobset_cluster with the Kubeflow Trainer CRDs and controller manager added
+    kuberay_cluster session scope; the full rig with the Ray CRDs and the KubeRay operator added
     node_pools    function scope; the full rig, with fake nodes added through it deleted after the test
 
 Tests that use any of them are marked ``envtest`` automatically (so ``-m "not envtest"`` deselects them).
@@ -33,7 +34,8 @@ sys.path.insert(0, str(REPO_ROOT / "hack" / "envtest"))
 from envtestrig import FAKE_NODE_ANNOTATION, Rig, prepare  # noqa: E402 - lives beside go.mod, outside the package
 
 CLEANED_GROUPS = ("kueue.x-k8s.io", "gitopsq.dev")
-RIG_FIXTURES = frozenset({"envtest", "full_cluster", "node_pools", "jobset_cluster", "trainer_cluster"})
+RIG_FIXTURES = frozenset({"envtest", "full_cluster", "node_pools", "jobset_cluster", "trainer_cluster",
+                          "kuberay_cluster"})
 GPU = "nvidia.com/gpu"
 # pod annotations read by gitopsq's KWOK stages (hack/kwok/stages.yaml); values are Go durations ("1500ms", "2s")
 START_AFTER = "gitopsq.dev/start-after"
@@ -288,7 +290,7 @@ def full_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FullClust
     binaries = prepare(log=True, full=True)
     # the JobSet controller only for the tests that ask for it (`jobset_cluster`): on 2 cores its start-up
     # load shifts the timing of the other full-rig tests
-    rig = Rig.start(binaries, tmp_path_factory.mktemp("fullrig"), full=True, jobset=False)
+    rig = Rig.start(binaries, tmp_path_factory.mktemp("fullrig"), full=True, jobset=False, kuberay=False)
     _started.append(rig)
     try:
         yield FullCluster(rig, str(binaries.kubectl))
@@ -310,6 +312,13 @@ def trainer_cluster(jobset_cluster: FullCluster) -> FullCluster:
     if not jobset_cluster.rig.state.trainer_pid:
         jobset_cluster.rig.install_trainer()
     return jobset_cluster
+
+
+def kuberay_cluster(full_cluster: FullCluster) -> FullCluster:
+    """The full rig with the Ray CRDs and the real KubeRay operator (started once, on first use)."""
+    if not full_cluster.rig.state.kuberay_pid:
+        full_cluster.rig.install_kuberay()
+    return full_cluster
 
 
 @pytest.fixture

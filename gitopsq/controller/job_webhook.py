@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gitopsq.cluster.admission.integrations import select
-from gitopsq.cluster.admission.integrations.registry import owner_kinds, spec_label_kinds
+from gitopsq.cluster.admission.integrations.registry import owner_kinds, refusals, spec_label_kinds
 from gitopsq.cluster.apply import KubeRest
 from gitopsq.errors import GitopsqError, UsageError
 from gitopsq.sync.repo_config import job_policies
@@ -43,7 +43,8 @@ def start_job_webhook(wiring: Any) -> Any:
     try:
         running = select(getattr(wiring, "integrations", ()) or ())
         hook = JobWebhook(JobWebhookOptions(managed_namespaces=managed, owner_kinds=owner_kinds(running),
-                                            spec_label_kinds=spec_label_kinds(running)))
+                                            spec_label_kinds=spec_label_kinds(running),
+                                            refusals=refusals(running)))
         server = WebhookServer(f["webhook_addr"], hook, directory / "tls.crt", directory / "tls.key")
     except (OSError, ValueError) as err:
         raise UsageError(f"cannot serve the Job webhook on --webhook-addr {f['webhook_addr']}: {err}") from err

@@ -11,6 +11,8 @@ gitopsq.webhook.certs).
   returned as an admission warning.
 - ``POST /mutate--v1-pod`` (`mutate_pod`, with the pod integration): a queued Pod is gated for the admission loop
   (gitopsq.webhook.pods); pods are never validated here (a managed namespace's Job pods carry no queue label).
+A queued job of a kind whose integration has ``refusals`` (a RayJob or RayCluster asking for autoscaling) is
+refused on create and update with Kueue's reasons.
 A job whose controller is a job of a running integration (a JobSet's Jobs) is left alone by all three: its parent
 is the one queued (Kueue's webhooks do not suspend such children either).
 Requests and answers are ``admission.k8s.io/v1`` AdmissionReviews. A malformed review is answered 400.
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +40,9 @@ class JobWebhookOptions:
     # (group, kind) whose queue label is also written into ``spec.labels`` when it is queued (Kueue's TrainJob
     # webhook: Trainer copies those labels onto the JobSet and the pods it makes)
     spec_label_kinds: frozenset[tuple[str, str]] = frozenset()
+    # (group, kind) -> why a queued job of that kind is refused (an integration's ``refusals``, e.g. a RayJob
+    # with autoscaling); kinds not here are refused by nothing but the checks above
+    refusals: Mapping[tuple[str, str], Callable[[Mapping[str, Any]], list[str]]] = field(default_factory=dict)
 
 
 def _answer(uid: str, allowed: bool, *, message: str = "", patch: list[dict[str, Any]] | None = None,
@@ -106,6 +111,13 @@ class JobWebhook:
             return _answer(request["uid"], False, message=(
                 f"namespace {namespace} is managed by gitopsq: {kind}s there need the label {QUEUE_LABEL} "
                 "naming a LocalQueue"))
+        gvk = request.get("kind") or {}
+        judge = self.options.refusals.get((str(gvk.get("group") or ""), str(gvk.get("kind") or "")))
+        if judge is not None and labels.get(QUEUE_LABEL) and not self._child(job) and \
+                request.get("operation") in ("CREATE", "UPDATE"):
+            refused = judge(job)
+            if refused:
+                return _answer(request["uid"], False, message="; ".join(refused))
         denied, warnings = self._policies(request, job)
         if denied:
             return _answer(request["uid"], False, message="; ".join(denied), warnings=warnings)

@@ -45,8 +45,8 @@ def test_up_env_status_down_round_trip(tmp_path: Path) -> None:
 
 
 def test_full_profile_up_status_down_round_trip(tmp_path: Path) -> None:
-    """up --full starts six processes (the JobSet controller among them) that status lists as running, and down
-    stops every one of those PIDs."""
+    """up --full starts seven processes (the JobSet controller and the KubeRay operator among them) that status
+    lists as running, and down stops every one of those PIDs."""
     state = tmp_path / "state"
     up = _run(state, "up", "--full")
     assert up.returncode == 0, up.stderr
@@ -54,7 +54,8 @@ def test_full_profile_up_status_down_round_trip(tmp_path: Path) -> None:
         assert "full rig ready" in up.stdout
         status = _run(state, "status")
         assert status.returncode == 0, status.stdout
-        for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "jobset"):
+        for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "jobset",
+                     "kuberay"):
             assert f"{name}: running" in status.stdout
         assert "profile: full" in status.stdout
         assert "already running (full)" in _run(state, "up", "--full").stdout
@@ -62,7 +63,7 @@ def test_full_profile_up_status_down_round_trip(tmp_path: Path) -> None:
     finally:
         down = _run(state, "down")
     assert down.returncode == 0, down.stderr
-    assert len(pids) == 6
+    assert len(pids) == 7
     for pid in pids.values():
         assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
     assert _run(state, "status").returncode == 1

@@ -159,6 +159,9 @@ class JobReconciler:
                 live_uids.add(f"{meta.get('namespace')}/{meta.get('uid')}")
                 if QUEUE_LABEL not in (meta.get("labels") or {}):
                     continue
+                skip = getattr(integration, "skip", None)  # optional: a job of the kind Kueue leaves alone
+                if skip is not None and skip(job):
+                    continue
                 if meta.get("ownerReferences") and managed_ancestor(job, self._lookup, QUEUE_LABEL) is not None:
                     continue  # a managed parent's child: the parent's Workload covers its pods
                 try:

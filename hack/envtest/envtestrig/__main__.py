@@ -12,12 +12,13 @@ from envtestrig.build import PrepareError, cache_root, prepare
 from envtestrig.rig import Rig, RigError
 
 USAGE = """usage: scripts/envtest COMMAND
-  prepare   install etcd, build kube-apiserver, kube-controller-manager, kube-scheduler and kwok unless
+  prepare   install etcd, build kube-apiserver, kube-controller-manager, kube-scheduler, kwok, the JobSet
+            controller and the KubeRay operator unless
             cached (idempotent); prepare --bare builds only what the bare profile needs
   up        start a bare rig: etcd + kube-apiserver (prepares first); a running rig is left as it is
   up --full start the full rig: + kube-controller-manager, kube-scheduler, kwok (which plays every Node
-            annotated kwok.x-k8s.io/node=fake), the JobSet CRD and controller and the Kubeflow Trainer
-            CRDs and controller manager (see docs/envtest.md)
+            annotated kwok.x-k8s.io/node=fake), the JobSet CRD and controller, the Kubeflow Trainer CRDs and
+            controller manager, and the Ray CRDs and the KubeRay operator (see docs/envtest.md)
   env       print shell exports for the running rig: eval "$(scripts/envtest env)"
   status    say whether the rig runs (exit 0) or not (exit 1)
   down      stop the rig's processes by their recorded PIDs and delete its state

@@ -48,6 +48,7 @@ class Binaries:
     kwok: Path | None = None
     jobset: Path | None = None  # the JobSet controller (full profile); its CRD comes from the module cache
     trainer: Path | None = None  # the Kubeflow Trainer controller manager (full profile; trainer.py)
+    kuberay: Path | None = None  # the KubeRay operator (full profile, kuberay.py); its CRDs likewise
 
     @property
     def full(self) -> bool:
@@ -109,6 +110,12 @@ def jobset_crds() -> list[Path]:
     return found
 
 
+def _kuberay_path() -> Path:
+    from envtestrig.kuberay import kuberay_path  # kuberay.py imports this module
+
+    return kuberay_path()
+
+
 def cache_root() -> Path:
     configured = os.environ.get("GITOPSQ_ENVTEST_DIR")
     return Path(configured) if configured else Path.home() / ".cache" / "gitopsq" / "envtest"
@@ -128,7 +135,7 @@ def find_binaries(full: bool = False) -> Binaries | None:
         return None
     if full and not (_is_executable(kwok_path()) and _is_executable(jobset_path())):
         return None
-    if full and not _is_executable(_trainer_path()):
+    if full and not (_is_executable(_trainer_path()) and _is_executable(_kuberay_path())):
         return None
     return _binaries(version, etcd, kubectl)
 
@@ -149,6 +156,7 @@ def _binaries(version: str, etcd: Path, kubectl: Path) -> Binaries:
         kwok=cached(kwok_path()),
         jobset=cached(jobset_path()),
         trainer=cached(_trainer_path()),
+        kuberay=cached(_kuberay_path()),
     )
 
 
@@ -189,6 +197,10 @@ def _prepare_locked(log: bool, full: bool) -> Binaries:
         from envtestrig.trainer import build_trainer
 
         build_trainer(log)
+    if full and not _is_executable(_kuberay_path()):
+        from envtestrig.kuberay import build_kuberay
+
+        build_kuberay(log)
     kubectl = _find_kubectl(version)
     assert kubectl is not None  # built above when none was on PATH
     return _binaries(version, etcd, kubectl)

@@ -79,6 +79,8 @@ class RigState:
     jobset_pid: int = 0
     trainer_port: int = 0  # the Trainer controller manager's health probe (0: not started)
     trainer_pid: int = 0
+    kuberay_port: int = 0  # the KubeRay operator's health probe (0: not started)
+    kuberay_pid: int = 0
 
 
 def _fresh_state(root: Path, version: str, full: bool) -> RigState:
@@ -118,13 +120,15 @@ class Rig:
         return self.state.profile == "full"
 
     @classmethod
-    def start(cls, binaries: Binaries, workdir: Path | None = None, full: bool = False, jobset: bool = True) -> Rig:
+    def start(cls, binaries: Binaries, workdir: Path | None = None, full: bool = False, jobset: bool = True,
+              kuberay: bool = True) -> Rig:
         """Start etcd and kube-apiserver on free loopback ports; return once /readyz answers ok.
 
         ``full`` also starts kube-controller-manager, kube-scheduler and KWOK (``binaries`` must come from
         ``prepare(full=True)``) and returns once each answers its health check; and, unless ``jobset`` is
         False (a test that installs it later, `install_jobset`), the JobSet CRD and controller and the Kubeflow
-        Trainer CRDs and controller manager (`install_trainer`).
+        Trainer CRDs and controller manager (`install_trainer`); likewise ``kuberay``: the Ray CRDs and the KubeRay
+        operator (`install_kuberay`).
         """
         if full and not binaries.full:
             raise RigError("the full profile needs the controller-manager, scheduler and kwok: prepare(full=True)")
@@ -148,6 +152,8 @@ class Rig:
                         rig.install_jobset()
                         if binaries.trainer is not None:
                             rig.install_trainer()
+                    if kuberay and binaries.kuberay is not None:
+                        rig.install_kuberay()
                 return rig
             except RigError as err:
                 rig.stop()
@@ -284,6 +290,8 @@ class Rig:
             pids["jobset"] = self.state.jobset_pid
         if self.state.trainer_pid:
             pids["trainer"] = self.state.trainer_pid
+        if self.state.kuberay_pid:
+            pids["kuberay"] = self.state.kuberay_pid
         return pids
 
     def install_jobset(self) -> None:
@@ -297,6 +305,12 @@ class Rig:
         from envtestrig.trainer import install_trainer
 
         install_trainer(self)
+
+    def install_kuberay(self) -> None:
+        """The Ray CRDs and the KubeRay operator on this rig (kuberay.py)."""
+        from envtestrig.kuberay import install_kuberay
+
+        install_kuberay(self)
 
     # ---- health ---------------------------------------------------------------------------------------
 

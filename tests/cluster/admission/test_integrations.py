@@ -44,8 +44,8 @@ def test_kueue_names_select_integrations_and_empty_means_batch_job() -> None:
 
 def test_an_unknown_framework_is_a_usage_error_listing_the_known_ones() -> None:
     """A name gitopsq does not implement is refused at start with the list of the names it knows."""
-    with pytest.raises(UsageError, match=r"ray\.io/rayjob.*known: batch/job, jobset\.x-k8s\.io/jobset"):
-        parse("batch/job,ray.io/rayjob")
+    with pytest.raises(UsageError, match=r"kubeflow\.org/mpijob.*known: batch/job, jobset\.x-k8s\.io/jobset"):
+        parse("batch/job,kubeflow.org/mpijob")
 
 
 def test_rbac_rules_merge_per_resource() -> None:
@@ -244,7 +244,8 @@ def test_controller_refuses_an_unknown_integration_at_start(capsys: pytest.Captu
     from gitopsq.cli import main
 
     with pytest.raises(SystemExit) as stopped:
-        main(["controller", "--admission-only", "--integrations", "batch/job,ray.io/rayjob",
+        main(["controller", "--admission-only", "--integrations", "batch/job,kubeflow.org/mpijob",
               "--kubeconfig", "/nonexistent/kubeconfig"])
     assert stopped.value.code == 2
-    assert "unknown framework(s) ray.io/rayjob; known: batch/job, jobset.x-k8s.io/jobset" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "unknown framework(s) kubeflow.org/mpijob; known: batch/job, jobset.x-k8s.io/jobset" in err

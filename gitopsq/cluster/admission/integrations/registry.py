@@ -8,20 +8,23 @@ integrations; an empty choice means ``batch/job``, as Kueue's empty ``integratio
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Final
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final
 
 from gitopsq.cluster.admission.integrations.base import Integration, Rule
 from gitopsq.cluster.admission.integrations.batch_job import BatchJob
 from gitopsq.cluster.admission.integrations.jobset import JobSet
 from gitopsq.cluster.admission.integrations.pod import Pod
+from gitopsq.cluster.admission.integrations.raycluster import RayCluster
+from gitopsq.cluster.admission.integrations.rayjob import RayJob
 from gitopsq.cluster.admission.integrations.trainjob import TrainJob
 from gitopsq.cluster.kinds import Kind
 from gitopsq.errors import UsageError
 
-REGISTRY: Final[tuple[Integration, ...]] = (BatchJob(), JobSet(), TrainJob(), Pod())
+REGISTRY: Final[tuple[Integration, ...]] = (BatchJob(), JobSet(), TrainJob(), RayJob(), RayCluster(), Pod())
 BY_FRAMEWORK: Final[Mapping[str, Integration]] = {i.framework: i for i in REGISTRY}
 DEFAULT_FRAMEWORKS: Final[tuple[str, ...]] = ("batch/job",)
+Refusals = Callable[[Mapping[str, Any]], list[str]]
 
 
 def select(names: Sequence[str]) -> tuple[Integration, ...]:
@@ -59,6 +62,17 @@ def spec_label_kinds(integrations: Iterable[Integration]) -> frozenset[tuple[str
     """(group, kind) of the integrations whose queue label the job webhook also writes into ``spec.labels``
     (``queue_label_in_spec``: a TrainJob, whose labels there Trainer copies onto its JobSet and pods)."""
     return frozenset((i.group, i.kind) for i in integrations if getattr(i, "queue_label_in_spec", False))
+
+
+def refusals(integrations: Iterable[Integration]) -> dict[tuple[str, str], Refusals]:
+    """(group, kind) → the integration's ``refusals`` (why the job webhook refuses a queued job of that kind), for
+    the integrations that have one (optional: an integration without it refuses nothing)."""
+    out: dict[tuple[str, str], Refusals] = {}
+    for integration in integrations:
+        judge = getattr(integration, "refusals", None)
+        if judge is not None:
+            out[(integration.group, integration.kind)] = judge
+    return out
 
 
 def webhook_kinds(integrations: Iterable[Integration]) -> tuple[Kind, ...]:
