@@ -45,8 +45,8 @@ def test_up_env_status_down_round_trip(tmp_path: Path) -> None:
 
 
 def test_full_profile_up_status_down_round_trip(tmp_path: Path) -> None:
-    """up --full starts seven processes (the JobSet controller and the KubeRay operator among them) that status
-    lists as running, and down stops every one of those PIDs."""
+    """up --full starts eight processes (the JobSet and Trainer controllers and the KubeRay operator among them)
+    that status lists as running, and down stops every one of those PIDs."""
     state = tmp_path / "state"
     up = _run(state, "up", "--full")
     assert up.returncode == 0, up.stderr
@@ -55,7 +55,7 @@ def test_full_profile_up_status_down_round_trip(tmp_path: Path) -> None:
         status = _run(state, "status")
         assert status.returncode == 0, status.stdout
         for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "jobset",
-                     "kuberay"):
+                     "trainer", "kuberay"):
             assert f"{name}: running" in status.stdout
         assert "profile: full" in status.stdout
         assert "already running (full)" in _run(state, "up", "--full").stdout
@@ -63,7 +63,7 @@ def test_full_profile_up_status_down_round_trip(tmp_path: Path) -> None:
     finally:
         down = _run(state, "down")
     assert down.returncode == 0, down.stderr
-    assert len(pids) == 7
+    assert len(pids) == 8
     for pid in pids.values():
         assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
     assert _run(state, "status").returncode == 1
