@@ -23,6 +23,7 @@ from gitopsq.manifests.config_model import (
     SIGNING_MODES,
     AdmissionSettings,
     AuditTarget,
+    ClusterSpec,
     ForgeKey,
     Maintainer,
     RepoConfig,
@@ -37,7 +38,8 @@ __all__ = ["CONFIG_PATH", "ConfigResult", "RepoConfig", "parse_config"]
 
 _TOP: Final = ("apiVersion", "kind", "include", "exclude", "policyPaths", "allowKinds", "platformTeam", "teams",
                "capacity", "trustZones", "signing", "audit", "policies", "admission", "teamClusterScopedKinds",
-               "forgeKeys")
+               "forgeKeys", "clusters")
+_CLUSTER_KEYS: Final = ("name", "paths", "capacity", "trustZones")
 _STRATEGIES: Final = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 # the Kueue v0.19.2 gates the admission engine models, with Kueue's defaults (gitopsq/admission/topology.py)
 FEATURE_GATES: Final = {"FlavorFungibilityPreserveScanProgress": True, "PrioritizePreemptorWorkloads": False}
@@ -85,14 +87,17 @@ class _Parser:
         for key, expected in (("apiVersion", CONFIG_API_VERSION), ("kind", CONFIG_KIND)):
             r.string(top.get(key), (key,), required=True, choices=(expected,))
         include = self.patterns(top.get("include"), ("include",))
+        teams = self.teams(top.get("teams"))
+        team_names = {t.name for t in teams}
+        clusters = self.clusters(top.get("clusters"), team_names)
+        if not include and clusters and "include" not in top:  # the repository is the union of its clusters
+            include = tuple(dict.fromkeys(p for c in clusters for p in c.paths))
         if not include:
             if "include" in top:
                 r.error(("include",), "invalid-value", "include must list at least one directory or glob")
             else:
                 r.error(("include",), "missing-field", "include is required: the directories or globs that hold "
                         "queue definitions (e.g. [platform/, teams/])")
-        teams = self.teams(top.get("teams"))
-        team_names = {t.name for t in teams}
         platform = r.string(top.get("platformTeam"), ("platformTeam",), required=True)
         if platform and platform not in team_names:
             r.error(("platformTeam",), "config-unknown-team", f"platformTeam {platform!r} is not one of the teams "
@@ -107,7 +112,7 @@ class _Parser:
             signing_mode=self.signing(top.get("signing")), forge_keys=self.forge_keys(top.get("forgeKeys")),
             audit=self.audit(top.get("audit")),
             disabled_policies=self.disabled(top.get("policies")), admission=self.admission(top.get("admission")),
-            team_cluster_kinds=self.team_cluster_kinds(top), raw=top)
+            team_cluster_kinds=self.team_cluster_kinds(top), clusters=clusters, raw=top)
         return config if include else None
 
     def patterns(self, raw: Any, path: FieldPath) -> tuple[str, ...]:
@@ -214,12 +219,38 @@ class _Parser:
             out.append(ForgeKey(name=r.string(body.get("name"), (*p, "name"), required=True), keys=keys))
         return tuple(out)
 
-    def capacity(self, raw: Any) -> FrozenMap[str, FrozenMap[str, Quantity]]:
+    def clusters(self, raw: Any, team_names: set[str]) -> tuple[ClusterSpec, ...]:
+        """``clusters:`` (docs/fleet.md): unique DNS-label names, non-empty valid paths, own capacity and zones."""
+        r = self.r
+        out: list[ClusterSpec] = []
+        seen: set[str] = set()
+        for i, item in enumerate(r.sequence(raw, ("clusters",))):
+            p: FieldPath = ("clusters", i)
+            body = r.mapping(item, p, allowed=_CLUSTER_KEYS)
+            name = r.string(body.get("name"), (*p, "name"), required=True)
+            if name and self.label(name, (*p, "name"), "cluster name"):
+                if name in seen:
+                    r.error((*p, "name"), "config-duplicate", f"cluster {name!r} is declared twice")
+                seen.add(name)
+            cluster_paths = self.patterns(body.get("paths"), (*p, "paths"))
+            if not cluster_paths and "paths" not in body:
+                r.error(p, "missing-field", f"cluster {name!r} needs paths: the directories or globs that make up "
+                        "its revision (e.g. [queues/base/, queues/clusters/NAME/])")
+            elif not body.get("paths"):
+                r.error((*p, "paths"), "invalid-value", f"cluster {name!r} must list at least one path")
+            out.append(ClusterSpec(
+                name=name, paths=cluster_paths,
+                capacity=self.capacity(body["capacity"], (*p, "capacity")) if "capacity" in body else None,
+                trust_zones=self.zones(body["trustZones"], team_names, (*p, "trustZones"))
+                if "trustZones" in body else None, line=getattr(r.location(p), "line", None)))
+        return tuple(out)
+
+    def capacity(self, raw: Any, at: FieldPath = ("capacity",)) -> FrozenMap[str, FrozenMap[str, Quantity]]:
         r = self.r
         out: dict[str, FrozenMap[str, Quantity]] = {}
-        top = r.mapping(raw, ("capacity",), allowed=raw.keys() if isinstance(raw, Mapping) else ())
+        top = r.mapping(raw, at, allowed=raw.keys() if isinstance(raw, Mapping) else ())
         for flavor, resources in top.items():
-            p: FieldPath = ("capacity", flavor)
+            p: FieldPath = (*at, flavor)
             problem = names.dns_subdomain(str(flavor))
             if problem:
                 r.error(p, "config-invalid-name", f"capacity key {flavor!r} is a ResourceFlavor name and {problem}")
@@ -235,12 +266,12 @@ class _Parser:
             out[str(flavor)] = FrozenMap(amounts)
         return FrozenMap(out)
 
-    def zones(self, raw: Any, team_names: set[str]) -> tuple[TrustZone, ...]:
+    def zones(self, raw: Any, team_names: set[str], at: FieldPath = ("trustZones",)) -> tuple[TrustZone, ...]:
         r = self.r
         out = []
         zone_of: dict[str, str] = {}
-        for i, item in enumerate(r.sequence(raw, ("trustZones",))):
-            p: FieldPath = ("trustZones", i)
+        for i, item in enumerate(r.sequence(raw, at)):
+            p: FieldPath = (*at, i)
             body = r.mapping(item, p, allowed=("name", "teams", "cohorts"))
             name = r.string(body.get("name"), (*p, "name"), required=True)
             if name:

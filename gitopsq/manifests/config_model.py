@@ -6,7 +6,7 @@ import base64
 import binascii
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from gitopsq.api.frozenmap import FrozenMap
@@ -102,6 +102,18 @@ class AdmissionSettings:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterSpec:
+    """One entry of ``clusters:`` (docs/fleet.md): the paths that make up its revision, and, when given, its own
+    capacity and trust zones (None: the top-level ones)."""
+
+    name: str
+    paths: tuple[str, ...] = ()
+    capacity: FrozenMap[str, FrozenMap[str, Quantity]] | None = None
+    trust_zones: tuple[TrustZone, ...] | None = None
+    line: int | None = None  # where gitopsq.yaml declares it, for findings about the cluster as a whole
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RepoConfig:
     include: tuple[str, ...]
     exclude: tuple[str, ...] = ()
@@ -117,10 +129,35 @@ class RepoConfig:
     disabled_policies: tuple[str, ...] = ()
     admission: AdmissionSettings = AdmissionSettings()
     team_cluster_kinds: tuple[str, ...] = DEFAULT_TEAM_CLUSTER_KINDS
+    clusters: tuple[ClusterSpec, ...] = ()  # empty: one implicit cluster, the whole include set
+    cluster: str = ""  # the cluster this view judges ("" for the implicit one or the whole repository)
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def team(self, name: str) -> Team | None:
         return next((t for t in self.teams if t.name == name), None)
+
+    def cluster_names(self) -> tuple[str, ...]:
+        """The declared clusters in file order; empty for a repository without ``clusters:``."""
+        return tuple(c.name for c in self.clusters)
+
+    def cluster_spec(self, name: str) -> ClusterSpec | None:
+        return next((c for c in self.clusters if c.name == name), None)
+
+    def for_cluster(self, name: str) -> RepoConfig:
+        """The configuration as cluster ``name`` sees it: its paths as the include set, its capacity and trust
+        zones (the top-level ones where it declares none), ``cluster`` set. Ownership, teams, signing and the rest
+        are the repository's. Raises KeyError for a name that is not declared."""
+        spec = self.cluster_spec(name)
+        if spec is None:
+            raise KeyError(name)
+        return replace(self, include=spec.paths,
+                       capacity=self.capacity if spec.capacity is None else spec.capacity,
+                       trust_zones=self.trust_zones if spec.trust_zones is None else spec.trust_zones,
+                       cluster=name)
+
+    def views(self) -> tuple[RepoConfig, ...]:
+        """One view per cluster to judge: each declared cluster's, or this configuration alone without any."""
+        return tuple(self.for_cluster(n) for n in self.cluster_names()) if self.clusters else (self,)
 
     def selects(self, path: str) -> bool:
         """Whether ``path`` is a queue-definition file: YAML, under an include, not excluded, not a policy."""
@@ -189,6 +226,8 @@ class RepoConfig:
             "admission": admission,
             "namespaceOwner": {ns: t.name for t in self.teams for ns in t.namespaces},
             "cohortZone": {c: z.name for z in self.trust_zones for c in z.cohorts},
+            "cluster": self.cluster,
+            "clusters": [{"name": c.name, "paths": list(c.paths)} for c in self.clusters],
         }
 
 
