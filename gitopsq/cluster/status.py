@@ -235,7 +235,8 @@ class StatusStore:
                                "namespace": self.ref.namespace, "uid": state.uid},
             "reason": reason, "message": message[:1024], "type": "Warning" if warning else "Normal",
             "source": {"component": "gitopsq"}, "reportingComponent": "gitopsq",
-            "reportingInstance": f"gitopsq/{self.cluster}" if self.cluster else "gitopsq", "firstTimestamp": _time(now), "lastTimestamp": _time(now), "count": 1,
+            "reportingInstance": f"gitopsq/{self.cluster}" if self.cluster else "gitopsq",
+            "firstTimestamp": _time(now), "lastTimestamp": _time(now), "count": 1,
         }
         with contextlib.suppress(ClusterError):
             self.rest.request("POST", f"/api/v1/namespaces/{self.ref.namespace}/events", body=body,

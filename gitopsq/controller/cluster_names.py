@@ -62,5 +62,5 @@ def exposed_registry(registry: CollectorRegistry, cluster: str) -> CollectorRegi
     if not cluster:
         return registry
     outer = CollectorRegistry(auto_describe=False)
-    outer.register(ClusterLabelled(registry, cluster))  # type: ignore[arg-type]
+    outer.register(ClusterLabelled(registry, cluster))
     return outer
