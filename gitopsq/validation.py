@@ -74,14 +74,15 @@ class ValidationCache(MutableMapping[str, Any]):
     def __len__(self) -> int:
         return len(self.files)
 
-    def report(self, source: Any, commit: str) -> Report:
-        found = self.reports.get(commit)
+    def report(self, source: Any, commit: str, cluster: str | None = None) -> Report:
+        key = f"{commit}@{cluster}" if cluster else commit
+        found = self.reports.get(key)
         if found is None:
-            found = self.reports[commit] = check_revision(source, commit, cache=self.files)
+            found = self.reports[key] = check_revision(source, commit, cache=self.files, cluster=cluster)
             while len(self.reports) > self.max_reports:
                 self.reports.popitem(last=False)
         else:
-            self.reports.move_to_end(commit)
+            self.reports.move_to_end(key)
         return found
 
     def load_policies(self, policy_files: Mapping[str, str], backend: str | None) -> Any:
@@ -213,8 +214,9 @@ def verdict_finding(verdict: Verdict) -> Finding:
 
 def validate_revision(source: Any, commit: str, *, base: str | bool | None = True,
                       cache: MutableMapping[str, Any] | None = None, backend: str | None = None,
-                      forge_approvals: ForgeApprovals | None = None) -> Validation:
-    """Check ``commit`` and judge it against ``base``.
+                      forge_approvals: ForgeApprovals | None = None, cluster: str | None = None) -> Validation:
+    """Check ``commit`` and judge it against ``base`` (as cluster ``cluster`` of gitopsq.yaml sees both, when
+    given: docs/fleet.md).
 
     ``base=True`` (the default) judges the change the commit itself brings (against its first parent; a root
     commit is judged whole); a sha judges everything since that revision (a PR's base, the last applied revision);
@@ -224,7 +226,9 @@ def validate_revision(source: Any, commit: str, *, base: str | bool | None = Tru
     cached = cache if isinstance(cache, ValidationCache) else None
 
     def report(sha: str) -> Report:
-        return cached.report(source, sha) if cached is not None else check_revision(source, sha, cache=cache)
+        if cached is not None:
+            return cached.report(source, sha, cluster)
+        return check_revision(source, sha, cache=cache, cluster=cluster)
 
     base_sha = first_parent(source, commit) if base is True else (base or None)
     base_report, base_error = None, None

@@ -10,6 +10,7 @@ revision that changes one file parses one file. Cross-object rules run on every 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from typing import Final, Protocol
@@ -85,11 +86,13 @@ def cache_key(blob_id: str, path: str, settings: LoadSettings) -> str:
 
 def check_files(files: Mapping[str, bytes], config_bytes: bytes | None, *, revision: str | None = None,
                 blob_ids: Mapping[str, str] | None = None,
-                cache: MutableMapping[str, FileResult] | None = None) -> Report:
+                cache: MutableMapping[str, FileResult] | None = None, cluster: str | None = None) -> Report:
     """Validate a revision given as ``{path: bytes}`` plus the bytes of its gitopsq.yaml (None: missing).
 
     ``files`` may hold paths outside the include set; they are ignored. With ``blob_ids`` a cached file's bytes
-    are never read, so ``files`` may be a lazy mapping.
+    are never read, so ``files`` may be a lazy mapping. ``cluster`` names a cluster of gitopsq.yaml's
+    ``clusters:`` (docs/fleet.md): its paths, capacity and trust zones judge the revision, and the report's
+    config is that cluster's view; a revision that does not declare it has no objects for it.
     """
     if config_bytes is None:
         missing = findings.error("config-missing", f"{CONFIG_PATH} not found at the root of the repository: every "
@@ -100,6 +103,11 @@ def check_files(files: Mapping[str, bytes], config_bytes: bytes | None, *, revis
     config = parsed.config
     if config is None:
         return Report(revision, None, (), sort_findings(parsed.findings))
+    if cluster:
+        if cluster not in config.cluster_names():  # e.g. the base of a change that adds the cluster
+            return Report(revision, dataclasses.replace(config, include=(), cluster=cluster), (),
+                          sort_findings(parsed.findings))
+        config = config.for_cluster(cluster)
     settings = LoadSettings(allow_kinds=config.allow_kinds)
     cache = DEFAULT_CACHE if cache is None else cache
     entries: list[LoadedObject] = []
@@ -160,20 +168,25 @@ class _LazyBlobs(Mapping[str, bytes]):
 
 
 def check_revision(source: RevisionSource, commit: str, *,
-                   cache: MutableMapping[str, FileResult] | None = None) -> Report:
-    """Validate revision ``commit`` of ``source`` (resolved already). Source errors propagate as SourceError."""
+                   cache: MutableMapping[str, FileResult] | None = None, cluster: str | None = None) -> Report:
+    """Validate revision ``commit`` of ``source`` (resolved already), as cluster ``cluster`` sees it when given.
+    Source errors propagate as SourceError."""
     config_bytes = source.read_file(commit, CONFIG_PATH)
-    include, exclude = _listing_patterns(config_bytes)
+    include, exclude = _listing_patterns(config_bytes, cluster)
     if not include:
-        return check_files({}, config_bytes, revision=commit, cache=cache)
+        return check_files({}, config_bytes, revision=commit, cache=cache, cluster=cluster)
     listed = source.list_files(commit, include, exclude)
     blob_ids = {entry.path: entry.blob_id for entry in listed}
     return check_files(_LazyBlobs(source, blob_ids), config_bytes, revision=commit, blob_ids=blob_ids,
-                       cache=cache)
+                       cache=cache, cluster=cluster)
 
 
-def _listing_patterns(config_bytes: bytes | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _listing_patterns(config_bytes: bytes | None,
+                      cluster: str | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     if config_bytes is None:
         return (), ()
     config = parse_config(config_bytes).config
+    if config is not None and cluster:
+        spec = config.cluster_spec(cluster)
+        return (spec.paths, config.exclude) if spec is not None else ((), ())
     return (config.include, config.exclude) if config is not None else ((), ())

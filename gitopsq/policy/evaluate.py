@@ -165,6 +165,7 @@ class _Session:
             "aggregate": b.convert(prune(dict(pi.aggregate), fields["aggregate"])),
             "desired": b.convert({k: list(v) for k, v in pi.desired.items()} if mentions(texts, "desired") else {}),
             "variables": b.convert({}),
+            "cluster": b.convert(str(pi.repo.get("cluster") or "")),  # the cluster judged (docs/fleet.md)
         }
         self._changes: dict[int, tuple[dict[str, object], object]] = {}
         self._owners: dict[str, str | None] = {}

@@ -55,6 +55,8 @@ def sourced_objects(report: Report | None, memo: dict[int, SourcedObject] | None
 def raw_config(report: Report | None) -> Mapping[str, Any] | None:
     if report is None or report.config is None:
         return None
+    if report.config.cluster:  # a cluster's view (docs/fleet.md): its capacity and zones, not the raw file's
+        return report.config.as_policy_dict()
     return report.config.raw or report.config.as_policy_dict()
 
 

@@ -26,7 +26,7 @@ WORK_LIMIT: ContextVar[int | None] = ContextVar("gitopsq_cel_work_limit", defaul
 # Every name an expression may reference; both runtimes declare exactly these (as dyn).
 VARIABLE_NAMES = (
     "object", "oldObject", "operation", "path", "owner", "repo", "previousRepo", "commit", "commits", "actor",
-    "desired", "aggregate", "changes", "request", "variables",
+    "desired", "aggregate", "changes", "request", "variables", "cluster",
 )
 
 REFERENCE = "cel-python"

@@ -110,3 +110,32 @@ def test_a_repository_without_include_or_clusters_still_needs_include() -> None:
     """Dropping include is only allowed when clusters give the paths."""
     result = parsed(HEAD)
     assert any(f.code == "missing-field" and "include" in f.message for f in result.findings)
+
+
+FLAVOR = b"apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: a100}\n"
+
+
+def _queue(gpus: int) -> bytes:
+    return (b"apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: shared}\nspec:\n"
+            b"  namespaceSelector: {}\n  resourceGroups:\n  - coveredResources: [nvidia.com/gpu]\n    flavors:\n"
+            b"    - name: a100\n      resources: [{name: nvidia.com/gpu, nominalQuota: %d}]\n" % gpus)
+
+
+def test_the_pipeline_checks_each_cluster_on_its_own_paths() -> None:
+    """check_files(cluster=...) keeps only that cluster's files, so the same ClusterQueue in two cluster
+    directories is two objects in two clusters, while the union of both would hold a duplicate."""
+    from gitopsq.manifests.pipeline import check_files
+
+    files = {"queues/base/flavors.yaml": FLAVOR, "queues/clusters/prod-eu/cq.yaml": _queue(64),
+             "queues/clusters/prod-us/cq.yaml": _queue(8)}
+    config = TWO.encode()
+    eu = check_files(files, config, cluster="prod-eu")
+    us = check_files(files, config, cluster="prod-us")
+    assert eu.ok and us.ok, [str(f) for f in (*eu.findings, *us.findings)]
+    assert eu.config.cluster == "prod-eu" and eu.files == ("queues/base/flavors.yaml",
+                                                           "queues/clusters/prod-eu/cq.yaml")
+    assert us.files == ("queues/base/flavors.yaml", "queues/clusters/prod-us/cq.yaml")
+    whole = check_files(files, config)
+    assert not whole.ok and any("shared" in (f.obj or "") for f in whole.errors)
+    gone = check_files(files, config, cluster="prod-ap")  # a revision that does not declare the cluster
+    assert gone.entries == () and gone.config.cluster == "prod-ap" and gone.config.include == ()
