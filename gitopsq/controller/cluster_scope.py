@@ -4,23 +4,23 @@ syncs only cluster NAME's revision of the repository, the objects under that clu
 
 - At start, a name the followed branch does not declare is a usage error that lists the declared names
   (`check_cluster`): a typo never syncs an empty revision and prunes the cluster.
-- At every revision, `cluster_validator` judges the revision as the cluster sees it: a revision that no longer
-  declares the cluster is rejected (nothing written, the last good revision stays applied), and of an accepted
-  one only the objects from files under the cluster's paths are kept.
+- At every revision, `cluster_validator` judges the revision as the cluster sees it (its paths, capacity and
+  trust zones: gitopsq.validation.validate_revision with ``cluster``); a revision that no longer declares the
+  cluster is rejected (nothing written, the last good revision stays applied).
 - ``""`` is the implicit single cluster: the whole repository, as before clusters existed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from gitopsq.errors import GitopsqError, UsageError
+from gitopsq.manifests.config_model import CONFIG_PATH
 from gitopsq.source.port import Source
 from gitopsq.sync.model import Validated, Validator
-from gitopsq.sync.plan import key_of_document
 from gitopsq.sync.repo_config import repo_config
+from gitopsq.sync.validate import check_pipeline_validator
+from gitopsq.trust import ForgeApprovals
 
 UNDECLARED = "cluster-undeclared"
 
@@ -49,42 +49,27 @@ def check_cluster(source: Source, branch: str, cluster: str) -> None:
                          f"(declared clusters: {listed})")
 
 
-def cluster_validator(inner: Validator, cluster: str) -> Validator:
-    """``inner`` narrowed to ``cluster``'s revision; ``inner`` itself for the implicit cluster ``""``."""
+def cluster_validator(cluster: str, forge_approvals: ForgeApprovals | None = None) -> Validator:
+    """The sync's validator for ``cluster`` (the check pipeline judging its paths with its capacity and trust
+    zones, gitopsq.validation.validate_revision); for ``""`` the whole repository's."""
+    inner = check_pipeline_validator(forge_approvals, cluster=cluster or None)
     if not cluster:
         return inner
 
     def validate(source: Source, commit: str, previous: str | None) -> Validated:
-        validated = inner(source, commit, previous)
         config = repo_config(source, commit)
-        if config is None:  # gitopsq.yaml does not parse: ``inner`` rejected the revision on its findings
-            return validated
-        names = declared_clusters(config)
-        if cluster not in names:
-            return undeclared(validated, cluster, commit, names)
-        return within_cluster(validated, config.for_cluster(cluster))
+        if config is not None and cluster not in declared_clusters(config):
+            return undeclared(cluster, commit, declared_clusters(config))
+        return inner(source, commit, previous)  # an unparsable gitopsq.yaml is rejected there, on its findings
 
     return validate
 
 
-def undeclared(validated: Validated, cluster: str, commit: str, names: tuple[str, ...]) -> Validated:
+def undeclared(cluster: str, commit: str, names: tuple[str, ...]) -> Validated:
     """The revision rejected because its gitopsq.yaml no longer declares ``cluster``."""
     listed = ", ".join(names) if names else "none"
     message = (f"gitopsq.yaml at {commit[:12]} does not declare cluster {cluster!r} (declared: {listed}); "
                "the last applied revision stays in place")
     finding = {"severity": "error", "code": UNDECLARED, "reason": UNDECLARED, "message": message,
-               "path": "gitopsq.yaml", "line": None, "object": None}
-    return replace(validated, documents=(), findings=(finding, *validated.findings), rejected=True,
-                   reason=message, reason_code="ValidationFailed")
-
-
-def within_cluster(validated: Validated, view: Any) -> Validated:
-    """Only the objects from files the cluster's view selects (its ``paths``). Objects without a known file
-    (none in practice) are kept out: a cluster applies what its paths say, nothing else."""
-    where: Mapping[Any, tuple[str, int]] = validated.locations
-
-    def inside(doc: Mapping[str, Any]) -> bool:
-        place = where.get(key_of_document(doc))
-        return place is not None and bool(view.selects(place[0]))
-
-    return replace(validated, documents=tuple(d for d in validated.documents if inside(d)))
+               "path": CONFIG_PATH, "line": None, "object": None}
+    return Validated((), (finding,), True, message, "ValidationFailed")

@@ -28,7 +28,7 @@ from gitopsq.errors import GitopsqError
 from gitopsq.sync.inventory import Inventory, InventoryFormatError
 from gitopsq.sync.plan import build_plan, key_of_document
 from gitopsq.sync.syncer import SOURCE_LABEL, source_label_value
-from gitopsq.sync.validate import check_pipeline_validator, within_paths
+from gitopsq.sync.validate import within_paths
 from gitopsq.sync.whole import keys_of
 
 READ_TIMEOUT = 10.0  # seconds per request: an unreachable cluster must not hold up the others for long
@@ -144,7 +144,7 @@ def drift_of(rest: KubeRest, view: SourceView, spec: Mapping[str, Any], status: 
              source: Any) -> tuple[tuple[str, str], ...]:
     """The objects where the cluster differs from the cluster's view of the applied revision."""
     assert view.applied is not None
-    validate = cluster_validator(check_pipeline_validator(), view.cluster)
+    validate = cluster_validator(view.cluster)
     validated = within_paths(validate(source, view.applied, view.applied),
                              tuple(str(p) for p in spec.get("paths") or ()))
     if validated.rejected and not validated.documents:

@@ -38,7 +38,6 @@ from gitopsq.sync.loop import SyncLoop
 from gitopsq.sync.model import SyncOptions
 from gitopsq.sync.repo_config import audit_config, repo_config
 from gitopsq.sync.syncer import Syncer, default_source_name
-from gitopsq.sync.validate import check_pipeline_validator
 from gitopsq.webhook.push import GitWebhook, read_secret
 
 _log = logs.get("controller")
@@ -154,9 +153,8 @@ class Wiring:
         self.closers.append(self.reporter.close)
         syncer = Syncer(self.source, KubeRest(self.api_client), SourceRef(f["namespace"], self.source_name()),
                         url=self.source.display, cluster=self.cluster,
-                        validator=self.reporter.validator(cluster_validator(check_pipeline_validator(
-                            approvals_reader(self.reporter.forge) if self.reporter.forge is not None else None),
-                            self.cluster)))
+                        validator=self.reporter.validator(cluster_validator(self.cluster, approvals_reader(
+                            self.reporter.forge) if self.reporter.forge is not None else None)))
         if self.audit is not None:
             syncer.audit = SyncAuditRecords(self.audit, self.source, syncer.validated_at, forge=self.reporter.forge)
 
