@@ -69,7 +69,7 @@ def quotas(env: Envtest, repo: FleetRepo) -> tuple[str, str]:
 def status(*kubeconfigs: Path) -> tuple[int, dict[str, Any]]:
     args = [a for k in kubeconfigs for a in ("--kubeconfig", str(k))]
     done = subprocess.run([sys.executable, "-m", "gitopsq", "status", *args, "-o", "json"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, check=False)
     assert done.stdout.startswith("{"), done.stderr
     return done.returncode, json.loads(done.stdout)
 
@@ -109,6 +109,13 @@ def test_two_clusters_converge_to_their_own_overlays_from_one_repository(kueue_c
         first = repo._git("rev-parse", "HEAD")
         wait_for(lambda: applied(east_rig, repo) == first and applied(west_rig, repo) == first, WAIT, "first sync")
         assert quotas(east_rig, repo) == ("8", "4") and quotas(west_rig, repo) == ("16", "4")
+        events = KubeRest(west_rig.api_client()).request(
+            "GET", f"/api/v1/namespaces/{NS}/events", query=[("labelSelector", "gitopsq.dev/cluster=west")])
+        assert events["items"] and {e["reportingInstance"] for e in events["items"]} == {"gitopsq/west"}
+        revision_series = [line for line in started[0].scrape().splitlines()
+                           if line.startswith("gitopsq_sync_applied_revision_info{")]
+        assert revision_series and all('cluster="east"' in line for line in revision_series)
+        assert any(f'revision="{first}"' in line for line in revision_series)
 
         repo.set_quota("east", "12", "a")  # one change, both overlays, differently
         repo.set_quota("west", "6", "b")
