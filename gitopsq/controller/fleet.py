@@ -23,12 +23,12 @@ from gitopsq.cluster.apply import Backoff, KubeRest, read_live
 from gitopsq.cluster.kinds import GIT_SOURCE, LOCAL_QUEUE, WORKLOAD
 from gitopsq.cluster.kube import ClusterNotFound, load_api_client
 from gitopsq.cluster.status import CLUSTER_LABEL, SourceRef
-from gitopsq.controller.cluster_scope import cluster_validator
 from gitopsq.errors import GitopsqError
+from gitopsq.manifests import check_revision
 from gitopsq.sync.inventory import Inventory, InventoryFormatError
 from gitopsq.sync.plan import build_plan, key_of_document
 from gitopsq.sync.syncer import SOURCE_LABEL, source_label_value
-from gitopsq.sync.validate import within_paths
+from gitopsq.sync.validate import from_report, within_paths
 from gitopsq.sync.whole import keys_of
 
 READ_TIMEOUT = 10.0  # seconds per request: an unreachable cluster must not hold up the others for long
@@ -135,7 +135,7 @@ def _source_view(rest: KubeRest, item: Mapping[str, Any], *, repo: str | None, o
         return view
     try:
         found = drift_of(rest, view, spec, status, open_source(repo or view.url))
-    except (GitopsqError, InventoryFormatError, OSError) as err:
+    except (GitopsqError, InventoryFormatError, OSError, ValueError) as err:  # ValueError: duplicate objects
         return replace(view, drift_error=str(err))
     return replace(view, drift=found)
 
@@ -144,11 +144,9 @@ def drift_of(rest: KubeRest, view: SourceView, spec: Mapping[str, Any], status: 
              source: Any) -> tuple[tuple[str, str], ...]:
     """The objects where the cluster differs from the cluster's view of the applied revision."""
     assert view.applied is not None
-    validate = cluster_validator(view.cluster)
-    validated = within_paths(validate(source, view.applied, view.applied),
-                             tuple(str(p) for p in spec.get("paths") or ()))
-    if validated.rejected and not validated.documents:
-        raise GitopsqError(f"revision {view.applied[:12]} cannot be read for this cluster: {validated.reason}")
+    # The objects only: the revision was judged (trust, policies) when it was applied.
+    report = check_revision(source, view.applied, cluster=view.cluster or None)
+    validated = within_paths(from_report(report), tuple(str(p) for p in spec.get("paths") or ()))
     inventory = Inventory.from_status(status.get("inventory"))
     label = source_label_value(SourceRef(view.namespace, view.name))
     live = read_live(rest, keys_of(validated.documents, inventory), selector=f"{SOURCE_LABEL}={label}")
