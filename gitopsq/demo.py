@@ -12,7 +12,10 @@ Steps, each reported as a `Step` (ok or failed — never faked):
    gitopsq.yaml names (default ``gitopsq/audit``) through `AuditTrail`, at the simulated times (t=0 is the commit
    time);
 6. **report**: write ``report.txt`` (timeline and per-ClusterQueue table), ``result.json`` (the ``simulate
-   --output json`` object) and ``usage.html`` / ``usage.svg``.
+   --output json`` object) and ``usage.html`` / ``usage.svg``;
+7. **fleet** (when the template holds ``fleet/``, the two-cluster layout of docs/fleet.md): commit it as its own
+   repository, propose more GPUs for ml-research on prod-us on a branch, and plan that pull request cluster by
+   cluster (``fleet-plan.txt``): prod-us changes, prod-eu is left alone.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from gitopsq.admission.topology import STRATEGIES, Settings
 from gitopsq.audit import AuditTrail, TrailSettings, records
 from gitopsq.audit.approvals import commit_info
 from gitopsq.errors import GitopsqError, UsageError
+from gitopsq.manifests.config import CONFIG_PATH, parse_config
 from gitopsq.simulate import chart
 from gitopsq.simulate.chart import nominal_quotas
 from gitopsq.simulate.engine import simulate
@@ -46,6 +50,8 @@ _log = logs.get("demo")
 
 TRACE_PATH = "traces/sample.yaml"
 REPO_DIR = "queues"
+FLEET_DIR = "fleet"  # the template's two-cluster layout (docs/fleet.md), a repository of its own
+FLEET_CHANGE = ("clusters/prod-us/teams/ml-research/gpu-budget.yaml", "nvidia.com/gpu: 8,", "nvidia.com/gpu: 16,")
 DEMO_AUTHOR = ("gitopsq demo", "demo@gitopsq.invalid")
 # The first commit is the platform team's: in the template's gitopsq.yaml Alice is a platform maintainer, so the
 # built-in policies (platform-only-global, team-owns-path) accept the repository's first revision.
@@ -75,6 +81,8 @@ class DemoOutcome:
     charts: tuple[Path, ...] = ()
     audit_branch: str | None = None
     audit_records: int = 0
+    fleet: Any = None  # the fleet's pull-request plan (gitopsq.plan.fleet_plan.FleetPlan), when the template has one
+    fleet_plan: Path | None = None
 
     @property
     def ok(self) -> bool:
@@ -108,7 +116,11 @@ def prepare_directory(directory: Path) -> Path:
 
 def make_repository(template: Path, target: Path, when: datetime) -> str:
     """Copy ``template`` to ``target`` as a fresh Git repository with one commit on ``main``; its id."""
-    shutil.copytree(template, target, ignore=shutil.ignore_patterns(".git", "__pycache__"))
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        top = Path(directory) == template  # the fleet layout is a repository of its own (step 7)
+        return {n for n in names if n in (".git", "__pycache__") or (top and n == FLEET_DIR)}
+
+    shutil.copytree(template, target, ignore=ignore)
     repo = pygit2.init_repository(str(target), bare=False, initial_head="main")
     repo.index.add_all()
     repo.index.write()
@@ -117,6 +129,22 @@ def make_repository(template: Path, target: Path, when: datetime) -> str:
     commit = repo.create_commit("refs/heads/main", signature, signature,
                                 "Queue definitions from the gitopsq repository template\n", tree, [])
     return str(commit)
+
+
+def _commit_change(target: Path, branch: str, change: tuple[str, str, str], who: tuple[str, str],
+                   when: datetime) -> None:
+    """Commit ``change`` (path, old text, new text) on a new ``branch`` off main, leaving main checked out."""
+    repo = pygit2.Repository(str(target))
+    path, old, new = change
+    main = repo.branches["main"].peel(pygit2.Commit)
+    text = (target / path).read_text(encoding="utf-8")
+    blob = repo.create_blob(text.replace(old, new).encode())
+    index = pygit2.Index()
+    index.read_tree(main.tree)
+    index.add(pygit2.IndexEntry(path, blob, pygit2.enums.FileMode.BLOB))
+    signature = pygit2.Signature(*who, int(when.timestamp()) + 60, 0)
+    repo.create_commit(f"refs/heads/{branch}", signature, signature, f"{branch}: {path}\n",
+                       index.write_tree(repo), [main.id])
 
 
 # --- sync and check: the same source and pipeline as the controller and `gitopsq check` ------------------------
@@ -310,4 +338,41 @@ def run_demo(directory: Path, template: Path | None = None, *, now: datetime | N
         return outcome
     _audit(outcome, start, report.config)
     _report(outcome, list(report.objects))
+    if (template / FLEET_DIR / "gitopsq.yaml").is_file():
+        _fleet(outcome, template / FLEET_DIR, start)
     return outcome
+
+
+def _fleet(outcome: DemoOutcome, template: Path, start: datetime) -> None:
+    """Step 7: the two-cluster layout as its own repository, and a pull request's plan cluster by cluster."""
+    # Imported on use: only a template with a fleet layout needs the plan stack.
+    from gitopsq.plan.fleet_plan import ClusterPlan, FleetPlan
+    from gitopsq.plan.pr_plan import build_plan
+    from gitopsq.plan.render_fleet import fleet_text
+
+    target = outcome.directory / FLEET_DIR
+    base = make_repository(template, target, start)
+    _commit_change(target, "more-gpus", FLEET_CHANGE, ("Carol Chen", "carol@example.com"), start)
+    try:
+        source = open_source(str(target))
+        head = source.resolve("more-gpus")
+        config = parse_config(source.read_file(head, CONFIG_PATH) or b"").config
+        names = config.cluster_names() if config is not None else ()
+        plans = []
+        for name in names:
+            checked = validate_revision(source, head, base=base, cluster=name)
+            plans.append(ClusterPlan(name, build_plan(
+                repository=source.display, base_ref="main", base_sha=base, base=checked.base_report,
+                head_ref="more-gpus", head_sha=head, head=checked.report, touched_paths=checked.touched,
+                history="ancestor", policies=checked.policies)))
+    except GitopsqError as err:
+        outcome.add("fleet", FAILED, str(err))
+        return
+    fleet = FleetPlan(tuple(plans))
+    outcome.fleet, outcome.fleet_plan = fleet, outcome.directory / "fleet-plan.txt"
+    outcome.fleet_plan.write_text(fleet_text(fleet), encoding="utf-8")
+    changed = ", ".join(p.cluster for p in fleet.changed) or "none"
+    outcome.add("fleet", FAILED if fleet.rejected else OK,
+                f"{len(names)} clusters from one repository; the plan of branch more-gpus changes {changed}, "
+                f"leaves {', '.join(fleet.unchanged) or 'none'} alone, {'rejected' if fleet.rejected else 'accepted'}"
+                " (gitopsq plan, cluster by cluster)")

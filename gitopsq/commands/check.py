@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import click
 
 from gitopsq.commands.repo import locate, warn_if_dirty, why_plain
-from gitopsq.errors import EXIT_OK, EXIT_REJECTED, SourceError
+from gitopsq.errors import EXIT_OK, EXIT_REJECTED, SourceError, UsageError
 from gitopsq.manifests import DEFAULT_CACHE, FileResult, LoadedObject, Report
 from gitopsq.manifests.pipeline import CACHE_VERSION
 from gitopsq.progress import CountingCache, for_stderr
@@ -190,14 +190,25 @@ def cache_file(display: str) -> Path | None:
 
 
 def load_report(repo: str, rev: str, *, worktree: bool = False, use_cache: bool = True,
-                base: str | None = None) -> tuple[Report, str]:
+                base: str | None = None, cluster: str | None = None) -> tuple[Report, str]:
     """Check REPO at REV and judge it with the CEL policies (gitopsq.validation, the path every caller shares);
     returns the report and how to name the repository. Source failures raise SourceError.
 
     Policies judge the change since ``base`` (a branch, tag or commit), by default the change REV itself brings
-    (against its first parent); a root commit or a plain directory is judged whole.
+    (against its first parent); a root commit or a plain directory is judged whole. A repository declaring
+    several clusters needs ``cluster`` (UsageError listing them otherwise; `load_reports` judges them all).
     """
+    reports, display = load_reports(repo, rev, worktree=worktree, use_cache=use_cache, base=base, cluster=cluster,
+                                    single=True)
+    return reports[0][1], display
+
+
+def load_reports(repo: str, rev: str, *, worktree: bool = False, use_cache: bool = True, base: str | None = None,
+                 cluster: str | None = None, single: bool = False) -> tuple[list[tuple[str, Report]], str]:
+    """`load_report` for every cluster judged (docs/fleet.md): ``[(cluster name, report)]`` in gitopsq.yaml's
+    order, one ``("", report)`` for a repository without clusters; ``single`` requires one cluster."""
     # Imported on use for CLI start-up time: pygit2 and the policy stack wait until a check runs.
+    from gitopsq.commands.clusters import choose, declared_clusters
     from gitopsq.commands.policy import backend_from_env
     from gitopsq.source import DirectorySource, open_any, open_directory
     from gitopsq.validation import validate_revision
@@ -207,6 +218,10 @@ def load_report(repo: str, rev: str, *, worktree: bool = False, use_cache: bool 
     if isinstance(source, DirectorySource) and not worktree:
         click.echo(NOTE_PLAIN_DIRECTORY.format(why=why_plain(repo)), err=True)
     commit = source.resolve(rev)
+    names = choose(declared_clusters(source, commit), cluster)
+    if single and len(names) > 1:
+        raise UsageError(f"{repo} declares {len(names)} clusters in gitopsq.yaml ({', '.join(names)}): choose one "
+                         "with --cluster NAME")
     if not isinstance(source, DirectorySource):
         warn_if_dirty(repo, source.display, commit, _head(source))
     cache = DiskCache(cache_file(str(Path(repo).resolve()) if Path(repo).exists() else source.display)
@@ -214,13 +229,15 @@ def load_report(repo: str, rev: str, *, worktree: bool = False, use_cache: bool 
     base_sha: str | bool = source.resolve(base) if base is not None else True
     progress = for_stderr()
     progress.start("gitopsq: reading files")
+    reports = []
     try:
-        report = validate_revision(source, commit, base=base_sha, cache=CountingCache(cache, progress),
-                                   backend=backend_from_env()).report
+        for name in names:
+            reports.append((name, validate_revision(source, commit, base=base_sha, cache=CountingCache(cache, progress),
+                                                    backend=backend_from_env(), cluster=name or None).report))
     finally:
         progress.done()
     cache.save()
-    return report, source.display
+    return reports, source.display
 
 
 def _head(source: Any) -> str | None:
@@ -231,8 +248,8 @@ def _head(source: Any) -> str | None:
     return head
 
 
-def format_text(report: Report, display: str) -> str:
-    """Findings grouped by file (a blank line between files), then one summary line."""
+def format_text(report: Report, display: str, cluster: str = "") -> str:
+    """Findings grouped by file (a blank line between files), then one summary line (naming ``cluster``)."""
     lines: list[str] = []
     previous: str | None = None
     for finding in report.findings:
@@ -243,7 +260,7 @@ def format_text(report: Report, display: str) -> str:
         lines.append(str(finding))
     errors, warnings = len(report.errors), len(report.warnings)
     objects = len(report.entries) + len(report.passthrough)
-    where = f"{display} at {_short(report.revision)}"
+    where = f"{display} at {_short(report.revision)}" + (f" (cluster {cluster})" if cluster else "")
     counted = f"{objects} object{'s' * (objects != 1)} in {len(report.files)} file{'s' * (len(report.files) != 1)}"
     if errors:
         summary = (f"✗ {where}: {errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)} "
@@ -263,8 +280,27 @@ def _short(revision: str | None) -> str:
     return revision[:12] if len(revision) == 40 else revision
 
 
-def report_json(report: Report, display: str) -> dict[str, Any]:
-    return {"repository": display, **report.to_json()}
+def report_json(report: Report, display: str, cluster: str = "") -> dict[str, Any]:
+    return {"repository": display, **report.to_json(), **({"cluster": cluster} if cluster else {})}
+
+
+def format_clusters(reports: list[tuple[str, Report]], display: str) -> str:
+    """Each cluster's findings and summary (`format_text`), then a line over all of them when there are several."""
+    if len(reports) == 1:
+        return format_text(reports[0][1], display, reports[0][0])
+    parts = [f"── cluster {name} ──\n" + format_text(report, display, name) for name, report in reports]
+    bad = [name for name, report in reports if not report.ok]
+    last = (f"✗ {len(bad)} of {len(reports)} clusters rejected: {', '.join(bad)}" if bad
+            else f"✓ all {len(reports)} clusters valid: {', '.join(n for n, _ in reports)}")
+    return "\n\n".join([*parts, last])
+
+
+def clusters_json(reports: list[tuple[str, Report]], display: str) -> dict[str, Any]:
+    """One cluster: `report_json`; several: ``{repository, ok, clusters: [report_json…]}`` (docs/check.md)."""
+    if len(reports) == 1:
+        return report_json(reports[0][1], display, reports[0][0])
+    return {"repository": display, "ok": all(r.ok for _, r in reports),
+            "clusters": [report_json(r, display, name) for name, r in reports]}
 
 
 @click.command(name="check")
@@ -275,19 +311,22 @@ def report_json(report: Report, display: str) -> dict[str, Any]:
               "(default: the change REV itself brings, against its first parent).")
 @click.option("--worktree", is_flag=True, help="Check the files on disk in REPO (a directory), not a commit.")
 @click.option("--no-cache", is_flag=True, help="Parse every file again instead of reusing earlier results.")
+@click.option("--cluster", metavar="NAME", help="Judge only this cluster of gitopsq.yaml (default: every one).")
 @click.pass_context
 def command(ctx: click.Context, *, repo: str, rev: str, base: str | None, output: str, worktree: bool,
-            no_cache: bool) -> None:
+            no_cache: bool, cluster: str | None) -> None:
     """Validate REPO at REV: gitopsq.yaml, YAML, Kueue's schema and rules, references, signatures, CEL policies.
 
     REPO is a local path (Git repository or plain directory; a subdirectory stands for its repository, as in
     git) or a URL. A Git repository's commit is checked, not its uncommitted files (a note names them; add
     --worktree for the files on disk). Exit 0 when there is no error (warnings allowed), 1 when there is, 2 for
-    a usage error, 3 when the repository or revision cannot be read.
+    a usage error, 3 when the repository or revision cannot be read. A repository declaring clusters is
+    judged cluster by cluster (docs/fleet.md); exit 1 when any is rejected.
     """
-    report, display = load_report(repo, rev, worktree=worktree, use_cache=not no_cache, base=base)
+    reports, display = load_reports(repo, rev, worktree=worktree, use_cache=not no_cache, base=base,
+                                    cluster=cluster)
     if output == "json":
-        click.echo(json.dumps(report_json(report, display), indent=2, ensure_ascii=False))
+        click.echo(json.dumps(clusters_json(reports, display), indent=2, ensure_ascii=False))
     else:
-        click.echo(format_text(report, display))
-    ctx.exit(EXIT_OK if report.ok else EXIT_REJECTED)
+        click.echo(format_clusters(reports, display))
+    ctx.exit(EXIT_OK if all(r.ok for _, r in reports) else EXIT_REJECTED)

@@ -59,12 +59,17 @@ def describe(outcome: object) -> str:
         lines.append(f"  chart          {chart}")
     if outcome.audit_branch:
         lines.append(f"  audit branch   {outcome.audit_branch} in the repository")
+    if outcome.fleet_plan is not None:
+        lines.append(f"  fleet plan     {outcome.fleet_plan}   (two clusters, one pull request: docs/fleet.md)")
     lines += ["", "Next:"]
     if outcome.audit_branch:
         lines.append(f"  gitopsq audit verify {outcome.repository}")
         lines.append(f"  gitopsq audit export {outcome.repository} --output html --to audit.html")
     lines.append(f"  gitopsq simulate {outcome.repository / 'traces' / 'sample.yaml'} --output text")
     lines.append(f"  gitopsq check {outcome.repository}")
+    if outcome.fleet_plan is not None:
+        fleet = outcome.directory / "fleet"
+        lines.append(f"  gitopsq plan {fleet} --base main --head more-gpus --output markdown")
     return "\n".join(lines)
 
 

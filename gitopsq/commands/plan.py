@@ -20,21 +20,21 @@ from gitopsq.admission.topology import Settings
 from gitopsq.api import model as m
 from gitopsq.api.codec import encode
 from gitopsq.commands.check import DiskCache, cache_file
+from gitopsq.commands.clusters import choose, declared_clusters
 from gitopsq.commands.policy import backend_from_env
 from gitopsq.commands.repo import locate
 from gitopsq.errors import ClusterError, ScenarioError, SourceError, UsageError
 from gitopsq.forge.post import post_plan, post_target
 from gitopsq.manifests import CONFIG_PATH, check_revision
 from gitopsq.manifests.config_model import RepoConfig
+from gitopsq.plan.fleet_plan import ClusterPlan, FleetPlan
 from gitopsq.plan.impact import CurrentAdmission, CurrentWorkload, assess, compare_trace, from_trace
 from gitopsq.plan.pr_plan import History, PrPlan, build_plan
-from gitopsq.plan.render_json import render_json
-from gitopsq.plan.render_markdown import render_markdown
-from gitopsq.plan.render_text import render_text
+from gitopsq.plan.render_fleet import fleet_json, fleet_markdown, fleet_text
 from gitopsq.simulate.scenario import Scenario, parse_scenario
 from gitopsq.simulate.scenario import _Parser as _ScenarioParser
 from gitopsq.source import DirectorySource, open_any
-from gitopsq.validation import judge
+from gitopsq.validation import ValidationCache, judge
 
 WORKLOADS_PATH = "/apis/kueue.x-k8s.io/v1beta2/workloads"
 
@@ -132,36 +132,84 @@ def _history(source: Any, base: str, head: str) -> tuple[History, list[str]]:
                         "preview"]
 
 
-def make_plan(repo: str, base_rev: str, head_rev: str, *, cluster: str | None = None, workloads: str | None = None,
-              trace: str | None = None, use_cache: bool = True) -> PrPlan:
-    """Everything `gitopsq plan` computes, as a `PrPlan` (used by the command, tests and benchmarks)."""
+def make_plan(repo: str, base_rev: str, head_rev: str, *, cluster: str | None = None,
+              kubeconfig: str | None = None, workloads: str | None = None, trace: str | None = None,
+              use_cache: bool = True) -> PrPlan:
+    """Everything `gitopsq plan` computes for one cluster, as a `PrPlan` (used by tests and benchmarks).
+    ``cluster`` names a cluster of gitopsq.yaml (required when it declares several; docs/fleet.md)."""
+    fleet = make_fleet_plan(repo, base_rev, head_rev, cluster=cluster, kubeconfig=kubeconfig, workloads=workloads,
+                            trace=trace, use_cache=use_cache)
+    if len(fleet.plans) != 1:
+        raise UsageError(f"the head declares {len(fleet.plans)} clusters: name one, or use make_fleet_plan")
+    return fleet.first
+
+
+def make_fleet_plan(repo: str, base_rev: str, head_rev: str, *, cluster: str | None = None,
+                    kubeconfig: str | None = None, workloads: str | None = None, trace: str | None = None,
+                    use_cache: bool = True) -> FleetPlan:
+    """Everything `gitopsq plan` computes: a `PrPlan` per cluster judged (every cluster the head's gitopsq.yaml
+    declares, or ``cluster`` alone; the implicit one without clusters). Impact options read one cluster's work,
+    so they need one cluster judged. ``cluster`` that names no declared cluster but an existing file is the old
+    ``--cluster KUBECONFIG`` (deprecated: a warning)."""
     repo = locate(repo)  # from a subdirectory: its repository's root, as git does
     source = open_any(repo)
     if isinstance(source, DirectorySource):
         raise UsageError(f"{repo} is not the root of a Git repository: plan compares two revisions of one")
     base_sha, head_sha = source.resolve(base_rev), source.resolve(head_rev)
+    declared = declared_clusters(source, head_sha)
+    warnings: list[str] = []
+    if cluster is not None and cluster not in declared and Path(cluster).is_file():
+        if kubeconfig is not None:
+            raise UsageError(f"--cluster {cluster} is a file, not a cluster of gitopsq.yaml, and --kubeconfig is "
+                             "given too")
+        warnings.append(f"--cluster {cluster}: a kubeconfig given as --cluster is deprecated; use --kubeconfig "
+                        f"{cluster} (--cluster now names a cluster of gitopsq.yaml)")
+        cluster, kubeconfig = None, cluster
+    names = choose(declared, cluster)
+    if len(names) > 1 and (kubeconfig or workloads or trace):
+        raise UsageError(f"--kubeconfig, --workloads and --trace describe one cluster's work; gitopsq.yaml declares "
+                         f"{', '.join(names)}: choose one with --cluster NAME")
     cache = DiskCache(cache_file(str(Path(repo).resolve()) if Path(repo).exists() else source.display)
                       if use_cache else None)
-    base_report = check_revision(source, base_sha, cache=cache)
-    head_report = check_revision(source, head_sha, cache=cache)
-    cache.save()
     history, notes = _history(source, base_sha, head_sha)
+    authors = _authors(source, base_sha, head_sha)
+    policy_cache = ValidationCache()  # policies compile once for every cluster
+    plans = []
+    for name in names:
+        plans.append(ClusterPlan(name, _cluster_plan(
+            source, name, (base_rev, base_sha), (head_rev, head_sha), cache=cache, policy_cache=policy_cache,
+            history=history, notes=notes, authors=authors, kubeconfig=kubeconfig, workloads=workloads,
+            trace=trace)))
+    cache.save()
+    removed = tuple(n for n in declared_clusters(source, base_sha) if n not in declared)
+    return FleetPlan(tuple(plans), removed, tuple(warnings))
+
+
+def _cluster_plan(source: Any, cluster: str, base: tuple[str, str], head: tuple[str, str], *,
+                  cache: DiskCache, policy_cache: ValidationCache, history: History, notes: list[str],
+                  authors: list[str], kubeconfig: str | None, workloads: str | None, trace: str | None) -> PrPlan:
+    (base_rev, base_sha), (head_rev, head_sha) = base, head
+    notes = list(notes)
+    base_report = check_revision(source, base_sha, cache=cache, cluster=cluster or None)
+    head_report = check_revision(source, head_sha, cache=cache, cluster=cluster or None)
     policies, touched = judge(source, head_sha, head_report, base=base_sha, base_report=base_report,
-                              backend=backend_from_env())
+                              backend=backend_from_env(), cache=policy_cache)
     if base_report.config is None and source.read_file(base_sha, CONFIG_PATH) is None:
         notes.append(f"the base revision has no {CONFIG_PATH}: every head object counts as added")
+    elif cluster and base_report.config is not None and cluster not in base_report.config.cluster_names():
+        notes.append(f"the base revision does not declare cluster {cluster}: every head object counts as added")
     base_settings, head_settings = settings_of(base_report.config), settings_of(head_report.config)
     impact_notes: list[str] = []
     current: tuple[CurrentWorkload, ...] | None = None
     if workloads is not None:
         current = from_trace(scenario_with_objects(workloads, base_report.objects).workloads)
         impact_notes.append(f"workloads from the snapshot file {workloads}")
-    if cluster is not None:
+    if kubeconfig is not None:
         try:
-            current = (current or ()) + cluster_workloads(cluster)
-            impact_notes.append(f"workloads read from the cluster of {cluster}")
+            current = (current or ()) + cluster_workloads(kubeconfig)
+            impact_notes.append(f"workloads read from the cluster of {kubeconfig}")
         except ClusterError as err:
-            impact_notes.append(f"the cluster of {cluster} is unreachable ({err}): no impact from live workloads")
+            impact_notes.append(f"the cluster of {kubeconfig} is unreachable ({err}): no impact from live workloads")
     impact = None
     if current is not None:
         impact = assess(base_report.objects, head_report.objects, current, base_settings=base_settings,
@@ -174,7 +222,7 @@ def make_plan(repo: str, base_rev: str, head_rev: str, *, cluster: str | None = 
     return build_plan(repository=source.display, base_ref=base_rev, base_sha=base_sha, base=base_report,
                       head_ref=head_rev, head_sha=head_sha, head=head_report, touched_paths=touched, history=history,
                       policies=policies, notes=notes, impact=impact, trace=trace_impact, impact_notes=impact_notes,
-                      authors=_authors(source, base_sha, head_sha))
+                      authors=authors)
 
 
 def _authors(source: Any, base: str, head: str) -> list[str]:
@@ -189,7 +237,9 @@ def _authors(source: Any, base: str, head: str) -> list[str]:
 @click.argument("repo")
 @click.option("--base", "base_rev", required=True, help="The revision the pull request merges into.")
 @click.option("--head", "head_rev", required=True, help="The pull request's revision.")
-@click.option("--cluster", metavar="KUBECONFIG", help="Read current Workloads from this cluster for the impact.")
+@click.option("--cluster", metavar="NAME", help="Plan only this cluster of gitopsq.yaml (default: every one; a "
+              "kubeconfig file here is the deprecated form of --kubeconfig).")
+@click.option("--kubeconfig", metavar="FILE", help="Read current Workloads from this cluster for the impact.")
 @click.option("--workloads", metavar="FILE", help="Current workloads: the scenario `workloads` list (with admitted).")
 @click.option("--trace", metavar="FILE", help="A scenario trace to replay on base and on head (waits per queue).")
 @click.option("--output", "-o", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
@@ -202,20 +252,24 @@ def _authors(source: Any, base: str, head: str) -> list[str]:
 @click.option("--token-file", metavar="FILE", help="File holding the forge token (else $GITOPSQ_FORGE_TOKEN).")
 @click.pass_context
 def command(ctx: click.Context, *, repo: str, base_rev: str, head_rev: str, cluster: str | None,
-            workloads: str | None, trace: str | None, output: str, no_cache: bool, post: bool, forge: str | None,
-            forge_url: str | None, repo_slug: str | None, pr: int | None, token_file: str | None) -> None:
+            kubeconfig: str | None, workloads: str | None, trace: str | None, output: str, no_cache: bool, post: bool,
+            forge: str | None, forge_url: str | None, repo_slug: str | None, pr: int | None,
+            token_file: str | None) -> None:
     """What merging HEAD into BASE would change: object diff, quota table, policy verdicts, approvals, impact.
 
-    Exit 0 when the head revision passes check and no policy denies it, 1 when it does not, 2 for a usage
+    A repository declaring clusters gets a section per cluster the change touches (docs/fleet.md). Exit 0 when
+    the head revision passes check and no policy denies it (on every cluster), 1 when it does not, 2 for a usage
     error, 3 when the repository or a revision cannot be read or the forge refuses --post.
     """
     target = post_target(post, forge=forge, url=forge_url, slug=repo_slug, pr=pr, token_file=token_file)
-    plan = make_plan(repo, base_rev, head_rev, cluster=cluster, workloads=workloads, trace=trace,
-                     use_cache=not no_cache)
-    rendered = {"json": render_json, "markdown": render_markdown}.get(output, render_text)(plan)
+    plan = make_fleet_plan(repo, base_rev, head_rev, cluster=cluster, kubeconfig=kubeconfig, workloads=workloads,
+                           trace=trace, use_cache=not no_cache)
+    for warning in plan.warnings:
+        click.echo(f"gitopsq: warning: {warning}", err=True)
+    rendered = {"json": fleet_json, "markdown": fleet_markdown}.get(output, fleet_text)(plan)
     click.echo(rendered, nl=not rendered.endswith("\n"))
     if target is not None:
-        comment = post_plan(render_markdown(plan), target)
+        comment = post_plan(fleet_markdown(plan), target)
         click.echo(f"gitopsq: plan {'posted as' if comment.created else 'updated in'} comment {comment.id} on "
                    f"{target.slug}#{target.pr}", err=True)
     ctx.exit(plan.exit_code)

@@ -36,19 +36,26 @@ def render_json(report: Report, display: str) -> dict[str, Any]:
 @click.option("--no-cache", is_flag=True, help="Parse every file again instead of reusing earlier results.")
 @click.option("--output", "-o", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True,
               help="json: one document with the manifests under items and the findings.")
+@click.option("--cluster", metavar="NAME", help="The cluster of gitopsq.yaml to render (required when it declares "
+              "clusters: docs/fleet.md).")
 @click.pass_context
-def command(ctx: click.Context, *, repo: str, rev: str, worktree: bool, no_cache: bool, output: str) -> None:
+def command(ctx: click.Context, *, repo: str, rev: str, worktree: bool, no_cache: bool, output: str,
+            cluster: str | None) -> None:
     """Print REPO at REV as normalised kueue.x-k8s.io/v1beta2 manifests, in apply order.
 
     Warnings go to stderr and do not stop rendering; any error prints the findings on stderr and exits 1.
-    With --output json everything, findings included, is in the one JSON document on stdout.
+    With --output json everything, findings included, is in the one JSON document on stdout. A repository
+    declaring clusters renders one cluster's revision: --cluster NAME (exit 2 listing the names without it).
     """
-    report, display = load_report(repo, rev, worktree=worktree, use_cache=not no_cache)
+    report, display = load_report(repo, rev, worktree=worktree, use_cache=not no_cache, cluster=cluster)
     if output == "json":
-        click.echo(json.dumps(render_json(report, display), indent=2, ensure_ascii=False))
+        doc = render_json(report, display)
+        if report.config is not None and report.config.cluster:
+            doc["cluster"] = report.config.cluster
+        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
         ctx.exit(EXIT_OK if report.ok else EXIT_REJECTED)
     if not report.ok:
-        click.echo(format_text(report, display), err=True)
+        click.echo(format_text(report, display, cluster or ""), err=True)
         ctx.exit(EXIT_REJECTED)
     for warning in report.warnings:
         click.echo(str(warning), err=True)

@@ -6,8 +6,10 @@ is printed on stderr as ``file:line: …``) or the scenario is invalid, 2 on a u
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
+import json
 from pathlib import Path
 
 import click
@@ -15,7 +17,7 @@ import click
 from gitopsq.errors import EXIT_OK, EXIT_REJECTED, UsageError
 from gitopsq.simulate.engine import failed_expectations, simulate
 from gitopsq.simulate.result import Result, to_json
-from gitopsq.simulate.scenario import parse_scenario
+from gitopsq.simulate.scenario import Scenario, parse_scenario
 
 
 def _compact_text(result: Result) -> str:
@@ -48,19 +50,55 @@ def render_text(result: Result) -> str:
     return _compact_text(result)
 
 
+def _on_repository(parsed: Scenario, repo: str, rev: str, cluster: str | None) -> list[tuple[str, Scenario]]:
+    """The scenario once per cluster judged, its objects (and ``admission`` settings, when declared) replaced by
+    that cluster's revision of REPO (docs/fleet.md); a revision with errors is a usage error naming them."""
+    # Imported on use for CLI start-up time: the check pipeline loads pygit2 and the policy stack.
+    from gitopsq.commands.check import format_text, load_reports
+    from gitopsq.commands.plan import settings_of
+
+    reports, display = load_reports(repo, rev, cluster=cluster)
+    out = []
+    for name, report in reports:
+        if not report.ok:
+            raise UsageError(f"--repo {repo}: the revision does not pass check, nothing to simulate on\n"
+                             + format_text(report, display, name))
+        settings = settings_of(report.config) or parsed.settings
+        out.append((name, dataclasses.replace(parsed, objects=tuple(report.objects), settings=settings)))
+    return out
+
+
 @click.command(name="simulate")
 @click.argument("scenario", type=click.Path(path_type=Path))
 @click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="json: the stable, documented result object.")
+@click.option("--repo", metavar="REPO", help="Replay on the queue objects of this repository (not the scenario's).")
+@click.option("--rev", default="HEAD", show_default=True, help="With --repo: the revision to take objects from.")
+@click.option("--cluster", metavar="NAME", help="With --repo: only this cluster of gitopsq.yaml (default: every one).")
 @click.pass_context
-def command(ctx: click.Context, scenario: Path, output: str) -> None:
-    """Replay SCENARIO.yaml on the admission core."""
+def command(ctx: click.Context, scenario: Path, *, output: str, repo: str | None, rev: str,
+            cluster: str | None) -> None:
+    """Replay SCENARIO.yaml on the admission core (on REPO's objects, cluster by cluster, with --repo)."""
     if not scenario.is_file():
         raise UsageError(f"{scenario}: no such scenario file")
+    if cluster is not None and repo is None:
+        raise UsageError("--cluster names a cluster of a repository's gitopsq.yaml: give --repo too")
     parsed = parse_scenario(scenario.read_text(encoding="utf-8"), str(scenario))
-    result = simulate(parsed)
-    click.echo(to_json(result) if output == "json" else render_text(result))
-    failures = failed_expectations(parsed, result)
-    for failure in failures:
-        click.echo(f"expectation failed: {failure}", err=True)
-    ctx.exit(EXIT_REJECTED if failures else EXIT_OK)
+    runs = [("", parsed)] if repo is None else _on_repository(parsed, repo, rev, cluster)
+    failed = False
+    results = []
+    for name, run in runs:
+        result = simulate(run)
+        results.append((name, result))
+        if output != "json":
+            click.echo((f"── cluster {name} ──\n" if name else "") + render_text(result))
+        for failure in failed_expectations(run, result):
+            failed = True
+            click.echo(f"expectation failed{f' on cluster {name}' if name else ''}: {failure}", err=True)
+    if output == "json":
+        if len(results) == 1 and not results[0][0]:
+            click.echo(to_json(results[0][1]))
+        else:
+            click.echo(json.dumps({"clusters": [{"cluster": n, "result": json.loads(to_json(r))}
+                                                for n, r in results]}, ensure_ascii=False))
+    ctx.exit(EXIT_REJECTED if failed else EXIT_OK)

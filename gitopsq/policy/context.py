@@ -108,6 +108,14 @@ def aggregate_quota(objects: Iterable[SourcedObject]) -> dict[str, Any]:
     return {"nominalQuota": nominal, "quotas": quotas}
 
 
+def _raw(config: Any) -> Mapping[str, Any] | None:
+    """The file as written: a parsed `RepoConfig` (one cluster's view, docs/fleet.md) carries its raw mapping."""
+    if config is not None and hasattr(config, "as_policy_dict"):
+        raw: Mapping[str, Any] = config.raw
+        return raw
+    return config  # type: ignore[no-any-return]
+
+
 def _config_change(repo_raw: Mapping[str, Any] | None, previous_raw: Mapping[str, Any] | None,
                    touched: frozenset[str], first_revision: bool) -> Change | None:
     if first_revision:
@@ -125,8 +133,8 @@ def _file_change(path: str) -> Change:
 def build_policy_input(
     old_objects: Iterable[SourcedObject],
     new_objects: Iterable[SourcedObject],
-    repo_config: Mapping[str, Any] | None,
-    previous_repo_config: Mapping[str, Any] | None = None,
+    repo_config: Mapping[str, Any] | Any | None,
+    previous_repo_config: Mapping[str, Any] | Any | None = None,
     *,
     commit: Mapping[str, Any] | None = None,
     commits: Sequence[Mapping[str, Any]] = (),
@@ -136,7 +144,8 @@ def build_policy_input(
     """Everything policies need for one revision.
 
     ``old_objects``/``new_objects`` are the objects of the previous accepted revision and of the new one;
-    ``repo_config`` and ``previous_repo_config`` the raw ``gitopsq.yaml`` dicts; ``commit`` the head commit as
+    ``repo_config`` and ``previous_repo_config`` the raw ``gitopsq.yaml`` dicts (or parsed `RepoConfig`
+    views of one cluster, whose policy form is that cluster's); ``commit`` the head commit as
     a dict (sha, author, committer, signature{state, kind, signer, fingerprint, reason}, changedPaths) or None
     when there is no commit (a working tree); ``commits`` every commit the revision brings, oldest first,
     each with its ``changedPaths`` (the head defaults to the last one); ``touched_paths`` every file the
@@ -150,7 +159,7 @@ def build_policy_input(
     repo = normalise_repo_config(repo_config)
     previous = None if previous_repo_config is None else normalise_repo_config(previous_repo_config)
     changes = diff_revisions(old_list, new_list)
-    config = _config_change(repo_config, previous_repo_config, touched, first_revision)
+    config = _config_change(_raw(repo_config), _raw(previous_repo_config), touched, first_revision)
     if config is not None:
         changes.insert(0, config)
     covered = {c.path for c in changes} | {c.old_path for c in changes if c.old_path}

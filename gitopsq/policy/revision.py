@@ -52,11 +52,13 @@ def sourced_objects(report: Report | None, memo: dict[int, SourcedObject] | None
     return out
 
 
-def raw_config(report: Report | None) -> Mapping[str, Any] | None:
+def raw_config(report: Report | None) -> Any:
+    """The revision's gitopsq.yaml as `build_policy_input` takes it: the raw mapping, or for one cluster's view
+    (docs/fleet.md) the `RepoConfig` itself, whose policy form carries that cluster's capacity and zones."""
     if report is None or report.config is None:
         return None
-    if report.config.cluster:  # a cluster's view (docs/fleet.md): its capacity and zones, not the raw file's
-        return report.config.as_policy_dict()
+    if report.config.cluster:
+        return report.config
     return report.config.raw or report.config.as_policy_dict()
 
 

@@ -123,6 +123,11 @@ def test_readme_first_command_runs_on_the_embedded_template(tmp_path: Path) -> N
         assert needle in out, needle
     assert "✗" not in out
     assert "Still pending at the end (1):" in out and "ml-research/train-llama-70b: ExceedsMaxQuota" in out
+    assert "✓ fleet      2 clusters from one repository; the plan of branch more-gpus changes prod-us, leaves " \
+           "prod-eu alone, accepted" in out
+    plan = (tmp_path / "tour" / "fleet-plan.txt").read_text(encoding="utf-8")
+    assert "══ cluster prod-us ══" in plan and "Clusters left alone (no object changes, accepted): prod-eu" in plan
+    assert not (tmp_path / "tour" / "queues" / "fleet").exists()  # a repository of its own, not a subdirectory
     trace = json.loads(CliRunner().invoke(
         cli, ["simulate", str(tmp_path / "tour" / "queues" / "traces" / "sample.yaml"), "--output", "json"]).stdout)
     assert trace["summary"]["admitted"] > 0

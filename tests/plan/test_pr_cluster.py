@@ -75,7 +75,7 @@ def test_workloads_from_the_cluster_show_the_borrower_preempted(kueue_clean: Env
                usage={"cpu": "96", "nvidia.com/gpu": "24"}, count=12)
         _admit(api, "ml-research", "sweep", cq="ml-research", flavors={"cpu": "on-demand"}, usage={"cpu": "90"},
                count=90)
-    plan = make_plan(str(repo.root), "main", "shrink", cluster=str(kueue_clean.kubeconfig), use_cache=False)
+    plan = make_plan(str(repo.root), "main", "shrink", kubeconfig=str(kueue_clean.kubeconfig), use_cache=False)
     assert plan.impact is not None, plan.impact_notes
     assert plan.impact.workloads == 3
     assert (plan.impact.admitted_before, plan.impact.admitted_after) == (3, 2)
@@ -98,5 +98,5 @@ def test_finished_workloads_are_left_out(kueue_clean: Envtest, tmp_path: Path) -
                 "message": "done", "lastTransitionTime": "2026-01-01T08:00:00Z"}
         custom.patch_namespaced_custom_object_status(GROUP, VERSION, "data-science", "workloads", "done",
                                                      {"status": {"conditions": [cond]}})
-    plan = make_plan(str(repo.root), "main", "main", cluster=str(kueue_clean.kubeconfig), use_cache=False)
+    plan = make_plan(str(repo.root), "main", "main", kubeconfig=str(kueue_clean.kubeconfig), use_cache=False)
     assert plan.impact is not None and plan.impact.workloads == 0

@@ -121,7 +121,7 @@ users: [{name: u, user: {token: t}}]
 contexts: [{name: x, context: {cluster: c, user: u}}]
 current-context: x
 """, encoding="utf-8")
-    plan = make_plan(str(repo.root), "main", "raise-cpu", cluster=str(kubeconfig), use_cache=False)
+    plan = make_plan(str(repo.root), "main", "raise-cpu", kubeconfig=str(kubeconfig), use_cache=False)
     assert plan.impact is None and plan.exit_code == 0
     (note,) = plan.impact_notes
     assert "unreachable" in note and str(kubeconfig) in note

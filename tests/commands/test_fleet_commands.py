@@ -1,0 +1,191 @@
+"""check, render, plan and simulate on a repository that declares clusters (docs/fleet.md), through the real CLI
+entry point on a real Git repository made from repo-template/fleet."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from gitopsq.cli import main
+from gitopsq.commands import check as check_command
+from gitopsq.commands.plan import make_fleet_plan
+from gitopsq.manifests import DEFAULT_CACHE
+
+ROOT = Path(__file__).resolve().parents[2]
+FLEET = ROOT / "repo-template" / "fleet"
+TRACE = ROOT / "repo-template" / "traces" / "sample.yaml"
+US_ML = "clusters/prod-us/teams/ml-research/gpu-budget.yaml"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exited:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return int(exited.value.code or 0), out, err
+
+
+class Fleet:
+    """A Git repository holding the fleet template on main; `change` commits an edit on a new branch."""
+
+    def __init__(self, root: Path) -> None:
+        shutil.copytree(FLEET, root)
+        self.root = root
+        self.repo = pygit2.init_repository(str(root), initial_head="main")
+        self._commit("fleet template", "alice@example.com")
+
+    def _commit(self, message: str, email: str) -> None:
+        self.repo.index.add_all()
+        self.repo.index.write()
+        tree = self.repo.index.write_tree()
+        who = pygit2.Signature("Someone", email, 1_700_000_000, 0)
+        parents = [] if self.repo.head_is_unborn else [self.repo.head.target]
+        self.repo.create_commit("HEAD", who, who, message, tree, parents)
+
+    def change(self, branch: str, path: str, old: str, new: str, *, email: str = "alice@example.com",
+               also: tuple[str, str] | None = None) -> None:
+        main_ref = self.repo.branches["main"]
+        self.repo.branches.local.create(branch, self.repo[main_ref.target])
+        self.repo.checkout(f"refs/heads/{branch}")
+        file = self.root / path
+        text = file.read_text(encoding="utf-8")
+        assert old in text
+        text = text.replace(old, new)
+        if also is not None:
+            assert also[0] in text
+            text = text.replace(*also)
+        file.write_text(text, encoding="utf-8")
+        self._commit(f"{branch}: {path}", email)
+        self.repo.checkout("refs/heads/main")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITOPSQ_CACHE_DIR", str(tmp_path / "cache"))
+    DEFAULT_CACHE.clear()
+    check_command._IN_MEMORY.clear()
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Fleet:
+    return Fleet(tmp_path / "fleet")
+
+
+def test_check_judges_every_cluster_and_one_with_cluster(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --cluster each declared cluster gets its own section and summary; --cluster judges one."""
+    code, out, _ = run(capsys, "check", str(fleet.root))
+    assert code == 0, out
+    assert "── cluster prod-eu ──" in out and "── cluster prod-us ──" in out
+    assert out.strip().splitlines()[-1] == "✓ all 2 clusters valid: prod-eu, prod-us"
+    code, out, _ = run(capsys, "check", str(fleet.root), "--cluster", "prod-us", "-o", "json")
+    data = json.loads(out)
+    assert code == 0 and data["cluster"] == "prod-us" and data["ok"]
+    paths = {o["path"] for o in data["objects"]}
+    assert "clusters/prod-us/teams/ml-research/gpu-budget.yaml" in paths
+    assert not any("prod-eu" in p for p in paths)
+
+
+def test_check_of_every_cluster_in_json_lists_them(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    """--output json without --cluster holds one report per cluster under clusters."""
+    code, out, _ = run(capsys, "check", str(fleet.root), "-o", "json")
+    data = json.loads(out)
+    assert code == 0 and data["ok"] and [c["cluster"] for c in data["clusters"]] == ["prod-eu", "prod-us"]
+
+
+def test_an_unknown_cluster_is_a_usage_error_listing_the_names(fleet: Fleet,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """--cluster with a name gitopsq.yaml does not declare exits 2 and lists the declared ones."""
+    code, _, err = run(capsys, "check", str(fleet.root), "--cluster", "prod-ap")
+    assert code == 2 and "prod-eu, prod-us" in err
+
+
+def test_render_needs_a_cluster_on_a_fleet(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    """render without --cluster exits 2 naming the clusters; with it prints that cluster's compiled queues."""
+    code, out, err = run(capsys, "render", str(fleet.root))
+    assert code == 2 and out == "" and "prod-eu, prod-us" in err and "--cluster" in err
+    code, out, _ = run(capsys, "render", str(fleet.root), "--cluster", "prod-eu")
+    assert code == 0
+    assert "nominalQuota: '48'" in out  # prod-eu's ml-research budget, not prod-us's 8
+
+
+def test_plan_has_a_section_per_changed_cluster(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    """A change under clusters/prod-us/ plans prod-us and says prod-eu is left alone (text and markdown)."""
+    fleet.change("more-gpus", US_ML, "nvidia.com/gpu: 8,", "nvidia.com/gpu: 16,", email="carol@example.com")
+    code, out, _ = run(capsys, "plan", str(fleet.root), "--base", "main", "--head", "more-gpus")
+    assert code == 0, out
+    assert "══ cluster prod-us ══" in out and "══ cluster prod-eu ══" not in out
+    assert "Clusters left alone (no object changes, accepted): prod-eu" in out
+    assert "ClusterQueue/ml-research-gpu" in out
+    code, md, _ = run(capsys, "plan", str(fleet.root), "--base", "main", "--head", "more-gpus", "-o", "markdown")
+    assert md.startswith("<!-- gitopsq-plan -->") and md.count("<!-- gitopsq-plan -->") == 1
+    assert "### Cluster `prod-us`:" in md and "Left alone: `prod-eu`" in md
+
+
+def test_plan_json_names_changed_and_unchanged_clusters(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    """--output json has one plan object per cluster with cluster and changed, and the unchanged names."""
+    fleet.change("more-gpus", US_ML, "nvidia.com/gpu: 8,", "nvidia.com/gpu: 16,", email="carol@example.com")
+    code, out, _ = run(capsys, "plan", str(fleet.root), "--base", "main", "--head", "more-gpus", "-o", "json")
+    data = json.loads(out)
+    assert code == 0 and data["verdict"] == "accepted"
+    assert [(c["cluster"], c["changed"]) for c in data["clusters"]] == [("prod-eu", False), ("prod-us", True)]
+    assert data["unchangedClusters"] == ["prod-eu"]
+    us = data["clusters"][1]
+    assert any(o["name"] == "ml-research-gpu" and o["status"] == "changed" for o in us["objects"])
+
+
+def test_a_shared_base_change_plans_every_cluster(fleet: Fleet) -> None:
+    """A change under base/ reaches both clusters, so both are changed."""
+    fleet.change("low-prio", "base/platform/priority-classes.yaml", "value: 100\n", "value: 150\n")
+    plan = make_fleet_plan(str(fleet.root), "main", "low-prio", use_cache=False)
+    assert [p.cluster for p in plan.changed] == ["prod-eu", "prod-us"] and plan.unchanged == ()
+
+
+def test_budget_capacity_is_judged_per_cluster(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    """24 committed GPUs fit prod-eu's 64 but not prod-us's 32: the plan is rejected on prod-us alone, and the
+    policy's message names the cluster."""
+    fleet.change("too-many", US_ML, "nvidia.com/gpu: 8,", "nvidia.com/gpu: 24,", email="carol@example.com",
+                 also=("burst: {nvidia.com/gpu: 16}", "burst: {nvidia.com/gpu: 24}"))
+    plan = make_fleet_plan(str(fleet.root), "main", "too-many", use_cache=False)
+    assert plan.rejected and [p.cluster for p in plan.plans if p.plan.rejected] == ["prod-us"]
+    denied = plan.plans[1].plan.policies.denied
+    assert any(v.policy == "budget-capacity" and "of cluster prod-us" in v.message for v in denied)
+    code, out, _ = run(capsys, "plan", str(fleet.root), "--base", "main", "--head", "too-many")
+    assert code == 1 and "rejected on prod-us" in out.strip().splitlines()[-1]
+
+
+def test_plan_cluster_kubeconfig_still_works_with_a_warning(fleet: Fleet, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """The old form --cluster KUBECONFIG (a file, not a declared cluster name) still reads live workloads, as
+    --kubeconfig does, with a deprecation warning (here the API server is unreachable, which the plan notes);
+    on a fleet, live work describes one cluster, so it needs --cluster NAME."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+        "current-context: x\n", encoding="utf-8")
+    single = tmp_path / "single"
+    shutil.copytree(ROOT / "repo-template", single, ignore=shutil.ignore_patterns("fleet"))
+    repo = pygit2.init_repository(str(single), initial_head="main")
+    repo.index.add_all()
+    repo.index.write()
+    who = pygit2.Signature("Alice Admin", "alice@example.com", 1_700_000_000, 0)
+    repo.create_commit("HEAD", who, who, "template", repo.index.write_tree(), [])
+    code, out, err = run(capsys, "plan", str(single), "--base", "main", "--head", "main", "--cluster", str(kubeconfig))
+    assert code == 0, out
+    assert "deprecated" in err and "--kubeconfig" in err
+    assert f"the cluster of {kubeconfig} is unreachable" in out
+    code, _, err = run(capsys, "plan", str(fleet.root), "--base", "main", "--head", "main",
+                       "--kubeconfig", str(kubeconfig))
+    assert code == 2 and "choose one with --cluster NAME" in err
+
+
+def test_simulate_on_each_cluster_of_a_repository(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    """simulate --repo replays the scenario on each cluster's objects; --cluster keeps one."""
+    _, out, _ = run(capsys, "simulate", str(TRACE), "--repo", str(fleet.root), "--rev", "main", "-o", "json")
+    data = json.loads(out)
+    assert [c["cluster"] for c in data["clusters"]] == ["prod-eu", "prod-us"]
+    _, out, _ = run(capsys, "simulate", str(TRACE), "--repo", str(fleet.root), "--cluster", "prod-us")
+    assert "── cluster prod-us ──" in out and "prod-eu" not in out
