@@ -7,7 +7,10 @@ syncs only cluster NAME's revision of the repository, the objects under that clu
 - At every revision, `cluster_validator` judges the revision as the cluster sees it (its paths, capacity and
   trust zones: gitopsq.validation.validate_revision with ``cluster``); a revision that no longer declares the
   cluster is rejected (nothing written, the last good revision stays applied).
-- ``""`` is the implicit single cluster: the whole repository, as before clusters existed.
+- ``""`` is the implicit single cluster: the whole repository, as before clusters existed. It is for a repository
+  that declares no ``clusters:``; one that does needs ``--cluster`` (refused at start, and a later revision that
+  starts declaring clusters is rejected): syncing the union of every cluster's paths into one cluster would
+  apply objects meant for others.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from gitopsq.sync.validate import check_pipeline_validator
 from gitopsq.trust import ForgeApprovals
 
 UNDECLARED = "cluster-undeclared"
+REQUIRED = "cluster-required"
 
 
 def declared_clusters(config: Any) -> tuple[str, ...]:
@@ -32,9 +36,8 @@ def declared_clusters(config: Any) -> tuple[str, ...]:
 
 
 def check_cluster(source: Source, branch: str, cluster: str) -> None:
-    """Refuse to start for a cluster the branch's gitopsq.yaml does not declare (UsageError, exit 2)."""
-    if not cluster:
-        return
+    """Refuse to start for a cluster the branch's gitopsq.yaml does not declare, or without a cluster when it
+    declares some (UsageError, exit 2)."""
     try:
         head = source.resolve(branch)
     except GitopsqError:  # the remote is down at start: the first pass decides, revision by revision
@@ -43,7 +46,10 @@ def check_cluster(source: Source, branch: str, cluster: str) -> None:
     if config is None:  # an unparsable gitopsq.yaml: the sync rejects it with findings
         return
     names = declared_clusters(config)
-    if cluster not in names:
+    if not cluster and names:
+        raise UsageError(f"gitopsq.yaml at {branch} ({head[:12]}) declares clusters ({', '.join(names)}): run one "
+                         "controller per cluster with --cluster NAME (the chart's cluster: value)")
+    if cluster and cluster not in names:
         listed = ", ".join(names) if names else "none: gitopsq.yaml has no clusters: list"
         raise UsageError(f"--cluster {cluster}: gitopsq.yaml at {branch} ({head[:12]}) does not declare it "
                          f"(declared clusters: {listed})")
@@ -53,23 +59,29 @@ def cluster_validator(cluster: str, forge_approvals: ForgeApprovals | None = Non
     """The sync's validator for ``cluster`` (the check pipeline judging its paths with its capacity and trust
     zones, gitopsq.validation.validate_revision); for ``""`` the whole repository's."""
     inner = check_pipeline_validator(forge_approvals, cluster=cluster or None)
-    if not cluster:
-        return inner
 
     def validate(source: Source, commit: str, previous: str | None) -> Validated:
         config = repo_config(source, commit)
-        if config is not None and cluster not in declared_clusters(config):
-            return undeclared(cluster, commit, declared_clusters(config))
+        names = declared_clusters(config) if config is not None else ()
+        allowed = names or ("",)  # without clusters: only the implicit one; with them: only theirs
+        if config is not None and cluster not in allowed:
+            return undeclared(cluster, commit, names)
         return inner(source, commit, previous)  # an unparsable gitopsq.yaml is rejected there, on its findings
 
     return validate
 
 
 def undeclared(cluster: str, commit: str, names: tuple[str, ...]) -> Validated:
-    """The revision rejected because its gitopsq.yaml no longer declares ``cluster``."""
-    listed = ", ".join(names) if names else "none"
-    message = (f"gitopsq.yaml at {commit[:12]} does not declare cluster {cluster!r} (declared: {listed}); "
-               "the last applied revision stays in place")
-    finding = {"severity": "error", "code": UNDECLARED, "reason": UNDECLARED, "message": message,
+    """The revision rejected because its gitopsq.yaml no longer declares ``cluster`` (or, for the implicit
+    cluster, because it now declares clusters)."""
+    if cluster:
+        code, listed = UNDECLARED, ", ".join(names) if names else "none"
+        message = (f"gitopsq.yaml at {commit[:12]} does not declare cluster {cluster!r} (declared: {listed}); "
+                   "the last applied revision stays in place")
+    else:
+        code = REQUIRED
+        message = (f"gitopsq.yaml at {commit[:12]} declares clusters ({', '.join(names)}): this controller runs "
+                   "without --cluster, so it applies none of them; the last applied revision stays in place")
+    finding = {"severity": "error", "code": code, "reason": code, "message": message,
                "path": CONFIG_PATH, "line": None, "object": None}
     return Validated((), (finding,), True, message, "ValidationFailed")

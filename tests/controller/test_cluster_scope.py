@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 from fleet_repo import fleet_repo
+from queue_repo import template_repo
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 
 from gitopsq.audit import records
 from gitopsq.controller.cluster_names import exposed_registry, named_record, status_context
-from gitopsq.controller.cluster_scope import UNDECLARED, check_cluster, cluster_validator
+from gitopsq.controller.cluster_scope import REQUIRED, UNDECLARED, check_cluster, cluster_validator
 from gitopsq.errors import UsageError
 from gitopsq.source import open_source
 from gitopsq.sync.plan import key_of_document
@@ -57,9 +58,33 @@ def test_starting_for_an_undeclared_cluster_is_a_usage_error_listing_the_names(t
     repo = fleet_repo(tmp_path / "repo", "u")
     source = open_source(str(repo.path))
     check_cluster(source, "main", "east")
-    check_cluster(source, "main", "")
     with pytest.raises(UsageError, match=r"--cluster north: .*declared clusters: east, west"):
         check_cluster(source, "main", "north")
+
+
+def test_a_repository_with_clusters_needs_a_cluster_and_one_without_needs_none(tmp_path: Path) -> None:
+    """Without --cluster a fleet repository is refused at start; --cluster on a repository without clusters too."""
+    fleet = open_source(str(fleet_repo(tmp_path / "fleet", "u").path))
+    with pytest.raises(UsageError, match=r"declares clusters \(east, west\): run one controller per cluster"):
+        check_cluster(fleet, "main", "")
+    single = open_source(str(template_repo(tmp_path / "single", "s").path))
+    check_cluster(single, "main", "")
+    with pytest.raises(UsageError, match=r"declared clusters: none"):
+        check_cluster(single, "main", "east")
+
+
+def test_the_implicit_cluster_rejects_a_revision_that_starts_declaring_clusters(tmp_path: Path) -> None:
+    """A controller without --cluster rejects (writes nothing for) a revision that declares clusters, and
+    accepts one that declares none."""
+    repo = template_repo(tmp_path / "single", "s")
+    source = open_source(str(repo.path))
+    before = cluster_validator("")(source, source.resolve("main"), None)
+    assert not before.rejected and before.documents
+    repo.write("gitopsq.yaml", (repo.path / "gitopsq.yaml").read_text() + "clusters:\n  - name: east\n"
+               "    paths: [namespaces.yaml, flavors.yaml, queues/]\n")
+    after = cluster_validator("")(source, repo.commit("a fleet now"), None)
+    assert after.rejected and after.documents == () and after.findings[0]["code"] == REQUIRED
+    assert "declares clusters (east)" in after.reason
 
 
 def test_controller_with_an_undeclared_cluster_exits_2(tmp_path: Path) -> None:
