@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from fleet_repo import fleet_repo
-from queue_repo import template_repo
 from prometheus_client import CollectorRegistry, Counter, generate_latest
+from queue_repo import template_repo
 
 from gitopsq.audit import records
 from gitopsq.controller.cluster_names import exposed_registry, named_record, status_context
