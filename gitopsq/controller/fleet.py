@@ -104,6 +104,13 @@ def read_cluster(target: Target, *, repo: str | None, open_source: SourceOpener,
         return ClusterView(target, False, str(err))
     try:
         rest = KubeRest(api_client, backoff=Backoff(deadline=1.0), timeout=READ_TIMEOUT)
+        try:  # something that answers but is no API server (a proxy's 404s) must not read as "nothing synced"
+            version = rest.request("GET", "/version", obj="the API server's version", retry=False)
+        except ClusterNotFound:
+            version = {}
+        if not isinstance(version, Mapping) or not version.get("gitVersion"):
+            return ClusterView(target, False, f"{api_client.configuration.host} does not answer as a Kubernetes "
+                                              "API server (no /version)")
         try:
             listed = rest.request("GET", GIT_SOURCE.collection_path(), obj="GitSources", retry=False)
         except ClusterNotFound:

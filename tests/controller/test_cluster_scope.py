@@ -130,3 +130,15 @@ def test_commit_status_context_is_per_cluster_unless_configured() -> None:
     assert status_context("gitopsq/sync", "east") == "gitopsq/east"
     assert status_context("ci/queues", "east") == "ci/queues"
     assert status_context(None, "") == "gitopsq/sync"
+
+
+def test_the_controller_flags_give_a_per_cluster_status_context() -> None:
+    """`--cluster east` without `--status-context` posts statuses as gitopsq/east; an explicit context stays."""
+    from gitopsq.controller.forge_wiring import forge_reporter
+
+    flags = {"cluster": "east", "status_context": "gitopsq/sync"}
+    assert forge_reporter(flags, "file:///q", CollectorRegistry()).context == "gitopsq/east"
+    assert forge_reporter({**flags, "status_context": "ci/queues"}, "file:///q", CollectorRegistry()).context == \
+        "ci/queues"
+    assert forge_reporter({"status_context": "gitopsq/sync"}, "file:///q", CollectorRegistry()).context == \
+        "gitopsq/sync"
