@@ -152,6 +152,7 @@ def drift_of(rest: KubeRest, view: SourceView, spec: Mapping[str, Any], status: 
     """The objects where the cluster differs from the cluster's view of the applied revision."""
     assert view.applied is not None
     # The objects only: the revision was judged (trust, policies) when it was applied.
+    source.resolve(view.applied)  # a remote mirror fetches the commit if it does not hold it yet
     report = check_revision(source, view.applied, cluster=view.cluster or None)
     validated = within_paths(from_report(report), tuple(str(p) for p in spec.get("paths") or ()))
     inventory = Inventory.from_status(status.get("inventory"))

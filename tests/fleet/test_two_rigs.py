@@ -117,9 +117,13 @@ def test_two_clusters_converge_to_their_own_overlays_from_one_repository(kueue_c
         assert revision_series and all('cluster="east"' in line for line in revision_series)
         assert any(f'revision="{first}"' in line for line in revision_series)
 
-        repo.set_quota("east", "12", "a")  # one change, both overlays, differently
+        repo._git("checkout", "-q", "-b", "resize")  # one change, both overlays, differently, merged to main
+        repo.set_quota("east", "12", "a")
         repo.set_quota("west", "6", "b")
-        change = repo.commit("east grows team a, west shrinks team b")
+        repo.commit("east grows team a, west shrinks team b")
+        repo._git("checkout", "-q", "main")
+        repo._git("merge", "-q", "--no-ff", "-m", "Merge resize", "resize")
+        change = repo._git("rev-parse", "HEAD")
         wait_for(lambda: applied(east_rig, repo) == change and applied(west_rig, repo) == change, WAIT,
                  "both clusters at the change")
         assert quotas(east_rig, repo) == ("12", "4")
