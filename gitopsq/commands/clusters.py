@@ -23,6 +23,7 @@ def declared_clusters(source: Any, commit: str) -> tuple[str, ...]:
 
 def choose(declared: tuple[str, ...], requested: str | None) -> tuple[str, ...]:
     """The clusters to judge: ``requested`` alone, every declared one, or ``("",)`` for the implicit cluster."""
+    declared = tuple(dict.fromkeys(declared))  # a name declared twice is a finding already; judged once
     if requested is None:
         return declared or ("",)
     if requested in declared:

@@ -131,6 +131,9 @@ def _lenient(raw: Mapping[str, Any]) -> dict[str, Any]:
         "admission": dict(raw.get("admission") or {}),
         "namespaceOwner": {ns: t["name"] for t in teams for ns in t["namespaces"]},
         "cohortZone": {c: z["name"] for z in zones for c in z["cohorts"]},
+        "cluster": "",
+        "clusters": [{"name": str(c.get("name") or ""), "paths": _strings(c.get("paths"))}
+                     for c in raw.get("clusters") or [] if isinstance(c, Mapping)],
     }
 
 

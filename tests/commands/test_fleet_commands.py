@@ -189,3 +189,30 @@ def test_simulate_on_each_cluster_of_a_repository(fleet: Fleet, capsys: pytest.C
     assert [c["cluster"] for c in data["clusters"]] == ["prod-eu", "prod-us"]
     _, out, _ = run(capsys, "simulate", str(TRACE), "--repo", str(fleet.root), "--cluster", "prod-us")
     assert "── cluster prod-us ──" in out and "prod-eu" not in out
+
+
+def test_a_cluster_added_or_removed_by_the_pull_request(fleet: Fleet) -> None:
+    """A cluster the base does not declare is planned from nothing (every object added, with a note); a cluster
+    the head drops is named as removed."""
+    fleet.change("add-dev", "gitopsq.yaml", "  - name: prod-us ",
+                 "  - name: dev\n    paths: [base/]\n  - name: prod-us ")
+    plan = make_fleet_plan(str(fleet.root), "main", "add-dev", use_cache=False)
+    dev = next(p for p in plan.plans if p.cluster == "dev")
+    assert dev.changed and {c.status for c in dev.plan.objects} == {"added"}
+    assert any("does not declare cluster dev" in n for n in dev.plan.notes)
+    assert plan.unchanged == ("prod-eu", "prod-us")
+    fleet.change("drop-us", "gitopsq.yaml", "  - name: prod-us ", "  - name: prod-ap ")
+    plan = make_fleet_plan(str(fleet.root), "main", "drop-us", use_cache=False)
+    assert plan.removed == ("prod-us",) and [p.cluster for p in plan.plans] == ["prod-eu", "prod-ap"]
+
+
+def test_the_fleet_comment_stays_within_its_limit(fleet: Fleet) -> None:
+    """Every changed cluster's section shares the comment's character budget; the whole never exceeds it."""
+    from gitopsq.plan.render_fleet import fleet_markdown
+
+    fleet.change("low-prio", "base/platform/priority-classes.yaml", "value: 100\n", "value: 150\n")
+    plan = make_fleet_plan(str(fleet.root), "main", "low-prio", use_cache=False)
+    full = fleet_markdown(plan)
+    assert full.count("### Cluster `") == 2
+    short = fleet_markdown(plan, limit=5_000)
+    assert len(short) <= 5_000 and short.startswith("<!-- gitopsq-plan -->")
