@@ -97,7 +97,8 @@ def targets(kubeconfigs: Sequence[str], contexts: Sequence[str]) -> list[Target]
 
 
 def read_cluster(target: Target, *, repo: str | None, open_source: SourceOpener, drift: bool = True) -> ClusterView:
-    """One cluster's view; an unreachable cluster (or an unreadable kubeconfig) gives ``reachable=False``."""
+    """One cluster's view; a cluster that cannot be reached or read (an unreadable kubeconfig, no API server
+    there, a refused read) gives ``reachable=False`` with the reason."""
     try:
         api_client = load_api_client(target.kubeconfig, target.context)
     except GitopsqError as err:

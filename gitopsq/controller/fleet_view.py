@@ -2,7 +2,7 @@
 objects and pending queues under it, or the JSON document; and the exit code (docs/fleet.md "Fleet status").
 
 Exit codes: 0 every cluster was reached and every source is Ready with no drift; 1 some source is not Ready,
-has drift, or its drift could not be read; 3 some cluster could not be reached (the others are still shown).
+has drift, or its drift could not be read; 3 some cluster could not be reached or read (the others are still shown).
 """
 
 from __future__ import annotations
