@@ -132,14 +132,16 @@ def touched_paths(source: Any, base: str | None, head: str) -> tuple[str, ...]:
 def judge(source: Any, head: str, head_report: Report, *, base: str | None, base_report: Report | None,
           backend: str | None = None, cache: ValidationCache | None = None,
           trust: BaseTrust | None = None,
-          forge_approvals: ForgeApprovals | None = None) -> tuple[PolicyOutcome, tuple[str, ...]]:
-    """Run the policies on the change ``base`` → ``head``; returns the outcome and the touched paths.
+          forge_approvals: ForgeApprovals | None = None,
+          touched: tuple[str, ...] | None = None) -> tuple[PolicyOutcome, tuple[str, ...]]:
+    """Run the policies on the change ``base`` → ``head``; returns the outcome and the touched paths (``touched``
+    narrows them: a plan judges each cluster on the files it reads, docs/fleet.md).
 
     Everything that judges comes from the trusted base (docs/policy.md "Trust"): the maintainers and their keys,
     path ownership for the placement rule, and the repository's own policy files. Only a first revision (no
     base) or a base without gitopsq.yaml is judged by the head's configuration. Every commit of the change is
     handed to the policies with the paths it touched itself."""
-    touched = touched_paths(source, base, head)
+    touched = touched_paths(source, base, head) if touched is None else touched
     trust = trust if trust is not None else base_trust(base, base_report, None)
     if trust.problem is not None:
         return PolicyOutcome((), (trust.problem,)), touched

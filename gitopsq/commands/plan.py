@@ -26,6 +26,7 @@ from gitopsq.commands.repo import locate
 from gitopsq.errors import ClusterError, ScenarioError, SourceError, UsageError
 from gitopsq.forge.post import post_plan, post_target
 from gitopsq.manifests import CONFIG_PATH, check_revision
+from gitopsq.manifests.config import parse_config
 from gitopsq.manifests.config_model import RepoConfig
 from gitopsq.plan.fleet_plan import ClusterPlan, FleetPlan
 from gitopsq.plan.impact import CurrentAdmission, CurrentWorkload, assess, compare_trace, from_trace
@@ -34,7 +35,7 @@ from gitopsq.plan.render_fleet import fleet_json, fleet_markdown, fleet_text
 from gitopsq.simulate.scenario import Scenario, parse_scenario
 from gitopsq.simulate.scenario import _Parser as _ScenarioParser
 from gitopsq.source import DirectorySource, open_any
-from gitopsq.validation import ValidationCache, judge
+from gitopsq.validation import ValidationCache, judge, touched_paths
 
 WORKLOADS_PATH = "/apis/kueue.x-k8s.io/v1beta2/workloads"
 
@@ -174,26 +175,43 @@ def make_fleet_plan(repo: str, base_rev: str, head_rev: str, *, cluster: str | N
     history, notes = _history(source, base_sha, head_sha)
     authors = _authors(source, base_sha, head_sha)
     policy_cache = ValidationCache()  # policies compile once for every cluster
+    touched = touched_paths(source, base_sha, head_sha)
+    views = [c for sha in (base_sha, head_sha) for c in _cluster_views(source, sha)]
     plans = []
     for name in names:
         plans.append(ClusterPlan(name, _cluster_plan(
             source, name, (base_rev, base_sha), (head_rev, head_sha), cache=cache, policy_cache=policy_cache,
             history=history, notes=notes, authors=authors, kubeconfig=kubeconfig, workloads=workloads,
-            trace=trace)))
+            trace=trace, touched=_cluster_touched(touched, name, views) if views else None)))
     cache.save()
     removed = tuple(n for n in declared_clusters(source, base_sha) if n not in declared)
     return FleetPlan(tuple(plans), removed, tuple(warnings))
 
 
+def _cluster_views(source: Any, commit: str) -> list[RepoConfig]:
+    data = source.read_file(commit, CONFIG_PATH)
+    config = parse_config(data).config if data is not None else None
+    return list(config.views()) if config is not None and config.clusters else []
+
+
+def _cluster_touched(touched: tuple[str, ...], cluster: str, views: list[RepoConfig]) -> tuple[str, ...]:
+    """The touched files a cluster's section judges: those its paths select (in base or head), and those no
+    cluster selects (gitopsq.yaml, policies, shared files elsewhere). A file of another cluster alone is judged
+    in that cluster's section, so every touched file is judged at least once and the verdict is as strict."""
+    own = [v for v in views if v.cluster == cluster]
+    return tuple(p for p in touched if any(v.selects(p) for v in own) or not any(v.selects(p) for v in views))
+
+
 def _cluster_plan(source: Any, cluster: str, base: tuple[str, str], head: tuple[str, str], *,
                   cache: DiskCache, policy_cache: ValidationCache, history: History, notes: list[str],
-                  authors: list[str], kubeconfig: str | None, workloads: str | None, trace: str | None) -> PrPlan:
+                  authors: list[str], kubeconfig: str | None, workloads: str | None, trace: str | None,
+                  touched: tuple[str, ...] | None) -> PrPlan:
     (base_rev, base_sha), (head_rev, head_sha) = base, head
     notes = list(notes)
     base_report = check_revision(source, base_sha, cache=cache, cluster=cluster or None)
     head_report = check_revision(source, head_sha, cache=cache, cluster=cluster or None)
-    policies, touched = judge(source, head_sha, head_report, base=base_sha, base_report=base_report,
-                              backend=backend_from_env(), cache=policy_cache)
+    policies, judged = judge(source, head_sha, head_report, base=base_sha, base_report=base_report,
+                             backend=backend_from_env(), cache=policy_cache, touched=touched)
     if base_report.config is None and source.read_file(base_sha, CONFIG_PATH) is None:
         notes.append(f"the base revision has no {CONFIG_PATH}: every head object counts as added")
     elif cluster and base_report.config is not None and cluster not in base_report.config.cluster_names():
@@ -220,7 +238,7 @@ def _cluster_plan(source: Any, cluster: str, base: tuple[str, str], head: tuple[
         trace_impact = compare_trace(scenario, base_report.objects, head_report.objects,
                                      base_settings=base_settings, head_settings=head_settings)
     return build_plan(repository=source.display, base_ref=base_rev, base_sha=base_sha, base=base_report,
-                      head_ref=head_rev, head_sha=head_sha, head=head_report, touched_paths=touched, history=history,
+                      head_ref=head_rev, head_sha=head_sha, head=head_report, touched_paths=judged, history=history,
                       policies=policies, notes=notes, impact=impact, trace=trace_impact, impact_notes=impact_notes,
                       authors=authors)
 

@@ -100,6 +100,8 @@ def test_an_unknown_cluster_is_a_usage_error_listing_the_names(fleet: Fleet,
     """--cluster with a name gitopsq.yaml does not declare exits 2 and lists the declared ones."""
     code, _, err = run(capsys, "check", str(fleet.root), "--cluster", "prod-ap")
     assert code == 2 and "prod-eu, prod-us" in err
+    code, _, err = run(capsys, "check", str(ROOT / "repo-template"), "--cluster", "prod-eu")
+    assert code == 2 and "declares no clusters" in err  # the single-cluster template
 
 
 def test_render_needs_a_cluster_on_a_fleet(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
@@ -216,3 +218,19 @@ def test_the_fleet_comment_stays_within_its_limit(fleet: Fleet) -> None:
     assert full.count("### Cluster `") == 2
     short = fleet_markdown(plan, limit=5_000)
     assert len(short) <= 5_000 and short.startswith("<!-- gitopsq-plan -->")
+
+
+def test_a_file_is_judged_in_the_clusters_that_read_it(fleet: Fleet) -> None:
+    """A non-owner editing prod-us's ml-research Budget is denied in prod-us's section only (prod-eu, which never
+    reads the file, is left alone); a team member editing the shared base is denied in every cluster."""
+    fleet.change("farid-us", US_ML, "nvidia.com/gpu: 8,", "nvidia.com/gpu: 12,", email="farid@example.com")
+    plan = make_fleet_plan(str(fleet.root), "main", "farid-us", use_cache=False)
+    assert plan.rejected and plan.unchanged == ("prod-eu",)
+    us = plan.plans[1].plan
+    assert any(v.policy == "team-owns-path" for v in us.policies.denied)
+    assert [a.team for a in us.approvals] == ["ml-research"]
+    assert plan.plans[0].plan.approvals == () and not plan.plans[0].plan.policies.denied
+    fleet.change("farid-base", "base/platform/priority-classes.yaml", "value: 100\n", "value: 150\n",
+                 email="farid@example.com")
+    plan = make_fleet_plan(str(fleet.root), "main", "farid-base", use_cache=False)
+    assert [p.cluster for p in plan.plans if p.plan.rejected] == ["prod-eu", "prod-us"]
