@@ -25,6 +25,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "render": ("render", "Print validated, normalised manifests (for Argo CD plugins and kubectl)."),
     "apply": ("apply", "Sync one revision to the cluster of the current kubeconfig."),
     "controller": ("controller", "Run the long-lived controller: sync, admission, audit, metrics."),
+    "status": ("status", "The fleet view: each cluster's applied revision, drift and pending workloads."),
     "simulate": ("simulate", "Replay a scenario on the admission core."),
     "policy": ("policy", "Policy tools (`policy test`)."),
     "audit": ("audit", "Audit trail tools (`audit verify`, `audit export`)."),

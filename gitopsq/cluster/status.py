@@ -28,6 +28,7 @@ from gitopsq.cluster.kube import ClusterNotFound
 from gitopsq.errors import ClusterError
 from gitopsq.sync.normalize import FIELD_MANAGER
 
+CLUSTER_LABEL: Final = "gitopsq.dev/cluster"  # on the GitSource and Events of a per-cluster controller
 GROUP: Final = "gitopsq.dev"
 VERSION: Final = "v1alpha1"
 API_VERSION: Final = f"{GROUP}/{VERSION}"
@@ -66,6 +67,7 @@ class SourceState:
     uid: str = ""
     status: Mapping[str, Any] | None = None
     spec: Mapping[str, Any] | None = None
+    labels: Mapping[str, str] | None = None
 
     @property
     def suspended(self) -> bool:
@@ -168,9 +170,12 @@ def _comparable(status: Mapping[str, Any] | None) -> Any:
 class StatusStore:
     """Reads and writes one GitSource and records Events about it."""
 
-    def __init__(self, rest: KubeRest, ref: SourceRef, *, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(self, rest: KubeRest, ref: SourceRef, *, clock: Callable[[], datetime] | None = None,
+                 cluster: str = "") -> None:
         self.rest = rest
         self.ref = ref
+        self.cluster = cluster  # a per-cluster controller's name (docs/fleet.md): labels the GitSource and Events
+        self._labels = {CLUSTER_LABEL: cluster} if cluster else {}
         self.clock = clock or (lambda: datetime.now(UTC))
         self._path = GIT_SOURCE.object_path(ref.name, ref.namespace, version=VERSION)
         self.writes = 0
@@ -182,7 +187,11 @@ class StatusStore:
             return SourceState(exists=False)
         meta = obj.get("metadata") or {}
         return SourceState(True, int(meta.get("generation") or 0), str(meta.get("uid") or ""), obj.get("status"),
-                           obj.get("spec"))
+                           obj.get("spec"), meta.get("labels") or {})
+
+    def labelled(self, state: SourceState) -> bool:
+        """Whether the GitSource carries this controller's cluster label (always true for no cluster)."""
+        return all((state.labels or {}).get(k) == v for k, v in self._labels.items())
 
     def ensure(self, *, url: str, ref: str, prune: bool) -> SourceState:
         """Create (or re-apply) the GitSource spec, creating its namespace when missing."""
@@ -192,7 +201,7 @@ class StatusStore:
                           obj=f"Namespace/{self.ref.namespace}")
         body = {"apiVersion": API_VERSION, "kind": "GitSource",
                 "metadata": {"name": self.ref.name, "namespace": self.ref.namespace,
-                             "labels": {"app.kubernetes.io/managed-by": "gitopsq"}},
+                             "labels": {"app.kubernetes.io/managed-by": "gitopsq", **self._labels}},
                 "spec": {"url": url, "ref": ref, "prune": prune}}
         self.rest.request("PATCH", self._path, body=body, content_type=APPLY_CONTENT_TYPE,
                           query=[("fieldManager", FIELD_MANAGER), ("force", "true")], obj=f"GitSource/{self.ref}")
@@ -220,12 +229,14 @@ class StatusStore:
         stamp = f"{now.timestamp():.6f}".replace(".", "")
         body = {
             "apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": f"{self.ref.name}.{int(stamp):x}", "namespace": self.ref.namespace},
+            "metadata": {"name": f"{self.ref.name}.{int(stamp):x}", "namespace": self.ref.namespace,
+                         "labels": dict(self._labels)},
             "involvedObject": {"apiVersion": API_VERSION, "kind": "GitSource", "name": self.ref.name,
                                "namespace": self.ref.namespace, "uid": state.uid},
             "reason": reason, "message": message[:1024], "type": "Warning" if warning else "Normal",
             "source": {"component": "gitopsq"}, "reportingComponent": "gitopsq",
-            "reportingInstance": "gitopsq", "firstTimestamp": _time(now), "lastTimestamp": _time(now), "count": 1,
+            "reportingInstance": f"gitopsq/{self.cluster}" if self.cluster else "gitopsq",
+            "firstTimestamp": _time(now), "lastTimestamp": _time(now), "count": 1,
         }
         with contextlib.suppress(ClusterError):
             self.rest.request("POST", f"/api/v1/namespaces/{self.ref.namespace}/events", body=body,

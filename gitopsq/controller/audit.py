@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gitopsq import logs
+from gitopsq.controller.cluster_names import named_record
 from gitopsq.errors import AuditError
 
 _log = logs.get("controller")
@@ -17,10 +18,12 @@ class LeaderAudit:
     """The audit trail as the loops see it: open only while this replica leads (one writer per audit branch).
 
     ``opener`` opens the real `AuditTrail` (WAL replay, branch fetch); while no trail is open every call raises
-    AuditError, which the loops log as "audit record not written" and go on."""
+    AuditError, which the loops log as "audit record not written" and go on. A per-cluster controller's records
+    name its ``cluster`` (gitopsq.controller.cluster_names.named_record)."""
 
-    def __init__(self, opener: Callable[[], Any]) -> None:
+    def __init__(self, opener: Callable[[], Any], cluster: str = "") -> None:
         self._opener = opener
+        self.cluster = cluster
         self.trail: Any = None
         self._lock = threading.Lock()
 
@@ -45,13 +48,13 @@ class LeaderAudit:
         return trail
 
     def submit(self, record: Any) -> int:
-        return int(self._current().submit(record))
+        return int(self._current().submit(named_record(record, self.cluster)))
 
     def wait_durable(self, ticket: int | None = None, timeout: float | None = None) -> None:
         self._current().wait_durable(ticket, timeout)
 
     def record(self, record: Any) -> None:
-        self._current().record(record)
+        self._current().record(named_record(record, self.cluster))
 
     def flush(self, timeout: float = 60.0) -> bool:
         return bool(self._current().flush(timeout))

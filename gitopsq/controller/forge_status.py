@@ -42,8 +42,9 @@ class ForgeReporter:
     def __init__(self, forge: Forge | None, notifier: Notifier | None, *, repository: str,
                  context: str = DEFAULT_CONTEXT, target_url: str | None = None,
                  drift: DriftRepeats | None = None, registry: CollectorRegistry | None = None,
-                 clock: Callable[[], float] = time.time, queue_size: int = 100) -> None:
+                 clock: Callable[[], float] = time.time, queue_size: int = 100, cluster: str = "") -> None:
         self.forge, self.notifier = forge, notifier
+        self.cluster = cluster  # a per-cluster controller's name: in status descriptions and notifications
         self.repository, self.context, self.target_url = repository, context, target_url
         self.drift = drift or DriftRepeats()
         self.clock = clock
@@ -77,7 +78,8 @@ class ForgeReporter:
                 self._notify("sync_failed", str(getattr(result, "error", None) or "the sync failed"), None)
             return
         if outcome in ("applied", "unchanged"):
-            self.status(sha, "success", "applied to the cluster")
+            self.status(sha, "success", f"applied to cluster {self.cluster}" if self.cluster else
+                        "applied to the cluster")
             self._drift(result, sha)
         elif outcome == "rejected":
             why = _first_error(result.validated) or str(result.error or "rejected")
@@ -146,7 +148,8 @@ class ForgeReporter:
         if self.notifier is None:
             return
         at = datetime.fromtimestamp(self.clock(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        self.notifier.notify(Event(kind, summary, self.repository, sha, at, details or {}))
+        extra = {**(details or {}), "cluster": self.cluster} if self.cluster else (details or {})
+        self.notifier.notify(Event(kind, summary, self.repository, sha, at, extra))
 
 
 def _first_error(validated: Validated | None) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from gitopsq.controller.cluster_names import status_context
 from gitopsq.controller.forge_status import ForgeReporter
 from gitopsq.errors import UsageError
 from gitopsq.forge import open_forge
@@ -40,9 +41,11 @@ def forge_reporter(flags: dict[str, Any], repository: str, registry: CollectorRe
     after = int(flags.get("drift_notify_after") or 3)
     if after < 1:
         raise UsageError("--drift-notify-after must be at least 1")
-    return ForgeReporter(forge, notifier, repository=repository, context=flags.get("status_context") or
-                         "gitopsq/sync", target_url=flags.get("status_url"), drift=DriftRepeats(after),
-                         registry=registry)
+    cluster = str(flags.get("cluster") or "")
+    return ForgeReporter(forge, notifier, repository=repository,
+                         context=status_context(flags.get("status_context"), cluster),
+                         target_url=flags.get("status_url"), drift=DriftRepeats(after), registry=registry,
+                         cluster=cluster)
 
 
 def _secret(path: str | None, flag: str) -> Secret | None:

@@ -23,6 +23,8 @@ from gitopsq.cluster.kube import load_api_client
 from gitopsq.cluster.leader import LeaderElector, LeaseConfig
 from gitopsq.cluster.status import SourceRef
 from gitopsq.controller.audit import LeaderAudit
+from gitopsq.controller.cluster_names import exposed_registry
+from gitopsq.controller.cluster_scope import check_cluster, cluster_validator
 from gitopsq.controller.endpoints import HttpEndpoints
 from gitopsq.controller.forge_wiring import forge_reporter
 from gitopsq.controller.job_webhook import start_job_webhook
@@ -37,7 +39,6 @@ from gitopsq.sync.loop import SyncLoop
 from gitopsq.sync.model import SyncOptions
 from gitopsq.sync.repo_config import audit_config, repo_config
 from gitopsq.sync.syncer import Syncer, default_source_name
-from gitopsq.sync.validate import check_pipeline_validator
 from gitopsq.webhook.push import GitWebhook, read_secret
 
 _log = logs.get("controller")
@@ -105,15 +106,17 @@ class Wiring:
         for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
             registry.register(collector)
         self.source: Any = None
+        self.cluster = str(f.get("cluster") or "")
         if self.sync_on:
             self.source = open_source(f["repo"], cache_dir=Path(f["cache_dir"]) if f["cache_dir"] else None)
+            check_cluster(self.source, f["branch"], self.cluster)  # an undeclared name: exit 2, names listed
         self.elector = LeaderElector(KubeRest(self.api_client), self.lease) if f["leader_elect"] else None
         self.sync_metrics = SyncMetrics(registry, source=f"{f['namespace']}/{self.source_name()}")
         self.kueue_metrics = KueueMetrics(registry, replica_role="follower" if self.elector else "standalone")
         hooks: list[LeadershipHook] = [RoleHook(self.kueue_metrics)] if self.elector else []
         self.audit: LeaderAudit | None = None
         if f["audit_wal_dir"]:
-            self.audit = LeaderAudit(self._open_trail)
+            self.audit = LeaderAudit(self._open_trail, self.cluster)
             hooks.append(self.audit)
         runnables: list[Runnable] = []
         self.loop: Any = None
@@ -135,7 +138,7 @@ class Wiring:
         self.controller = Controller(runnables, self.elector, hooks=hooks)
         if f["metrics_addr"]:
             try:
-                server = serve(f["metrics_addr"], registry)
+                server = serve(f["metrics_addr"], exposed_registry(registry, self.cluster))
             except (OSError, ValueError) as err:
                 raise UsageError(f"cannot listen on --metrics-addr {f['metrics_addr']}: {err}") from err
             self.closers.append(server.shutdown)
@@ -152,8 +155,8 @@ class Wiring:
         # the forge's reviews (read once per merge for validation and the record), backed by signed notes
         reviews = with_notes(self.reporter.forge, self.source)
         syncer = Syncer(self.source, KubeRest(self.api_client), SourceRef(f["namespace"], self.source_name()),
-                        url=self.source.display,
-                        validator=self.reporter.validator(check_pipeline_validator(approvals_reader(reviews))))
+                        url=self.source.display, cluster=self.cluster,
+                        validator=self.reporter.validator(cluster_validator(self.cluster, approvals_reader(reviews))))
         if self.audit is not None:
             syncer.audit = SyncAuditRecords(self.audit, self.source, syncer.validated_at, forge=reviews)
 
@@ -224,6 +227,7 @@ class Wiring:
             except GitopsqError as err:  # the API may be down at start: the elector keeps trying
                 self.log.warning("cannot ensure the lease namespace yet", error=str(err))
         self.log.info("controller started", repo=self.source.display if self.source else None, branch=f["branch"],
+                      cluster=self.cluster or None,
                       sync=self.sync_on, admission=self.admission_on, interval=self.poll, health=http.port,
                       webhook=self.webhook.port if self.webhook else None, leader_election=f["leader_elect"],
                       identity=self.lease.identity)

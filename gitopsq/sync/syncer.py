@@ -55,12 +55,12 @@ class Syncer(OutcomeReports):
 
     def __init__(self, source: Source, rest: KubeRest, ref: SourceRef, *, url: str,
                  validator: Validator | None = None, audit: Any = None,
-                 clock: Callable[[], datetime] | None = None) -> None:
+                 clock: Callable[[], datetime] | None = None, cluster: str = "") -> None:
         self.source = source
         self.rest = rest
         self.url = url
         self.clock = clock or (lambda: datetime.now(UTC))
-        self.store = StatusStore(rest, ref, clock=self.clock)
+        self.store = StatusStore(rest, ref, clock=self.clock, cluster=cluster)  # cluster: docs/fleet.md
         self.label_value = source_label_value(ref)
         self.executor = Executor(rest)
         self.validator = validator or check_pipeline_validator()
@@ -118,9 +118,10 @@ class Syncer(OutcomeReports):
         return result
 
     def _read_status(self, options: SyncOptions) -> SourceState:
-        """The GitSource as it is, created first (spec only) on a first real sync."""
+        """The GitSource as it is, created first (spec only) on a first real sync, or labelled with the cluster
+        of a per-cluster controller it does not name yet."""
         state = self.store.read()
-        if not state.exists and not options.dry_run:
+        if not (state.exists and self.store.labelled(state)) and not options.dry_run:
             state = self.store.ensure(url=self.url, ref=options.rev, prune=options.prune)
         return state
 

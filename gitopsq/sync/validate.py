@@ -16,19 +16,21 @@ from gitopsq.trust import ForgeApprovals
 from gitopsq.validation import ValidationCache, validate_revision
 
 
-def check_pipeline_validator(forge_approvals: ForgeApprovals | None = None) -> Validator:
+def check_pipeline_validator(forge_approvals: ForgeApprovals | None = None, *,
+                             cluster: str | None = None) -> Validator:
     """The Validator running the one validation path (gitopsq.validation.validate_revision: `gitopsq check`'s
     manifest pipeline, then the CEL policies as `gitopsq plan` runs them), judging the revision against the one
     applied last, or on a first sync the change the head commit brings (against its first parent: the history
     before it is what the admin installed gitopsq on). Parsed files, reports by commit and compiled policies are
     cached across revisions (gitopsq.validation.ValidationCache). ``forge_approvals`` reads the approvals of the
-    pull request a forge-signed commit merged (gitopsq.forge.approvals.approvals_reader)."""
+    pull request a forge-signed commit merged (gitopsq.forge.approvals.approvals_reader). ``cluster`` judges
+    every revision as that cluster of gitopsq.yaml sees it (docs/fleet.md; gitopsq.controller.cluster_scope)."""
     cache = ValidationCache()
 
     def validate(source: Source, commit: str, previous: str | None) -> Validated:
         base: str | bool = previous if previous is not None and previous != commit else True
         return from_report(validate_revision(source, commit, base=base, cache=cache,
-                                             forge_approvals=forge_approvals).report)
+                                             forge_approvals=forge_approvals, cluster=cluster).report)
 
     return validate
 

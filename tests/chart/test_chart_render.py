@@ -130,6 +130,8 @@ def test_every_rendered_flag_is_one_the_controller_accepts(helm: Helm) -> None:
     pytest.param({"webhook": {"managedNamespaces": ["team-a", "team-b"]}}, ["--managed-namespaces=team-a,team-b"],
                  [], id="managed-namespaces"),
     pytest.param({"webhook": {"enabled": False}}, [], ["--webhook-addr=:9443"], id="job-webhook-off"),
+    pytest.param({"cluster": "eu-west"}, ["--cluster=eu-west"], [], id="one-controller-per-cluster"),
+    pytest.param({}, [], ["--cluster="], id="implicit-cluster-by-default"),
     pytest.param({"audit": {"enabled": True}, "mode": "admission"}, [],
                  ["--audit-wal-dir=/var/cache/gitopsq/audit-wal"], id="no-sync-audit-without-the-sync-loop"),
 ])
@@ -260,6 +262,7 @@ def test_image_digest_wins_over_the_tag(helm: Helm) -> None:
     pytest.param({"webhook": {"failurePolicy": "Sometimes"}}, True, "failurePolicy", id="webhook-failure-policy"),
     pytest.param({"extraArgs": ["leader-elect"]}, True, "extraArgs", id="extra-arg-not-a-flag"),
     pytest.param({"image": {"digest": "latest"}}, True, "digest", id="digest-not-sha256"),
+    pytest.param({"cluster": "EU West"}, True, "cluster", id="cluster-not-a-dns-label"),
 ])
 def test_schema_rejects_bad_values(helm: Helm, values: dict[str, Any], with_repo: bool, complaint: str) -> None:
     """values.schema.json refuses the values at render time and names the offending key."""

@@ -6,6 +6,9 @@ accepts (gitopsq/commands/controller.py).
 
 {{- define "gitopsq.args" -}}
 - controller
+{{- with .Values.cluster }}
+- --cluster={{ . }}
+{{- end }}
 {{- if include "gitopsq.syncOn" . }}
 - --repo={{ .Values.repo.url }}
 - --branch={{ .Values.repo.branch }}
