@@ -99,18 +99,18 @@ def _created_in_turn(what: str, make: Callable[[], object], workload: Callable[[
 
 def test_mixed_frameworks_share_sixteen_gpus_in_kueues_order(frameworks_loop: RunningLoop, node_pools: NodePools,
                                                              walk_ns: str) -> None:
-    """With the ClusterQueue held, a TrainJob (2 × 4 GPUs), a JobSet (2 × 2), a RayJob (2 × 2 workers) — all of
-    priority mid, in that order — and a high-priority pod group (2 × 2) arriving last are queued; released, the
-    group is admitted first on on-demand, the TrainJob finds on-demand short and takes spot, the JobSet takes the
-    rest of on-demand, and the RayJob, created last among equals, waits suspended with no cluster; every admitted
-    kind's pods run on its flavor's nodes and only the four parents own Workloads; deleting the JobSet admits the
-    RayJob, whose head, workers and submitter run on on-demand nodes."""
+    """Queued behind a held ClusterQueue (TrainJob 2 × 4 GPUs, JobSet 2 × 2, RayJob 2 × 2 workers, all mid, then a
+    high pod group 2 × 2), they are admitted in Kueue's order — the group on on-demand, the TrainJob pushed to spot,
+    the JobSet on on-demand, the RayJob (last among equals) waiting without a cluster — each kind's pods on its
+    flavor's nodes and no child queued; deleting the JobSet admits the RayJob on on-demand, and a second high group
+    then preempts the RayJob (not the TrainJob) and runs on the freed on-demand nodes."""
     cluster: FullCluster = node_pools.cluster
     ns = walk_ns
     pools = gpu_pools(node_pools, {"on-demand": (4, 2), "spot": (2, 4)})
     on_demand, spot = pools["on-demand"], pools["spot"]
     cq, mid, high = f"cq-{ns}", f"mid-{ns}", f"high-{ns}"
-    queue_yaml = gpu_queue_yaml(ns, cq, [(on_demand, 8), (spot, 8)], priorities={mid: 50, high: 100})
+    queue_yaml = gpu_queue_yaml(ns, cq, [(on_demand, 8), (spot, 8)], preemption="LowerPriority",
+                                priorities={mid: 50, high: 100})
     held = queue_yaml.replace("spec:\n  namespaceSelector:", "spec:\n  stopPolicy: Hold\n  namespaceSelector:")
     assert held != queue_yaml
     setup(cluster, held)
@@ -181,8 +181,26 @@ def test_mixed_frameworks_share_sixteen_gpus_in_kueues_order(frameworks_loop: Ru
         assert child["metadata"]["labels"].get(QUEUE_LABEL) == "queue"
         wait_for("the JobSet's Workload gone", lambda: "JobSet" not in _owner_kinds(cluster, ns), timeout=30)
         assert _owner_kinds(cluster, ns) == ["Pod", "RayJob", "TrainJob"], "a child of the RayJob got a Workload"
-        # the group and the TrainJob kept their places throughout
+
+        # a second high-priority group arrives with the quota full: it preempts a mid job on the first flavor that
+        # can make room (on-demand, where the RayJob is the only lower-priority holder); KubeRay tears the
+        # cluster down, and the group runs on the freed on-demand nodes
+        create_pods(cluster, *group(ns, "urgent", 2, gpus=2, priority=high, managed=True))
+        evicted = wait_for("the RayJob preempted", lambda: _true(workload_of(cluster, "RayJob", ns, "tune"),
+                                                                 "Evicted"), timeout=30)
+        assert evicted["reason"] == "Preempted", evicted
+        wait_for("KubeRay deleted the RayJob's cluster", lambda: not rayclusters(cluster, ns), timeout=60)
+        urgent = wait_for("the urgent group admitted", lambda: _true(workload_named(cluster, ns, "urgent"),
+                                                                     "Admitted") and workload_named(cluster, ns,
+                                                                                                    "urgent"),
+                          timeout=60)
+        assert set().union(*_flavors(urgent).values()) == {on_demand.flavor}, _flavors(urgent)
+        assert wait_for("the urgent group's pods bound", lambda: _placed(pods_in(cluster, ns, "urgent"), 2),
+                        timeout=60) <= on_demand.nodes
+        assert get(cluster, f"/apis/ray.io/v1/namespaces/{ns}/rayjobs/tune")["spec"]["suspend"] is True
+        # the first group (same priority) and the TrainJob (on spot) kept their places throughout
         assert _true(workload_named(cluster, ns, "serve"), "Admitted")
         assert _true(workload_of_trainjob(cluster, ns, "train"), "Admitted")
+        assert not _true(workload_of_trainjob(cluster, ns, "train"), "Evicted")
     finally:
         delete_runtime(cluster, runtime)
