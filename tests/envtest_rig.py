@@ -314,6 +314,7 @@ def trainer_cluster(jobset_cluster: FullCluster) -> FullCluster:
     return jobset_cluster
 
 
+@pytest.fixture(scope="session")
 def kuberay_cluster(full_cluster: FullCluster) -> FullCluster:
     """The full rig with the Ray CRDs and the real KubeRay operator (started once, on first use)."""
     if not full_cluster.rig.state.kuberay_pid:
