@@ -24,99 +24,28 @@ of a kind not (yet) watched are left alone.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from gitopsq import logs
-from gitopsq.cluster.admission.integrations import INTEGRATIONS, Integration, PodSetPlacement
+from gitopsq.cluster.admission.integrations import INTEGRATIONS, Integration, child_suspend_patch
 from gitopsq.cluster.admission.integrations.ancestry import managed_ancestor
 from gitopsq.cluster.admission.lifecycle import MAX_EXEC_EXCEEDED, max_execution_seconds
-from gitopsq.cluster.admission.live_workload import (
-    EVICTING,
-    FINISHED,
-    JOB_UID_LABEL,
-    PRIORITY_LABEL,
-    QUEUE_LABEL,
-    RESOURCE_IN_USE,
-    read_workload,
-)
+from gitopsq.cluster.admission.live_workload import EVICTING, FINISHED, QUEUE_LABEL, RESOURCE_IN_USE, read_workload
 from gitopsq.cluster.admission.options import NO_FAULT, FaultPoint, WaitForPodsReady
 from gitopsq.cluster.admission.pods_ready import PODS_READY, TIMEOUT_REASON, WAIT_FOR_START, wanted_condition
 from gitopsq.cluster.admission.ports import WatchCache, WorkloadWriter
-from gitopsq.cluster.admission.prebuilt import adoption_patch, prebuilt_name
+from gitopsq.cluster.admission.prebuilt import OUT_OF_SYNC, adoption_patch, prebuilt_name
+from gitopsq.cluster.admission.workload_build import new_workload, placements, workload_name
+from gitopsq.cluster.admission.workload_match import equivalent
 from gitopsq.cluster.admission.workload_status import condition, is_true, parse_time, set_condition
 from gitopsq.cluster.admission.writer import workload_path
-from gitopsq.cluster.kinds import WORKLOAD
 from gitopsq.errors import ClusterError
 
 PodsLeft = Callable[[str, str], int]  # (namespace, label selector) -> pods not yet terminal, terminating included
 
 
 _log = logs.get("jobs")
-
-
-_PREFIX_MAX = 253 - 1 - 5
-
-
-def workload_name(kind: str, group: str, name: str, uid: str) -> str:
-    """Kueue's Workload name for an owner: ``<kind>-<name>`` (≤ 247 chars) + ``-`` + 5 hex of a SHA-1."""
-    digest = hashlib.sha1(f"{kind}\n{group}\n{name}\n{uid}".encode(), usedforsecurity=False).hexdigest()
-    return f"{f'{kind.lower()}-{name}'[:_PREFIX_MAX]}-{digest[:5]}"
-
-
-def resolve_priority(cache: WatchCache, job_labels: Mapping[str, str], template: Mapping[str, Any]) -> tuple[int, Any]:
-    """(priority, priorityClassRef or None): WorkloadPriorityClass label, else the pod template's
-    PriorityClass, else the cluster's global default PriorityClass, else 0."""
-    wpc_name = job_labels.get(PRIORITY_LABEL)
-    if wpc_name:
-        wpc = cache.get("workloadpriorityclasses", wpc_name)
-        if wpc is not None:
-            return int(wpc.get("value") or 0), {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass",
-                                                "name": wpc_name}
-    pc_name = ((template.get("spec") or {}).get("priorityClassName")) or ""
-    if pc_name:
-        pc = cache.get("priorityclasses", pc_name)
-        if pc is not None:
-            return int(pc.get("value") or 0), {"group": "scheduling.k8s.io", "kind": "PriorityClass",
-                                               "name": pc_name}
-    defaults = sorted(int(p.get("value") or 0) for p in cache.items("priorityclasses") if p.get("globalDefault"))
-    return (defaults[0] if defaults else 0), None
-
-
-def new_workload(integration: Integration, job: Mapping[str, Any], cache: WatchCache) -> dict[str, Any]:
-    meta = job.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    pod_sets = integration.pod_sets(job)
-    priority, ref = resolve_priority(cache, labels, pod_sets[0].get("template") or {})
-    spec: dict[str, Any] = {"queueName": labels[QUEUE_LABEL], "podSets": pod_sets, "priority": priority}
-    if ref is not None:
-        spec["priorityClassRef"] = ref
-    limit = max_execution_seconds(labels)
-    if limit is not None:
-        spec["maximumExecutionTimeSeconds"] = limit
-    return {"apiVersion": WORKLOAD.api_version, "kind": WORKLOAD.kind, "metadata": {
-        "name": workload_name(integration.kind, integration.group, meta["name"], meta["uid"]),
-        "namespace": meta["namespace"], "labels": {JOB_UID_LABEL: meta["uid"]}, "finalizers": [RESOURCE_IN_USE],
-        "ownerReferences": [{"apiVersion": f"{integration.group}/{integration.version}", "kind": integration.kind,
-                             "name": meta["name"], "uid": meta["uid"], "controller": True,
-                             "blockOwnerDeletion": True}]}, "spec": spec}
-
-
-def placements(cache: WatchCache, workload: Mapping[str, Any]) -> tuple[PodSetPlacement, ...]:
-    """Node labels and tolerations of the flavors assigned to each pod set."""
-    admission = (workload.get("status") or {}).get("admission") or {}
-    out = []
-    for psa in admission.get("podSetAssignments") or ():
-        selector: dict[str, str] = {}
-        tolerations: list[Mapping[str, Any]] = []
-        for flavor in dict.fromkeys((psa.get("flavors") or {}).values()):
-            rf = cache.get("resourceflavors", flavor) or {}
-            rf_spec = rf.get("spec") or {}
-            selector.update(rf_spec.get("nodeLabels") or {})
-            tolerations.extend(t for t in rf_spec.get("tolerations") or () if t not in tolerations)
-        out.append(PodSetPlacement(psa.get("name", "main"), int(psa.get("count") or 0), selector, tuple(tolerations)))
-    return tuple(out)
 
 
 class JobReconciler:
@@ -152,12 +81,14 @@ class JobReconciler:
                 if meta.get("deletionTimestamp"):
                     continue  # being deleted: its Workload goes now, its quota with it
                 live_uids.add(f"{meta.get('namespace')}/{meta.get('uid')}")
-                if QUEUE_LABEL not in (meta.get("labels") or {}):
+                parent = managed_ancestor(job, self._lookup, QUEUE_LABEL) if meta.get("ownerReferences") else None
+                if parent is None and QUEUE_LABEL not in (meta.get("labels") or {}):
                     continue
-                if meta.get("ownerReferences") and managed_ancestor(job, self._lookup, QUEUE_LABEL) is not None:
-                    continue  # a managed parent's child: the parent's Workload covers its pods
                 try:
-                    self._job(integration, job, owned.get(f"{meta['namespace']}/{meta['uid']}", []))
+                    if parent is not None:  # a managed parent's child: the parent's Workload covers its pods
+                        self._child(integration, job, parent, owned)
+                    else:
+                        self._job(integration, job, owned.get(f"{meta['namespace']}/{meta['uid']}", []))
                 except ClusterError as err:
                     _log.info("job step deferred", job=f"{meta.get('namespace')}/{meta.get('name')}", error=str(err))
         by_kind = {i.kind: i for i in running}
@@ -171,6 +102,23 @@ class JobReconciler:
                 else:
                     self._delete_orphan(wl)
         return self.writer.writes - before
+
+    def _child(self, integration: Integration, job: dict[str, Any], parent: Mapping[str, Any],
+               owned: Mapping[str, list[dict[str, Any]]]) -> None:
+        """Kueue's ``shouldSuspendChildJob``: a running child of a managed job is suspended unless the parent's
+        latest unfinished Workload is admitted (whatever started the child — a user, an operator)."""
+        if integration.finished(job) is not None or integration.is_suspended(job):
+            return
+        pmeta = parent.get("metadata") or {}
+        mine = [w for w in owned.get(f"{pmeta.get('namespace')}/{pmeta.get('uid')}", ()) if not is_true(w, "Finished")]
+        latest = max(mine, key=lambda w: str(w["metadata"].get("creationTimestamp") or ""), default=None)
+        if latest is not None and is_true(latest, "Admitted"):
+            return
+        meta = job["metadata"]
+        obj = f"{integration.kind}/{meta['namespace']}/{meta['name']}"
+        self.writer.patch(integration.resource, f"{integration.collection_path(meta['namespace'])}/{meta['name']}",
+                          child_suspend_patch(integration, job), obj)
+        self.writer.event(job, integration.kind, "Suspended", "Kueue managed child job suspended")
 
     def _lookup(self, group: str, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         """A cached object of a running integration's kind (ancestry.py's lookup)."""
@@ -244,6 +192,8 @@ class JobReconciler:
         if live is None:
             return
         ended = integration.finished(job)
+        if prebuilt and not self._prebuilt_in_sync(integration, job, wl, path, obj, ended=ended is not None):
+            return
         if live.state == FINISHED:
             self._drop_finalizer(wl)  # Kueue: a finished Workload holds nothing
             return
@@ -254,6 +204,9 @@ class JobReconciler:
             return
         suspended = integration.is_suspended(job)
         original: list[Mapping[str, Any]] = list((wl.get("spec") or {}).get("podSets") or ())
+        if not prebuilt and not self._matches(integration, job, wl, suspended):
+            self._rebuild(integration, job, wl, suspended=suspended, path=path, obj=obj)
+            return
         if live.state == EVICTING or not is_true(wl, "Admitted"):
             if not suspended or integration.restore_patch(job, original) is not None:
                 evicted = condition(wl, "Evicted") if live.state == EVICTING else None
@@ -285,6 +238,52 @@ class JobReconciler:
             _log.info("prebuilt workload owned by another object", workload=f"{ns}/{name}", job=obj)
             return
         self.writer.patch("workloads", workload_path(ns, name), patch, f"Workload/{ns}/{name}")
+
+    def _matches(self, integration: Integration, job: Mapping[str, Any], wl: Mapping[str, Any],
+                 suspended: bool) -> bool:
+        labels = (job.get("metadata") or {}).get("labels") or {}
+        return equivalent(integration.pod_sets(job), wl, suspended=suspended,
+                          max_execution=max_execution_seconds(labels), placements=placements(self.cache, wl))
+
+    def _rebuild(self, integration: Integration, job: dict[str, Any], wl: dict[str, Any], *, suspended: bool,
+                 path: str, obj: str) -> None:
+        """The job no longer matches its Workload (Kueue's ``ensureOneWorkload``): a suspended job's Workload
+        without a reservation takes the job's new spec in place; otherwise the job is stopped (its templates
+        restored from the old Workload) and the Workload deleted — the deleted-Workload step lets it go once no
+        pod is left, and the next pass creates a Workload for the job as it is now."""
+        meta = wl["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        if suspended and not is_true(wl, "QuotaReserved"):
+            fresh = new_workload(integration, job, self.cache)["spec"]
+            spec: dict[str, Any] = {k: None for k in wl.get("spec") or {} if k not in fresh and k != "active"}
+            spec.update(fresh)
+            self.writer.patch("workloads", workload_path(meta["namespace"], meta["name"]),
+                              {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "spec": spec},
+                              f"Workload/{key}")
+            self.writer.event(job, integration.kind, "UpdatedWorkload",
+                              f"Updated not matching Workload for suspended job: {key}")
+            return
+        if not suspended and integration.finished(job) is None:
+            self._stop(integration, job, list((wl.get("spec") or {}).get("podSets") or ()), path, obj,
+                       why="No matching Workload; restoring pod templates according to existent Workload")
+        self.writer.delete("workloads", workload_path(meta["namespace"], meta["name"]), key, f"Workload/{key}")
+        self.writer.event(job, integration.kind, "DeletedWorkload", f"Deleted not matching Workload: {key}")
+
+    def _prebuilt_in_sync(self, integration: Integration, job: dict[str, Any], wl: dict[str, Any], path: str,
+                          obj: str, *, ended: bool) -> bool:
+        """Kueue's ``ensurePrebuiltWorkloadInSync``: a prebuilt Workload that does not match its job is marked
+        ``Finished`` (reason ``OutOfSync``) and the job is kept suspended."""
+        if self._matches(integration, job, wl, integration.is_suspended(job)):
+            return True
+        if not is_true(wl, "Finished"):
+            conds = [dict(c) for c in (wl.get("status") or {}).get("conditions") or ()]
+            set_condition(conds, "Finished", "True", *OUT_OF_SYNC, self.now())
+            self.writer.workload_status(wl, {"conditions": conds})
+        elif RESOURCE_IN_USE in (wl["metadata"].get("finalizers") or ()):
+            self._drop_finalizer(wl)
+        if not ended and not integration.is_suspended(job):
+            self._stop(integration, job, [], path, obj, why="missing workload")
+        return False
 
     def _pods_ready(self, wl: dict[str, Any], ready: bool) -> None:
         """Keep an admitted Workload's ``PodsReady`` condition true to its job's pods (pods_ready.py)."""

@@ -98,3 +98,14 @@ class Integration(Protocol):
         """A merge patch putting back the original pod templates and counts (Workload ``spec.podSets``) and
         clearing the stop mark, or None when the job already matches them."""
         ...
+
+
+def child_suspend_patch(integration: Integration, job: Mapping[str, Any]) -> dict[str, Any]:
+    """The patch that suspends a managed parent's running child (Kueue's plain ``Suspend``): the integration's
+    optional ``suspend_child_patch(job)`` when it has one (a kind whose ``suspend_patch`` also sets a stop mark
+    that only its own reconciliation clears), else its ``suspend_patch``. Optional, so an integration without it
+    needs no change."""
+    own = getattr(integration, "suspend_child_patch", None)
+    patch: dict[str, Any] = own(job) if callable(own) else integration.suspend_patch(job)
+    return patch
+
