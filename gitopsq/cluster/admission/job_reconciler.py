@@ -172,6 +172,13 @@ class JobReconciler:
             self._adopt(integration, job, prebuilt, path, obj)
             return
         if wl is None:
+            if integration.finished(job) is not None:
+                return
+            if not integration.is_suspended(job):  # Kueue: a job running without a Workload is stopped first
+                self._stop(integration, job, [], path, obj, why="Missing Workload; unable to restore pod templates")
+                return
+            if integration.active_pods(job):
+                return  # its pods are still going
             body = new_workload(integration, job, self.cache)
             self.writer.create("workloads", workload_path(meta["namespace"]), body,
                                f"Workload/{meta['namespace']}/{name}")

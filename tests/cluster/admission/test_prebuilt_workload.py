@@ -5,10 +5,9 @@ under that Workload — adopted, not duplicated; a prebuilt Workload that does n
 from __future__ import annotations
 
 import time
-
-import pytest
 from typing import Any
 
+import pytest
 from cluster_rig import apply, cond, create_job, job, job_manifest, queue_setup, rest, wait_for, workloads
 from envtest_rig import Envtest
 from running_loop import RunningLoop
