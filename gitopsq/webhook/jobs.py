@@ -8,8 +8,10 @@ gitopsq.webhook.certs).
   label is refused; every job created or updated is judged by the CEL policies that match its kind
   (gitopsq.policy, the same engine as ``gitopsq check``); a Deny verdict refuses it, a Warn verdict is
   returned as an admission warning.
-A job whose controller is a job of a running integration (a JobSet's Jobs) is left alone by both: its parent is
-the one queued (Kueue's webhooks do not suspend such children either).
+A job with a managed ancestor (a JobSet's Jobs; Kueue's ``FindAncestorJobManagedByKueue``: the whole chain of
+controller owners is walked, and an ancestor is managed when it is a job of a running integration with a queue
+label) is left alone by both: its ancestor is the one queued. The walk needs API reads, so the controller passes
+it in (``JobWebhookOptions.managed_ancestor``); without it only the direct controller owner's kind is looked at.
 Requests and answers are ``admission.k8s.io/v1`` AdmissionReviews. A malformed review is answered 400.
 """
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +33,8 @@ class JobWebhookOptions:
     policies: Sequence[Policy] = field(default_factory=tuple)
     # (group, kind) of the running integrations: a job controlled by one of these is a managed child
     owner_kinds: frozenset[tuple[str, str]] = frozenset({("jobset.x-k8s.io", "JobSet")})
+    # whether a job has a managed ancestor, walking the whole owner chain (the controller wires the API reads)
+    managed_ancestor: Callable[[Mapping[str, Any]], bool] | None = None
 
 
 def _answer(uid: str, allowed: bool, *, message: str = "", patch: list[dict[str, Any]] | None = None,
@@ -54,7 +58,9 @@ class JobWebhook:
         self.options = options or JobWebhookOptions()
 
     def _child(self, job: Mapping[str, Any]) -> bool:
-        """Whether the job's controller is a job kind a running integration queues."""
+        """Whether the job has a managed ancestor (or, with no walk wired, a controller of a queued job kind)."""
+        if self.options.managed_ancestor is not None:
+            return self.options.managed_ancestor(job)
         for ref in (job.get("metadata") or {}).get("ownerReferences") or ():
             if ref.get("controller"):
                 group = str(ref.get("apiVersion") or "").rpartition("/")[0]
