@@ -59,10 +59,15 @@ class JobReconciler:
         self.pods_ready = pods_ready or WaitForPodsReady()
         self.integrations = integrations
         self.fault = fault
+        # (job resourceVersion, Workload resourceVersion) -> matched, per job UID: a job is compared with its
+        # Workload again only when one of them changed (last pass's entries only, so it never grows)
+        self._matched: dict[str, tuple[str, str, bool]] = {}
+        self._matched_now: dict[str, tuple[str, str, bool]] = {}
 
     def reconcile(self) -> int:
         """One pass; returns the number of writes."""
         before = self.writer.writes
+        self._matched, self._matched_now = self._matched_now, {}
         owned: dict[str, list[dict[str, Any]]] = {}
         owners = self.cache.indexed("workloads", lambda ix: ix.owners())
         if owners is not None:  # the cache's index: only owned Workloads, not all of them every pass
@@ -248,9 +253,18 @@ class JobReconciler:
 
     def _matches(self, integration: Integration, job: Mapping[str, Any], wl: Mapping[str, Any],
                  suspended: bool) -> bool:
-        labels = (job.get("metadata") or {}).get("labels") or {}
-        return equivalent(integration.pod_sets(job), wl, suspended=suspended,
+        meta = job.get("metadata") or {}
+        versions = (str(meta.get("resourceVersion")), str((wl.get("metadata") or {}).get("resourceVersion")))
+        uid = str(meta.get("uid"))
+        known = self._matched.get(uid) or self._matched_now.get(uid)
+        if known is not None and known[:2] == versions:
+            self._matched_now[uid] = known
+            return known[2]
+        labels = meta.get("labels") or {}
+        same = equivalent(integration.pod_sets(job), wl, suspended=suspended,
                           max_execution=max_execution_seconds(labels), placements=placements(self.cache, wl))
+        self._matched_now[uid] = (*versions, same)
+        return same
 
     def _rebuild(self, integration: Integration, job: dict[str, Any], wl: dict[str, Any], *, suspended: bool,
                  path: str, obj: str) -> None:
