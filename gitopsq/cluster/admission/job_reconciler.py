@@ -271,7 +271,8 @@ class JobReconciler:
         """The job no longer matches its Workload (Kueue's ``ensureOneWorkload``): a suspended job's Workload
         without a reservation takes the job's new spec in place; otherwise the job is stopped (its templates
         restored from the old Workload) and the Workload deleted — the deleted-Workload step lets it go once no
-        pod is left, and the next pass creates a Workload for the job as it is now."""
+        pod is left; a suspended job's Workload with a reservation loses its finalizer first, so the job keeps its
+        edit — and the next pass creates a Workload for the job as it is now."""
         meta = wl["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
         if suspended and not is_true(wl, "QuotaReserved"):
@@ -287,6 +288,10 @@ class JobReconciler:
         if not suspended and integration.finished(job) is None:
             self._stop(integration, job, list((wl.get("spec") or {}).get("podSets") or ()), path, obj,
                        why="No matching Workload; restoring pod templates according to existent Workload")
+        elif not integration.active_pods(job):
+            # nothing runs: it goes at once, as Kueue's workload.Delete (the deleted-Workload step would restore
+            # the old templates over the job's edit)
+            self._drop_finalizer(wl)
         self.writer.delete("workloads", workload_path(meta["namespace"], meta["name"]), key, f"Workload/{key}")
         self.writer.event(job, integration.kind, "DeletedWorkload", f"Deleted not matching Workload: {key}")
 

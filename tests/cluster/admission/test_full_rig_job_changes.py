@@ -1,7 +1,8 @@
 """Jobs whose spec changes under their Workload, and children of managed jobs, on the full rig (real Job and
 JobSet controllers, scheduler, KWOK nodes): a suspended JobSet edited while it waits has its Workload updated in
-place; a running Job whose parallelism changes is stopped and gets a new Workload of the new shape; a child Job
-started while its managed parent is not admitted is suspended again."""
+place; a suspended Job edited while its Workload holds a reservation gets a new Workload; a running Job whose
+parallelism changes is stopped and gets a new Workload of the new shape; a child Job started while its managed
+parent is not admitted is suspended again."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from cluster_rig import cond, get, rest, wait_for, workload_of
+from checks_rig import set_check_active
+from cluster_rig import apply, cond, get, rest, wait_for, workload_of
 from envtest_rig import FullCluster, NodePools
 from gpu_rig import MERGE, SPOT_TAINT, gpu_job, gpu_pools, gpu_queue_yaml, namespace, pods_of, running, setup
 from jobset_rig import JOBSETS, create_jobset, get_jobset, jobset, replicated, workload_of_jobset
@@ -145,3 +147,35 @@ def test_child_started_while_its_managed_parent_waits_is_suspended(jobset_loop: 
         wait_for("the child's pod running", lambda: running(pods_of(cluster, ns, "child")), timeout=60)
         assert get(cluster, f"{JOBS.format(ns=ns)}/child")["spec"]["suspend"] is False
         assert len(_ours(cluster, ns)) == 1, "the child was suspended again after its parent's admission"
+
+
+def test_suspended_job_edited_while_its_workload_holds_quota_gets_a_new_workload(jobset_loop: RunningLoop,
+                                                                                 node_pools: NodePools) -> None:
+    """A suspended Job whose Workload reserved quota and waits for an admission check is given a toleration: the
+    old Workload is deleted at once (DeletedWorkload), the Job keeps its edit, and a new Workload carrying the
+    toleration reserves quota again."""
+    cluster: FullCluster = node_pools.cluster
+    pool = gpu_pools(node_pools, {"on-demand": (1, 8)})["on-demand"]
+    with namespace(cluster, "job-edit") as ns:
+        check = f"capacity-{ns}"
+        text = gpu_queue_yaml(ns, f"cq-{ns}", [(pool, 8)]).replace(
+            "  preemption:", f"  admissionChecksStrategy: {{admissionChecks: [{{name: {check}}}]}}\n  preemption:")
+        apply(cluster, f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: AdmissionCheck\nmetadata: {{name: {check}}}\n"
+                       "spec: {controllerName: example.com/capacity}\n---\n" + text)
+        set_check_active(cluster, check, True)
+        rest(cluster).request("POST", JOBS.format(ns=ns), body=gpu_job(ns, "train", pods=1, gpus=4))
+        old = wait_for("quota reserved, the check pending", lambda: (w := workload_of(cluster, ns, "train"))
+                       and (c := cond(w, "QuotaReserved")) and c["status"] == "True" and w, timeout=30)
+        toleration = {"key": "example.com/edited", "operator": "Exists", "effect": "NoSchedule"}
+        rest(cluster).request("PATCH", f"{JOBS.format(ns=ns)}/train", content_type=MERGE,
+                              body={"spec": {"template": {"spec": {"tolerations": [toleration]}}}})
+        new = wait_for("a new Workload reserving quota", lambda: (w := workload_of(cluster, ns, "train"))
+                       and w["metadata"]["uid"] != old["metadata"]["uid"]
+                       and (c := cond(w, "QuotaReserved")) and c["status"] == "True" and w, timeout=30)
+        assert new["spec"]["podSets"][0]["template"]["spec"]["tolerations"] == [toleration]
+        assert [c["state"] for c in new["status"]["admissionChecks"]] == ["Pending"]
+        deleted = wait_for("the DeletedWorkload event", lambda: _events(cluster, ns, "DeletedWorkload"))
+        assert deleted[0]["message"] == f"Deleted not matching Workload: {ns}/{old['metadata']['name']}"
+        job = get(cluster, f"{JOBS.format(ns=ns)}/train")
+        assert job["spec"]["suspend"] is True
+        assert job["spec"]["template"]["spec"]["tolerations"] == [toleration], "the Job's edit was undone"
