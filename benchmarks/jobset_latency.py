@@ -13,8 +13,9 @@ admission, unsuspension, the operators making Jobs and pods, the scheduler bindi
 Phase 1 creates ``--count`` batch Jobs of 3 pods (parallelism 3) at ``--rate`` per second; phase 2 creates
 ``--count`` JobSets of the same shape (a 1-pod driver and a 2-pod worker replicated job: 3 pods, the same
 requests), also at ``--rate``. A watch on pods records when each pod is first seen bound; an object's latency is
-the time from just before its POST to its last pod bound. Prints the median, p90, p99 and max per phase, and the
-load average (the machine is shared: state it with the figures).
+the time from just before its POST to its last pod bound. Prints the median, p90, p99 and max per phase, the CPU
+seconds each process of the path used in each phase (to find the stage that limits the rate), gitopsq's request
+counts, and the load average (the machine is shared: state it with the figures).
 """
 
 from __future__ import annotations
@@ -137,6 +138,32 @@ def phase(rest: KubeRest, kind: str, count: int, rate: float, timeout: float) ->
     return [watch.done[n] - t for n, t in created.items() if n in watch.done]
 
 
+def cpu_seconds(pid: int) -> float:
+    try:
+        parts = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def processes(rig: Rig, controller: subprocess.Popen[bytes]) -> dict[str, int]:
+    state = rig.state
+    return {"gitopsq": controller.pid, "kube-apiserver": state.apiserver_pid, "etcd": state.etcd_pid,
+            "controller-manager": state.controller_manager_pid, "scheduler": state.scheduler_pid,
+            "kwok": state.kwok_pid, "jobset": state.jobset_pid}
+
+
+def measured(rig: Rig, controller: subprocess.Popen[bytes], run: Any) -> tuple[list[float], str]:
+    """``run()``'s latencies and the CPU seconds each process used meanwhile."""
+    pids = processes(rig, controller)
+    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    started = time.monotonic()
+    latencies = run()
+    wall = time.monotonic() - started
+    used = ", ".join(f"{name} {cpu_seconds(pid) - before[name]:.1f}" for name, pid in pids.items())
+    return latencies, f"CPU seconds over {wall:.0f} s: {used}"
+
+
 def report(kind: str, latencies: list[float]) -> None:
     ordered = sorted(latencies)
     if not ordered:
@@ -192,10 +219,11 @@ def main() -> None:
                 time.sleep(5.0)  # the controller syncs its cache and picks up the JobSet CRD
                 print(f"{args.count} of each, created at {args.rate}/s, {PODS} pods each; "
                       f"controller qps {args.qps}")
-                jobs = phase(rest, "Job", args.count, args.rate, args.timeout)
-                print(f"  load average after the Jobs: {os.getloadavg()}")
-                jobsets = phase(rest, "JobSet", args.count, args.rate, args.timeout)
-                print(f"  load average after the JobSets: {os.getloadavg()}")
+                jobs, cpu = measured(rig, controller, lambda: phase(rest, "Job", args.count, args.rate, args.timeout))
+                print(f"  Jobs: {cpu}; load average after: {os.getloadavg()}")
+                jobsets, cpu = measured(rig, controller,
+                                        lambda: phase(rest, "JobSet", args.count, args.rate, args.timeout))
+                print(f"  JobSets: {cpu}; load average after: {os.getloadavg()}")
                 print("creation → every pod bound:")
                 report("Job", jobs)
                 report("JobSet", jobsets)
@@ -203,6 +231,9 @@ def main() -> None:
             if controller is not None:
                 controller.terminate()
                 controller.wait(timeout=30)
+                stopped = [line for line in (Path(tmp) / "controller.log").read_text().splitlines()
+                           if "admission loop stopped" in line]
+                print(f"gitopsq: {stopped[-1][:600] if stopped else 'no request log'}")
             rig.stop()
 
 
