@@ -1,25 +1,29 @@
 """The generic job reconciler: Jobs labelled ``kueue.x-k8s.io/queue-name`` ⇄ their Workloads.
 
 For each labelled job of every integration, in this order (Kueue's ``ReconcileGenericJob``):
-1. no Workload yet → create it (Kueue's name, owner reference, pod sets, priority, the finalizer
-   ``kueue.x-k8s.io/resource-in-use``, ``maximumExecutionTimeSeconds`` from the job's label);
-2. its Workload is being deleted → stop the job, then let the Workload go once no pod is active;
+1. no Workload yet → a running job is stopped first ("Missing Workload"), then, once no pod is active, the
+   Workload is created (Kueue's name, owner reference, pod sets, priority, the finalizer
+   ``kueue.x-k8s.io/resource-in-use``, ``maximumExecutionTimeSeconds`` from the job's label; workload_build.py)
    (with ``kueue.x-k8s.io/prebuilt-workload-name``: adopt that Workload once it exists, the job kept
-   suspended until then; prebuilt.py);
+   suspended until then, and finish it ``OutOfSync`` if it does not match the job; prebuilt.py);
+2. its Workload is being deleted → stop the job, then let the Workload go once no pod is active;
 3. the job ended → mark the Workload ``Finished`` (its quota is released by the admission pass), and a
    finished Workload loses its finalizer;
-4. the Workload is evicted → stop the job in Kueue's order (suspend, unset ``startTime``, restore its pod
+4. the job no longer matches its Workload (workload_match.py) → a suspended job's unreserved Workload is
+   updated in place; otherwise the job is stopped and the Workload deleted, to be created anew;
+5. the Workload is evicted → stop the job in Kueue's order (suspend, unset ``startTime``, restore its pod
    templates and counts) and once no pod is left clear the reservation (``QuotaReserved=False``; ``Requeued``
    True after a preemption, False after a deactivation or a PodsReady timeout) so the quota goes back;
-5. the Workload is admitted and the job suspended → inject the flavors' node labels and tolerations (and a
+6. the Workload is admitted and the job suspended → inject the flavors' node labels and tolerations (and a
    partial admission's count) and unsuspend ("Admitted by clusterQueue …"); while it runs, keep its
    ``PodsReady`` condition when waitForPodsReady is on;
-6. the job runs without admission → stop it.
+7. the job runs without admission → stop it.
 Workloads whose owner job is gone are deleted (what the garbage collector does in a full cluster); their
-finalizer comes off once none of the job's pods is left. Unlabelled jobs are never touched, nor are jobs owned by
-a managed job of a running integration (a JobSet's Jobs: integrations/ancestry.py). ``integrations`` are the
-running ones whose objects are cached (the loop sets them each pass from integration_watch.py): the Workloads
-of a kind not (yet) watched are left alone.
+finalizer comes off once none of the job's pods is left. Unlabelled jobs are never touched, except a job owned
+(through any chain of controllers) by a managed job of a running integration (a JobSet's Jobs;
+integrations/ancestry.py): it never gets a Workload, and is suspended when it runs while the ancestor's Workload
+is not admitted. ``integrations`` are the running ones whose objects are cached (the loop sets them each pass
+from integration_watch.py): the Workloads of a kind not (yet) watched are left alone.
 """
 
 from __future__ import annotations
