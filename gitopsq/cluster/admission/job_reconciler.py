@@ -63,8 +63,8 @@ class JobReconciler:
         self.pods_ready = pods_ready or WaitForPodsReady()
         self.integrations = integrations
         self.fault = fault
-        # (job resourceVersion, Workload resourceVersion) -> matched, per job UID: a job is compared with its
-        # Workload again only when one of them changed (last pass's entries only, so it never grows)
+        # (job shape, Workload resourceVersion) -> matched, per job UID: a job is compared with its Workload
+        # again only when one of them changed (last pass's entries only, so it never grows)
         self._matched: dict[str, tuple[str, str, bool]] = {}
         self._matched_now: dict[str, tuple[str, str, bool]] = {}
 
@@ -258,7 +258,12 @@ class JobReconciler:
     def _matches(self, integration: Integration, job: Mapping[str, Any], wl: Mapping[str, Any],
                  suspended: bool) -> bool:
         meta = job.get("metadata") or {}
-        versions = (str(meta.get("resourceVersion")), str((wl.get("metadata") or {}).get("resourceVersion")))
+        # the job's spec generation, not its resourceVersion (status writes do not change what is compared), with
+        # its labels and annotations (max-exec-time-seconds, job-min-parallelism) and suspension
+        shape = (meta.get("generation") or meta.get("resourceVersion"), suspended,
+                 hash(frozenset((meta.get("labels") or {}).items())),
+                 hash(frozenset((meta.get("annotations") or {}).items())))
+        versions = (str(shape), str((wl.get("metadata") or {}).get("resourceVersion")))
         uid = str(meta.get("uid"))
         known = self._matched.get(uid) or self._matched_now.get(uid)
         if known is not None and known[:2] == versions:
