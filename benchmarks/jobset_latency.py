@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -183,6 +184,9 @@ def main() -> None:
     parser.add_argument("--qps", type=float, default=50.0, help="the controller's admission-loop QPS")
     parser.add_argument("--nodes", type=int, default=10)
     parser.add_argument("--timeout", type=float, default=600.0, help="per phase, after the last creation")
+    parser.add_argument("--controller-manager-qps", type=float, default=0.0,
+                        help="restart the rig's kube-controller-manager with this client QPS (burst 2x); 0: upstream's "
+                             "default (20, burst 30)")
     args = parser.parse_args()
     binaries = prepare(full=True, log=False)
     print(f"machine: {os.cpu_count()} cores; load average at start {os.getloadavg()}")
@@ -190,6 +194,8 @@ def main() -> None:
         rig = Rig.start(binaries, Path(tmp) / "rig", full=True)
         controller = None
         try:
+            if args.controller_manager_qps:
+                raise_controller_manager_qps(rig, args.controller_manager_qps)
             with load_api_client(str(rig.kubeconfig)) as api:
                 install_crds(api)
                 rest = KubeRest(api)
@@ -235,6 +241,20 @@ def main() -> None:
                            if "admission loop stopped" in line]
                 print(f"gitopsq: {stopped[-1][:600] if stopped else 'no request log'}")
             rig.stop()
+
+
+def raise_controller_manager_qps(rig: Rig, qps: float) -> None:
+    """Replace the rig's kube-controller-manager by one with the same command line and a higher client rate (to
+    see whether its rate limit, not CPU, sets the pace)."""
+    os.kill(rig.state.controller_manager_pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and Path(f"/proc/{rig.state.controller_manager_pid}").exists():
+        time.sleep(0.2)
+    argv = [*rig.component_argv("kube-controller-manager"), f"--kube-api-qps={qps}", f"--kube-api-burst={int(qps * 2)}"]
+    env = {**os.environ, "KUBE_FEATURE_WatchListClient": "false"}
+    rig._replace_state(controller_manager_pid=rig._spawn(argv, "kube-controller-manager.log", env))
+    time.sleep(5.0)  # it starts its controllers
+    print(f"kube-controller-manager restarted with --kube-api-qps={qps} --kube-api-burst={int(qps * 2)}")
 
 
 def queue_objects(count: int) -> list[tuple[str, dict[str, Any]]]:
