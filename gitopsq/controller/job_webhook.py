@@ -4,13 +4,16 @@ a Secret, renewed hourly), the HTTPS server, and the repository policies it foll
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from gitopsq.cluster.admission.integrations import select
+from gitopsq.cluster.admission.integrations import Integration, select
+from gitopsq.cluster.admission.integrations.ancestry import managed_ancestor
 from gitopsq.cluster.admission.integrations.registry import owner_kinds, refusals, spec_label_kinds
 from gitopsq.cluster.apply import KubeRest
-from gitopsq.errors import GitopsqError, UsageError
+from gitopsq.errors import ClusterError, GitopsqError, UsageError
+from gitopsq.manifests.validate import QUEUE_NAME_LABEL
 from gitopsq.sync.repo_config import job_policies
 from gitopsq.webhook.certs import CertificateKeeper, default_cert_dir, service_hosts
 from gitopsq.webhook.follower import PolicyFollower
@@ -44,7 +47,8 @@ def start_job_webhook(wiring: Any) -> Any:
         running = select(getattr(wiring, "integrations", ()) or ())
         hook = JobWebhook(JobWebhookOptions(managed_namespaces=managed, owner_kinds=owner_kinds(running),
                                             spec_label_kinds=spec_label_kinds(running),
-                                            refusals=refusals(running)))
+                                            refusals=refusals(running),
+                                            managed_ancestor=ancestor_walk(KubeRest(wiring.api_client), running)))
         server = WebhookServer(f["webhook_addr"], hook, directory / "tls.crt", directory / "tls.key")
     except (OSError, ValueError) as err:
         raise UsageError(f"cannot serve the Job webhook on --webhook-addr {f['webhook_addr']}: {err}") from err
@@ -62,6 +66,26 @@ def start_job_webhook(wiring: Any) -> Any:
     wiring.log.info("job webhook serving", port=server.port, managed_namespaces=sorted(managed),
                     cert_dir=str(directory))
     return server
+
+
+def ancestor_walk(rest: KubeRest, running: tuple[Integration, ...]) -> Callable[[Mapping[str, Any]], bool]:
+    """Whether a job has a managed ancestor (ancestry.py), each owner read from the API server. An owner that
+    cannot be read counts as not managed: the job is then suspended and waits for the loop (fail closed)."""
+    kinds = {(i.group, i.kind): i for i in running}
+
+    def lookup(group: str, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        integration = kinds.get((group, kind))
+        if integration is None:
+            return None
+        try:
+            found: Mapping[str, Any] = rest.request("GET", f"{integration.collection_path(namespace)}/{name}",
+                                                    obj=f"{kind}/{namespace}/{name}", retry=False)
+        except ClusterError:  # not found, refused, unreachable
+            return None
+        return found
+
+    return lambda job: bool((job.get("metadata") or {}).get("ownerReferences")) and \
+        managed_ancestor(job, lookup, QUEUE_NAME_LABEL) is not None
 
 
 class CertificateRenewal:

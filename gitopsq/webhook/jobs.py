@@ -13,8 +13,10 @@ gitopsq.webhook.certs).
   (gitopsq.webhook.pods); pods are never validated here (a managed namespace's Job pods carry no queue label).
 A queued job of a kind whose integration has ``refusals`` (a RayJob or RayCluster asking for autoscaling) is
 refused on create and update with Kueue's reasons.
-A job whose controller is a job of a running integration (a JobSet's Jobs) is left alone by all three: its parent
-is the one queued (Kueue's webhooks do not suspend such children either).
+A job with a managed ancestor (a JobSet's Jobs; Kueue's ``FindAncestorJobManagedByKueue``: the whole chain of
+controller owners is walked, and an ancestor is managed when it is a job of a running integration with a queue
+label) is left alone by all three: its ancestor is the one queued. The walk needs API reads, so the controller passes
+it in (``JobWebhookOptions.managed_ancestor``); without it only the direct controller owner's kind is looked at.
 Requests and answers are ``admission.k8s.io/v1`` AdmissionReviews. A malformed review is answered 400.
 """
 
@@ -43,6 +45,8 @@ class JobWebhookOptions:
     # (group, kind) -> why a queued job of that kind is refused (an integration's ``refusals``, e.g. a RayJob
     # with autoscaling); kinds not here are refused by nothing but the checks above
     refusals: Mapping[tuple[str, str], Callable[[Mapping[str, Any]], list[str]]] = field(default_factory=dict)
+    # whether a job has a managed ancestor, walking the whole owner chain (the controller wires the API reads)
+    managed_ancestor: Callable[[Mapping[str, Any]], bool] | None = None
 
 
 def _answer(uid: str, allowed: bool, *, message: str = "", patch: list[dict[str, Any]] | None = None,
@@ -66,7 +70,9 @@ class JobWebhook:
         self.options = options or JobWebhookOptions()
 
     def _child(self, job: Mapping[str, Any]) -> bool:
-        """Whether the job's controller is a job kind a running integration queues."""
+        """Whether the job has a managed ancestor (or, with no walk wired, a controller of a queued job kind)."""
+        if self.options.managed_ancestor is not None:
+            return self.options.managed_ancestor(job)
         for ref in (job.get("metadata") or {}).get("ownerReferences") or ():
             if ref.get("controller"):
                 group = str(ref.get("apiVersion") or "").rpartition("/")[0]

@@ -1,124 +1,57 @@
 """The generic job reconciler: Jobs labelled ``kueue.x-k8s.io/queue-name`` ⇄ their Workloads.
 
 For each labelled job of every integration, in this order (Kueue's ``ReconcileGenericJob``):
-1. no Workload yet → create it (Kueue's name, owner reference, pod sets, priority, the finalizer
-   ``kueue.x-k8s.io/resource-in-use``, ``maximumExecutionTimeSeconds`` from the job's label);
-2. its Workload is being deleted → stop the job, then let the Workload go once no pod is active;
+1. no Workload yet → a running job is stopped first ("Missing Workload"), then, once no pod is active, the
+   Workload is created (Kueue's name, owner reference, pod sets, priority, the finalizer
+   ``kueue.x-k8s.io/resource-in-use``, ``maximumExecutionTimeSeconds`` from the job's label; workload_build.py)
    (with ``kueue.x-k8s.io/prebuilt-workload-name``: adopt that Workload once it exists, the job kept
-   suspended until then; prebuilt.py);
+   suspended until then, and finish it ``OutOfSync`` if it does not match the job; prebuilt.py);
+2. its Workload is being deleted → stop the job, then let the Workload go once no pod is active;
 3. the job ended → mark the Workload ``Finished`` (its quota is released by the admission pass), and a
    finished Workload loses its finalizer;
-4. the Workload is evicted → stop the job in Kueue's order (suspend, unset ``startTime``, restore its pod
+4. the job no longer matches its Workload (workload_match.py) → a suspended job's unreserved Workload is
+   updated in place; otherwise the job is stopped and the Workload deleted, to be created anew;
+5. the Workload is evicted → stop the job in Kueue's order (suspend, unset ``startTime``, restore its pod
    templates and counts) and once no pod is left clear the reservation (``QuotaReserved=False``; ``Requeued``
    True after a preemption, False after a deactivation or a PodsReady timeout) so the quota goes back;
-5. the Workload is admitted and the job suspended → inject the flavors' node labels and tolerations (and a
+6. the Workload is admitted and the job suspended → inject the flavors' node labels and tolerations (and a
    partial admission's count) and unsuspend ("Admitted by clusterQueue …"); while it runs, keep its
    ``PodsReady`` condition when waitForPodsReady is on;
-6. the job runs without admission → stop it.
+7. the job runs without admission → stop it.
 Workloads whose owner job is gone are deleted (what the garbage collector does in a full cluster); their
-finalizer comes off once none of the job's pods is left. Unlabelled jobs are never touched, nor are jobs owned by
-a managed job of a running integration (a JobSet's Jobs: integrations/ancestry.py). ``integrations`` are the
-running ones whose objects are cached (the loop sets them each pass from integration_watch.py): the Workloads
-of a kind not (yet) watched are left alone. An integration with a ``reconcile_pass`` of its own (plain Pods
-and pod groups: many objects behind one Workload) runs that instead of these steps.
+finalizer comes off once none of the job's pods is left. Unlabelled jobs are never touched, except a job owned
+(through any chain of controllers) by a managed job of a running integration (a JobSet's Jobs;
+integrations/ancestry.py): it never gets a Workload, and is suspended when it runs while the ancestor's Workload
+is not admitted. ``integrations`` are the running ones whose objects are cached (the loop sets them each pass
+from integration_watch.py): the Workloads of a kind not (yet) watched are left alone. An integration with a
+``reconcile_pass`` of its own (plain Pods and pod groups: many objects behind one Workload) runs that instead.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from gitopsq import logs
-from gitopsq.cluster.admission.integrations import INTEGRATIONS, Integration, PodSetPlacement
+from gitopsq.cluster.admission.integrations import INTEGRATIONS, Integration, child_suspend_patch
 from gitopsq.cluster.admission.integrations.ancestry import managed_ancestor
 from gitopsq.cluster.admission.integrations.base import related_kinds, with_related
 from gitopsq.cluster.admission.lifecycle import MAX_EXEC_EXCEEDED, max_execution_seconds
-from gitopsq.cluster.admission.live_workload import (
-    EVICTING,
-    FINISHED,
-    JOB_UID_LABEL,
-    PRIORITY_LABEL,
-    QUEUE_LABEL,
-    RESOURCE_IN_USE,
-    read_workload,
-)
+from gitopsq.cluster.admission.live_workload import EVICTING, FINISHED, QUEUE_LABEL, RESOURCE_IN_USE, read_workload
 from gitopsq.cluster.admission.options import NO_FAULT, FaultPoint, WaitForPodsReady
 from gitopsq.cluster.admission.pods_ready import PODS_READY, TIMEOUT_REASON, WAIT_FOR_START, wanted_condition
 from gitopsq.cluster.admission.ports import WatchCache, WorkloadWriter
-from gitopsq.cluster.admission.prebuilt import adoption_patch, prebuilt_name
+from gitopsq.cluster.admission.prebuilt import OUT_OF_SYNC, adoption_patch, prebuilt_name
+from gitopsq.cluster.admission.workload_build import new_workload, placements, resolve_priority, workload_name
+from gitopsq.cluster.admission.workload_match import equivalent
 from gitopsq.cluster.admission.workload_status import condition, is_true, parse_time, set_condition
 from gitopsq.cluster.admission.writer import workload_path
-from gitopsq.cluster.kinds import WORKLOAD
 from gitopsq.errors import ClusterError
 
 PodsLeft = Callable[[str, str], int]  # (namespace, label selector) -> pods not yet terminal, terminating included
 
 
 _log = logs.get("jobs")
-
-
-_PREFIX_MAX = 253 - 1 - 5
-
-
-def workload_name(kind: str, group: str, name: str, uid: str) -> str:
-    """Kueue's Workload name for an owner: ``<kind>-<name>`` (≤ 247 chars) + ``-`` + 5 hex of a SHA-1."""
-    digest = hashlib.sha1(f"{kind}\n{group}\n{name}\n{uid}".encode(), usedforsecurity=False).hexdigest()
-    return f"{f'{kind.lower()}-{name}'[:_PREFIX_MAX]}-{digest[:5]}"
-
-
-def resolve_priority(cache: WatchCache, job_labels: Mapping[str, str], template: Mapping[str, Any]) -> tuple[int, Any]:
-    """(priority, priorityClassRef or None): WorkloadPriorityClass label, else the pod template's
-    PriorityClass, else the cluster's global default PriorityClass, else 0."""
-    wpc_name = job_labels.get(PRIORITY_LABEL)
-    if wpc_name:
-        wpc = cache.get("workloadpriorityclasses", wpc_name)
-        if wpc is not None:
-            return int(wpc.get("value") or 0), {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass",
-                                                "name": wpc_name}
-    pc_name = ((template.get("spec") or {}).get("priorityClassName")) or ""
-    if pc_name:
-        pc = cache.get("priorityclasses", pc_name)
-        if pc is not None:
-            return int(pc.get("value") or 0), {"group": "scheduling.k8s.io", "kind": "PriorityClass",
-                                               "name": pc_name}
-    defaults = sorted(int(p.get("value") or 0) for p in cache.items("priorityclasses") if p.get("globalDefault"))
-    return (defaults[0] if defaults else 0), None
-
-
-def new_workload(integration: Integration, job: Mapping[str, Any], cache: WatchCache) -> dict[str, Any]:
-    meta = job.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    pod_sets = integration.pod_sets(job)
-    priority, ref = resolve_priority(cache, labels, pod_sets[0].get("template") or {})
-    spec: dict[str, Any] = {"queueName": labels[QUEUE_LABEL], "podSets": pod_sets, "priority": priority}
-    if ref is not None:
-        spec["priorityClassRef"] = ref
-    limit = max_execution_seconds(labels)
-    if limit is not None:
-        spec["maximumExecutionTimeSeconds"] = limit
-    return {"apiVersion": WORKLOAD.api_version, "kind": WORKLOAD.kind, "metadata": {
-        "name": workload_name(integration.kind, integration.group, meta["name"], meta["uid"]),
-        "namespace": meta["namespace"], "labels": {JOB_UID_LABEL: meta["uid"]}, "finalizers": [RESOURCE_IN_USE],
-        "ownerReferences": [{"apiVersion": f"{integration.group}/{integration.version}", "kind": integration.kind,
-                             "name": meta["name"], "uid": meta["uid"], "controller": True,
-                             "blockOwnerDeletion": True}]}, "spec": spec}
-
-
-def placements(cache: WatchCache, workload: Mapping[str, Any]) -> tuple[PodSetPlacement, ...]:
-    """Node labels and tolerations of the flavors assigned to each pod set."""
-    admission = (workload.get("status") or {}).get("admission") or {}
-    out = []
-    for psa in admission.get("podSetAssignments") or ():
-        selector: dict[str, str] = {}
-        tolerations: list[Mapping[str, Any]] = []
-        for flavor in dict.fromkeys((psa.get("flavors") or {}).values()):
-            rf = cache.get("resourceflavors", flavor) or {}
-            rf_spec = rf.get("spec") or {}
-            selector.update(rf_spec.get("nodeLabels") or {})
-            tolerations.extend(t for t in rf_spec.get("tolerations") or () if t not in tolerations)
-        out.append(PodSetPlacement(psa.get("name", "main"), int(psa.get("count") or 0), selector, tuple(tolerations)))
-    return tuple(out)
 
 
 class JobReconciler:
@@ -132,10 +65,15 @@ class JobReconciler:
         self.pods_ready = pods_ready or WaitForPodsReady()
         self.integrations = integrations
         self.fault = fault
+        # (job shape, Workload resourceVersion) -> matched, per job UID: a job is compared with its Workload
+        # again only when one of them changed (last pass's entries only, so it never grows)
+        self._matched: dict[str, tuple[str, str, bool]] = {}
+        self._matched_now: dict[str, tuple[str, str, bool]] = {}
 
     def reconcile(self) -> int:
         """One pass; returns the number of writes."""
         before = self.writer.writes
+        self._matched, self._matched_now = self._matched_now, {}
         owned: dict[str, list[dict[str, Any]]] = {}
         owners = self.cache.indexed("workloads", lambda ix: ix.owners())
         if owners is not None:  # the cache's index: only owned Workloads, not all of them every pass
@@ -157,16 +95,18 @@ class JobReconciler:
                 if meta.get("deletionTimestamp"):
                     continue  # being deleted: its Workload goes now, its quota with it
                 live_uids.add(f"{meta.get('namespace')}/{meta.get('uid')}")
-                if QUEUE_LABEL not in (meta.get("labels") or {}):
+                parent = managed_ancestor(job, self._lookup, QUEUE_LABEL) if meta.get("ownerReferences") else None
+                if parent is None and QUEUE_LABEL not in (meta.get("labels") or {}):
                     continue
                 skip = getattr(integration, "skip", None)  # optional: a job of the kind Kueue leaves alone
                 if skip is not None and skip(job):
                     continue
-                if meta.get("ownerReferences") and managed_ancestor(job, self._lookup, QUEUE_LABEL) is not None:
-                    continue  # a managed parent's child: the parent's Workload covers its pods
                 try:
-                    read = dict(with_related(integration, job, self.cache.get))  # a TrainJob with its runtime
-                    self._job(integration, read, owned.get(f"{meta['namespace']}/{meta['uid']}", []))
+                    if parent is not None:  # a managed parent's child: the parent's Workload covers its pods
+                        self._child(integration, job, parent, owned)
+                    else:
+                        read = dict(with_related(integration, job, self.cache.get))  # a TrainJob with its runtime
+                        self._job(integration, read, owned.get(f"{meta['namespace']}/{meta['uid']}", []))
                 except ClusterError as err:
                     _log.info("job step deferred", job=f"{meta.get('namespace')}/{meta.get('name')}", error=str(err))
         by_kind = {i.kind: i for i in running}
@@ -182,9 +122,8 @@ class JobReconciler:
         return self.writer.writes - before
 
     # what an integration's own pass (integrations/pod_reconciler.py PassContext) borrows from this one
-    workload_name = staticmethod(workload_name)
-    resolve_priority = staticmethod(resolve_priority)
-    placements = staticmethod(placements)
+    workload_name, resolve_priority, placements = (staticmethod(f) for f in (workload_name, resolve_priority,
+                                                                              placements))
 
     def release(self, wl: dict[str, Any]) -> None:
         self._release(wl)
@@ -194,6 +133,23 @@ class JobReconciler:
 
     def drop_finalizer(self, wl: dict[str, Any]) -> None:
         self._drop_finalizer(wl)
+
+    def _child(self, integration: Integration, job: dict[str, Any], parent: Mapping[str, Any],
+               owned: Mapping[str, list[dict[str, Any]]]) -> None:
+        """Kueue's ``shouldSuspendChildJob``: a running child of a managed job is suspended unless the parent's
+        latest unfinished Workload is admitted (whatever started the child — a user, an operator)."""
+        if integration.finished(job) is not None or integration.is_suspended(job):
+            return
+        pmeta = parent.get("metadata") or {}
+        mine = [w for w in owned.get(f"{pmeta.get('namespace')}/{pmeta.get('uid')}", ()) if not is_true(w, "Finished")]
+        latest = max(mine, key=lambda w: str(w["metadata"].get("creationTimestamp") or ""), default=None)
+        if latest is not None and is_true(latest, "Admitted"):
+            return
+        meta = job["metadata"]
+        obj = f"{integration.kind}/{meta['namespace']}/{meta['name']}"
+        self.writer.patch(integration.resource, f"{integration.collection_path(meta['namespace'])}/{meta['name']}",
+                          child_suspend_patch(integration, job), obj)
+        self.writer.event(job, integration.kind, "Suspended", "Kueue managed child job suspended")
 
     def _lookup(self, group: str, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         """A cached object of a running integration's kind, or of a kind one of them watches beside its own (a
@@ -252,6 +208,13 @@ class JobReconciler:
             self._adopt(integration, job, prebuilt, path, obj)
             return
         if wl is None:
+            if integration.finished(job) is not None:
+                return
+            if not integration.is_suspended(job):  # Kueue: a job running without a Workload is stopped first
+                self._stop(integration, job, [], path, obj, why="Missing Workload; unable to restore pod templates")
+                return
+            if integration.active_pods(job):
+                return  # its pods are still going
             body = new_workload(integration, job, self.cache)
             self.writer.create("workloads", workload_path(meta["namespace"]), body,
                                f"Workload/{meta['namespace']}/{name}")
@@ -272,6 +235,8 @@ class JobReconciler:
         if live is None:
             return
         ended = integration.finished(job)
+        if prebuilt and not self._prebuilt_in_sync(integration, job, wl, path, obj, ended=ended is not None):
+            return
         if live.state == FINISHED:
             self._drop_finalizer(wl)  # Kueue: a finished Workload holds nothing
             return
@@ -282,6 +247,9 @@ class JobReconciler:
             return
         suspended = integration.is_suspended(job)
         original: list[Mapping[str, Any]] = list((wl.get("spec") or {}).get("podSets") or ())
+        if not prebuilt and not self._matches(integration, job, wl, suspended):
+            self._rebuild(integration, job, wl, suspended=suspended, path=path, obj=obj)
+            return
         if live.state == EVICTING or not is_true(wl, "Admitted"):
             if not suspended or integration.restore_patch(job, original) is not None:
                 evicted = condition(wl, "Evicted") if live.state == EVICTING else None
@@ -313,6 +281,71 @@ class JobReconciler:
             _log.info("prebuilt workload owned by another object", workload=f"{ns}/{name}", job=obj)
             return
         self.writer.patch("workloads", workload_path(ns, name), patch, f"Workload/{ns}/{name}")
+
+    def _matches(self, integration: Integration, job: Mapping[str, Any], wl: Mapping[str, Any],
+                 suspended: bool) -> bool:
+        meta = job.get("metadata") or {}
+        # the job's spec generation, not its resourceVersion (status writes do not change what is compared), with
+        # its labels and annotations (max-exec-time-seconds, job-min-parallelism) and suspension
+        shape = (meta.get("generation") or meta.get("resourceVersion"), suspended,
+                 hash(frozenset((meta.get("labels") or {}).items())),
+                 hash(frozenset((meta.get("annotations") or {}).items())))
+        versions = (str(shape), str((wl.get("metadata") or {}).get("resourceVersion")))
+        uid = str(meta.get("uid"))
+        known = self._matched.get(uid) or self._matched_now.get(uid)
+        if known is not None and known[:2] == versions:
+            self._matched_now[uid] = known
+            return known[2]
+        labels = meta.get("labels") or {}
+        same = equivalent(integration.pod_sets(job), wl, suspended=suspended,
+                          max_execution=max_execution_seconds(labels), placements=placements(self.cache, wl))
+        self._matched_now[uid] = (*versions, same)
+        return same
+
+    def _rebuild(self, integration: Integration, job: dict[str, Any], wl: dict[str, Any], *, suspended: bool,
+                 path: str, obj: str) -> None:
+        """The job no longer matches its Workload (Kueue's ``ensureOneWorkload``): a suspended job's Workload
+        without a reservation takes the job's new spec in place; otherwise the job is stopped (its templates
+        restored from the old Workload) and the Workload deleted — the deleted-Workload step lets it go once no
+        pod is left; a suspended job's Workload with a reservation loses its finalizer first, so the job keeps its
+        edit — and the next pass creates a Workload for the job as it is now."""
+        meta = wl["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        if suspended and not is_true(wl, "QuotaReserved"):
+            fresh = new_workload(integration, job, self.cache)["spec"]
+            spec: dict[str, Any] = {k: None for k in wl.get("spec") or {} if k not in fresh and k != "active"}
+            spec.update(fresh)
+            self.writer.patch("workloads", workload_path(meta["namespace"], meta["name"]),
+                              {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "spec": spec},
+                              f"Workload/{key}")
+            self.writer.event(job, integration.kind, "UpdatedWorkload",
+                              f"Updated not matching Workload for suspended job: {key}")
+            return
+        if not suspended and integration.finished(job) is None:
+            self._stop(integration, job, list((wl.get("spec") or {}).get("podSets") or ()), path, obj,
+                       why="No matching Workload; restoring pod templates according to existent Workload")
+        elif not integration.active_pods(job):
+            # nothing runs: it goes at once, as Kueue's workload.Delete (the deleted-Workload step would restore
+            # the old templates over the job's edit)
+            self._drop_finalizer(wl)
+        self.writer.delete("workloads", workload_path(meta["namespace"], meta["name"]), key, f"Workload/{key}")
+        self.writer.event(job, integration.kind, "DeletedWorkload", f"Deleted not matching Workload: {key}")
+
+    def _prebuilt_in_sync(self, integration: Integration, job: dict[str, Any], wl: dict[str, Any], path: str,
+                          obj: str, *, ended: bool) -> bool:
+        """Kueue's ``ensurePrebuiltWorkloadInSync``: a prebuilt Workload that does not match its job is marked
+        ``Finished`` (reason ``OutOfSync``) and the job is kept suspended."""
+        if self._matches(integration, job, wl, integration.is_suspended(job)):
+            return True
+        if not is_true(wl, "Finished"):
+            conds = [dict(c) for c in (wl.get("status") or {}).get("conditions") or ()]
+            set_condition(conds, "Finished", "True", *OUT_OF_SYNC, self.now())
+            self.writer.workload_status(wl, {"conditions": conds})
+        elif RESOURCE_IN_USE in (wl["metadata"].get("finalizers") or ()):
+            self._drop_finalizer(wl)
+        if not ended and not integration.is_suspended(job):
+            self._stop(integration, job, [], path, obj, why="missing workload")
+        return False
 
     def _pods_ready(self, wl: dict[str, Any], ready: bool) -> None:
         """Keep an admitted Workload's ``PodsReady`` condition true to its job's pods (pods_ready.py)."""

@@ -2,7 +2,9 @@
 beforehand instead of one the loop creates. Until that Workload exists the job is kept suspended; then the loop
 adopts it — controller owner reference to the job and the ``kueue.x-k8s.io/job-uid`` label, as Kueue's
 ``ensurePrebuiltWorkloadOwnership`` — and from there it is the job's Workload like any other. A prebuilt Workload
-already controlled by another object is not taken."""
+already controlled by another object is not taken. A prebuilt Workload whose pod sets do not match the job
+(workload_match.py) is marked ``Finished`` with reason ``OutOfSync`` and the job stays suspended, as Kueue's
+``ensurePrebuiltWorkloadInSync`` does."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from gitopsq.cluster.admission.integrations import Integration
 from gitopsq.cluster.admission.live_workload import JOB_UID_LABEL
 
 PREBUILT: Final = "kueue.x-k8s.io/prebuilt-workload-name"
+# The Finished condition (reason, message) of a prebuilt Workload that does not match its job (workload_match.py)
+OUT_OF_SYNC: Final = ("OutOfSync", "The prebuilt workload is out of sync with its user job")
 
 
 def prebuilt_name(job: Mapping[str, Any]) -> str | None:

@@ -23,8 +23,9 @@ def set_check_active(cluster: FullCluster, name: str, active: bool) -> None:
 
 
 def set_check_state(cluster: FullCluster, wl: dict[str, Any], state: str, message: str,
-                    requeue_after: int | None = None) -> None:
-    """As the check's controller: the state of every check on the Workload's status."""
+                    requeue_after: int | None = None) -> str:
+    """As the check's controller: the state of every check on the Workload's status; returns the
+    ``lastTransitionTime`` written (whole seconds, as the API serialises it)."""
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     checks = []
     for c in wl["status"]["admissionChecks"]:
@@ -36,3 +37,4 @@ def set_check_state(cluster: FullCluster, wl: dict[str, Any], state: str, messag
     rest(cluster).request("PATCH", f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{meta['namespace']}/workloads/"
                                    f"{meta['name']}/status", body={"status": {"admissionChecks": checks}},
                           content_type=MERGE)
+    return now

@@ -15,6 +15,8 @@ from envtest_rig import RUN_FOR, FullCluster, NodePools
 from gpu_rig import gpu_job, gpu_pools, gpu_queue_yaml, namespace, pods_of, running
 from running_loop import RunningLoop
 
+from gitopsq.cluster.admission.workload_status import parse_time
+
 pytestmark = pytest.mark.envtest
 
 def _check_yaml(name: str) -> str:
@@ -51,8 +53,9 @@ def test_retry_evicts_resets_checks_and_requeues_after_the_delay(full_admission:
         create_job(cluster, gpu_job(ns, "trainer", pods=2, gpus=1, pod_annotations={RUN_FOR: "30s"}))
         wl = wait_for("quota reserved with a Pending check", lambda: _reserved(cluster, ns, "trainer"), timeout=30)
         assert [c["state"] for c in wl["status"]["admissionChecks"]] == ["Pending"]
-        set_check_state(cluster, wl, "Retry", "no capacity yet", requeue_after=3)
-        retried_at = time.monotonic()
+        # requeueAt is the check's lastTransitionTime, in whole seconds as the API writes it, plus the delay (as
+        # Kueue computes it): up to a second earlier than 3 s after this call, so the wait is checked against it
+        retried = parse_time(set_check_state(cluster, wl, "Retry", "no capacity yet", requeue_after=3))
         evicted = wait_for("evicted by the check", lambda: (c := cond(workload_of(cluster, ns, "trainer"), "Evicted"))
                            and c["status"] == "True" and c)
         assert evicted["reason"] == "AdmissionCheck"
@@ -64,10 +67,11 @@ def test_retry_evicts_resets_checks_and_requeues_after_the_delay(full_admission:
         state = released["status"]["admissionChecks"][0]
         assert (state["state"], state.get("retryCount")) == ("Pending", 1)
         assert state["message"] == "Reset to Pending after eviction. Previously: Retry"
-        assert released["status"]["requeueState"]["requeueAt"]
+        requeue_at = parse_time(released["status"]["requeueState"]["requeueAt"])
+        assert requeue_at == retried + 3
         again = wait_for("reserved again after the delay", lambda: (w := _reserved(cluster, ns, "trainer"))
                          and cond(w, "Requeued")["reason"] == "BackoffFinished" and w, timeout=30)
-        assert time.monotonic() - retried_at >= 2.5, "requeued before the check's requeueAfterSeconds"
+        assert time.time() >= requeue_at, "requeued before the check's requeueAfterSeconds"
         assert job(cluster, ns, "trainer")["spec"]["suspend"] is True
         set_check_state(cluster, again, "Ready", "capacity found")
         wait_for("admitted", lambda: (c := cond(workload_of(cluster, ns, "trainer"), "Admitted"))

@@ -89,6 +89,11 @@ def test_strict_fifo_pending_workloads_are_active(metered: tuple[RunningLoop, An
         assert value(got, "kueue_local_queue_resource_reservation", name="queue", namespace=ns, resource="cpu") == 1
 
 
+def _evicted(wl: dict[str, Any]) -> bool:
+    c = cond(wl, "Evicted")
+    return c is not None and c["status"] == "True"
+
+
 def test_check_retry_wait_times_and_unique_evictions(metered: tuple[RunningLoop, Any, FullCluster],
                                                      node_pools: NodePools) -> None:
     """A Workload evicted twice by a Retry check counts two evictions but one unique eviction; once admitted, its
@@ -109,15 +114,19 @@ def test_check_retry_wait_times_and_unique_evictions(metered: tuple[RunningLoop,
         for attempt in range(2):
             wl = wait_for("reserved", lambda: (w := workload_of(env, ns, "trainer")) and (
                 c := cond(w, "QuotaReserved")) and c["status"] == "True" and w.get("status", {}).get(
-                "admissionChecks") and all(s["state"] == "Pending" for s in w["status"]["admissionChecks"]) and w,
-                timeout=30)
+                "admissionChecks") and all(s["state"] == "Pending" for s in w["status"]["admissionChecks"])
+                and not _evicted(w) and w, timeout=30)
             if attempt == 0:
                 time.sleep(2)  # the first wait is long, the one after the requeue short
             set_check_state(env, wl, "Retry", "later", requeue_after=1)
-            wait_for("released", lambda: not (workload_of(env, ns, "trainer") or {}).get("status", {}).get(
-                "admission"), timeout=30)
+            # requeueAt is the check's lastTransitionTime in whole seconds + 1 s: often already past when the quota
+            # is released, so the release and the next reservation may come within one pass — count the eviction
+            # instead of polling for the moment in between
+            wait_for("evicted", lambda n=attempt + 1: value(scrape(server.server_port), "kueue_evicted_workloads_total",
+                                                            cluster_queue=cq, reason="AdmissionCheck") == n,
+                     timeout=30)
         wl = wait_for("reserved again", lambda: (w := workload_of(env, ns, "trainer")) and (
-            c := cond(w, "QuotaReserved")) and c["status"] == "True" and w, timeout=30)
+            c := cond(w, "QuotaReserved")) and c["status"] == "True" and not _evicted(w) and w, timeout=30)
         requeued_for = time.monotonic() - created
         time.sleep(1)
         set_check_state(env, wl, "Ready", "ok")

@@ -6,7 +6,7 @@ registry.py's `REGISTRY`; the generic reconciler in gitopsq/cluster/admission/jo
 
 from __future__ import annotations
 
-from gitopsq.cluster.admission.integrations.base import Integration, PodSetPlacement, Rule
+from gitopsq.cluster.admission.integrations.base import Integration, PodSetPlacement, Rule, child_suspend_patch
 from gitopsq.cluster.admission.integrations.registry import (
     BY_FRAMEWORK,
     DEFAULT_FRAMEWORKS,
@@ -20,4 +20,4 @@ from gitopsq.cluster.admission.integrations.registry import (
 INTEGRATIONS = REGISTRY
 
 __all__ = ["BY_FRAMEWORK", "DEFAULT_FRAMEWORKS", "INTEGRATIONS", "REGISTRY", "Integration", "PodSetPlacement",
-           "Rule", "parse", "rbac_rules", "select", "webhook_kinds"]
+           "Rule", "child_suspend_patch", "parse", "rbac_rules", "select", "webhook_kinds"]

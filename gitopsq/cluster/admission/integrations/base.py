@@ -125,3 +125,14 @@ def related_kinds(integration: Integration) -> tuple[Kind, ...]:
 def with_related(integration: Integration, job: Mapping[str, Any], get: CacheGet) -> Mapping[str, Any]:
     """``job`` as ``integration`` reads it (itself, unless the integration declares related objects)."""
     return integration.with_related(job, get) if isinstance(integration, WithRelated) else job
+
+
+def child_suspend_patch(integration: Integration, job: Mapping[str, Any]) -> dict[str, Any]:
+    """The patch that suspends a managed parent's running child (Kueue's plain ``Suspend``): the integration's
+    optional ``suspend_child_patch(job)`` when it has one (a kind whose ``suspend_patch`` also sets a stop mark
+    that only its own reconciliation clears), else its ``suspend_patch``. Optional, so an integration without it
+    needs no change."""
+    own = getattr(integration, "suspend_child_patch", None)
+    patch: dict[str, Any] = own(job) if callable(own) else integration.suspend_patch(job)
+    return patch
+

@@ -112,6 +112,10 @@ class BatchJob:
     def suspend_patch(self, job: Mapping[str, Any]) -> dict[str, Any]:
         return {"metadata": {"annotations": {STOPPING: "true"}}, "spec": {"suspend": True}}
 
+    def suspend_child_patch(self, job: Mapping[str, Any]) -> dict[str, Any]:
+        """A managed parent's child is only suspended (no stop mark: the child's stop is never completed here)."""
+        return {"spec": {"suspend": True}}
+
     def start_time_patch(self, job: Mapping[str, Any]) -> dict[str, Any] | None:
         """A status-subresource merge patch unsetting ``startTime``, or None when it is unset."""
         if (job.get("status") or {}).get("startTime") is None:
