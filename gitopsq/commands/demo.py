@@ -2,7 +2,8 @@
 
 Makes a local Git repository from ``repo-template/``, syncs and checks it like the controller, replays the
 template's sample trace on the admission engine, writes audit records to the repository's audit branch, and
-prints what happened and where to look. Exit 0 when every available step succeeded, 1 when one failed.
+prints what happened and where to look. Exit 0 when every step that could run succeeded (a step that cannot run
+here, such as the fleet step without kustomize, is skipped and says why), 1 when one failed.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from gitopsq import logs
 from gitopsq.errors import EXIT_OK, EXIT_REJECTED
 from gitopsq.simulate.report import render_text
 
-_MARK = {"ok": "✓", "failed": "✗"}
+_MARK = {"ok": "✓", "failed": "✗", "skipped": "–"}
 
 
 def _queue_table(result: object) -> list[str]:
@@ -50,6 +51,11 @@ def describe(outcome: object) -> str:
     lines += [f"  {_MARK[s.status]} {s.name:<10} {s.detail}" for s in outcome.steps]
     if outcome.result is not None:
         lines += ["", *_queue_table(outcome.result), *_pending(outcome.result)]
+    if outcome.fleet_changes:
+        lines += ["", "Fleet pull request more-gpus, cluster by cluster (each field at the line that set it):"]
+        lines += [f"  {change}" for change in outcome.fleet_changes]
+        if outcome.fleet is not None and outcome.fleet.unchanged:
+            lines.append(f"  left alone: {', '.join(outcome.fleet.unchanged)}")
     lines += ["", "Where to look:", f"  repository     {outcome.repository}   (git -C {outcome.repository} log)"]
     if outcome.report is not None:
         lines.append(f"  report         {outcome.report}")
