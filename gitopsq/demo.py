@@ -86,7 +86,6 @@ class DemoOutcome:
     audit_records: int = 0
     fleet: Any = None  # the fleet's pull-request plan (gitopsq.plan.fleet_plan.FleetPlan), when the template has one
     fleet_plan: Path | None = None
-    fleet_changes: tuple[str, ...] = ()  # the fleet plan's changed fields, each with the file and line that set it
 
     @property
     def ok(self) -> bool:
@@ -344,7 +343,7 @@ def run_demo(directory: Path, template: Path | None = None, *, now: datetime | N
     _report(outcome, list(report.objects))
     fleet = template / FLEET_DIR
     if (fleet / "gitopsq.yaml").is_file():
-        if _uses_kustomize(fleet) and kustomize_command() is None:
+        if not _can_build(fleet):
             outcome.add("fleet", SKIPPED, "skipped: the fleet layout's overlays are built by kustomize "
                         "(docs/kustomize.md) and none was found; run scripts/kustomize-prepare (needs Go) or put "
                         "kustomize on PATH, then run the demo again")
@@ -353,16 +352,11 @@ def run_demo(directory: Path, template: Path | None = None, *, now: datetime | N
     return outcome
 
 
-def _uses_kustomize(template: Path) -> bool:
-    names = ("kustomization.yaml", "kustomization.yml", "Kustomization")
-    return any(p.name in names for p in template.rglob("*") if p.is_file())
-
-
-def kustomize_command() -> str | None:
-    """The kustomize the overlays would be built with (docs/kustomize.md, "The kustomize binary"), or None when
-    there is none that can run."""
+def _can_build(template: Path) -> bool:
+    """False when the template holds a kustomization and no kustomize can run here (docs/kustomize.md)."""
     command = find_command()
-    return " ".join(command) if command and shutil.which(command[0]) else None
+    return (command is not None and shutil.which(command[0]) is not None) or not any(
+        p.name in ("kustomization.yaml", "kustomization.yml", "Kustomization") for p in template.rglob("*"))
 
 
 def _fleet(outcome: DemoOutcome, template: Path, start: datetime) -> None:
@@ -393,23 +387,9 @@ def _fleet(outcome: DemoOutcome, template: Path, start: datetime) -> None:
     fleet = FleetPlan(tuple(plans))
     outcome.fleet, outcome.fleet_plan = fleet, outcome.directory / "fleet-plan.txt"
     outcome.fleet_plan.write_text(fleet_text(fleet), encoding="utf-8")
-    outcome.fleet_changes = fleet_changes(fleet)
     changed = ", ".join(p.cluster for p in fleet.changed) or "none"
     verdict = "rejected" if fleet.rejected else "accepted"
     outcome.add("fleet", FAILED if fleet.rejected else OK,
                 f"{len(names)} clusters, one repository of kustomize overlays; branch more-gpus edits "
                 f"{FLEET_CHANGE[0]}: the plan changes {changed}, leaves {', '.join(fleet.unchanged) or 'none'} "
                 f"alone, {verdict}")
-
-def fleet_changes(fleet: Any) -> tuple[str, ...]:
-    """Each changed field of each changed cluster, as ``cluster: Kind/name field: old → new  (file:line)``."""
-    from gitopsq.plan.render_text import field_line
-
-    out = []
-    for cluster in fleet.changed:
-        for change in cluster.plan.objects:
-            for index, item in enumerate(change.fields):
-                source = change.source(index)
-                at = f"  ({source})" if source is not None else ""
-                out.append(f"{cluster.cluster}: {change.key.kind}/{change.key.name} {field_line(item)}{at}")
-    return tuple(out)

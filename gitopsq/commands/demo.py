@@ -41,6 +41,24 @@ def _pending(result: object, width: int = 110) -> list[str]:
     return lines
 
 
+def _fleet_changes(fleet: object) -> list[str]:
+    """Each changed field of each changed cluster with the file and line that set it, then the clusters left alone."""
+    from gitopsq.plan.fleet_plan import FleetPlan
+    from gitopsq.plan.render_text import field_line
+
+    assert isinstance(fleet, FleetPlan)
+    lines = []
+    for cluster in fleet.changed:
+        for change in cluster.plan.objects:
+            for index, item in enumerate(change.fields):
+                source = change.source(index)
+                at = f"  ({source})" if source is not None else ""
+                lines.append(f"  {cluster.cluster}: {change.key.kind}/{change.key.name} {field_line(item)}{at}")
+    if fleet.unchanged:
+        lines.append(f"  left alone: {', '.join(fleet.unchanged)}")
+    return lines
+
+
 def describe(outcome: object) -> str:
     """What happened and where to look, for a terminal."""
     # Imported on use for CLI start-up time: gitopsq.demo loads pygit2, the audit trail and the simulator.
@@ -51,11 +69,9 @@ def describe(outcome: object) -> str:
     lines += [f"  {_MARK[s.status]} {s.name:<10} {s.detail}" for s in outcome.steps]
     if outcome.result is not None:
         lines += ["", *_queue_table(outcome.result), *_pending(outcome.result)]
-    if outcome.fleet_changes:
-        lines += ["", "Fleet pull request more-gpus, cluster by cluster (each field at the line that set it):"]
-        lines += [f"  {change}" for change in outcome.fleet_changes]
-        if outcome.fleet is not None and outcome.fleet.unchanged:
-            lines.append(f"  left alone: {', '.join(outcome.fleet.unchanged)}")
+    if outcome.fleet is not None:
+        lines += ["", "Fleet pull request more-gpus, cluster by cluster (each field at the line that set it):",
+                  *_fleet_changes(outcome.fleet)]
     lines += ["", "Where to look:", f"  repository     {outcome.repository}   (git -C {outcome.repository} log)"]
     if outcome.report is not None:
         lines.append(f"  report         {outcome.report}")
