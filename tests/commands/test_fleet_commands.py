@@ -313,3 +313,13 @@ def test_a_team_patching_another_teams_budget_is_refused(fleet: Fleet) -> None:
     owner = [f for f in plan.plans[1].plan.findings if f.code == "kustomize-patch-owner"]
     assert len(owner) == 1 and str(owner[0].location).startswith(steal)
     assert "team serving" in owner[0].message and "team ml-research" in owner[0].message
+
+
+def test_an_overlay_that_does_not_size_a_budget_is_refused(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    """The base Budgets carry no sizes: dropping serving's patch from prod-eu's kustomization rejects prod-eu
+    (spec.flavors is required, at the base Budget) and leaves prod-us valid."""
+    fleet.change("forget", "overlays/prod-eu/kustomization.yaml", "  - path: teams/serving/gpu-budget.yaml\n", "")
+    code, out, _ = run(capsys, "check", str(fleet.root), "--rev", "forget")
+    assert code == 1
+    assert "base/teams/serving/gpu-budget.yaml:9: error: Budget/serving-gpu: spec.flavors must list" in out
+    assert out.strip().splitlines()[-1] == "✗ 1 of 2 clusters rejected: prod-eu"
