@@ -13,9 +13,11 @@ Steps, each reported as a `Step` (ok or failed — never faked):
    time);
 6. **report**: write ``report.txt`` (timeline and per-ClusterQueue table), ``result.json`` (the ``simulate
    --output json`` object) and ``usage.html`` / ``usage.svg``;
-7. **fleet** (when the template holds ``fleet/``, the two-cluster layout of docs/fleet.md): commit it as its own
-   repository, propose more GPUs for ml-research on prod-us on a branch, and plan that pull request cluster by
-   cluster (``fleet-plan.txt``): prod-us changes, prod-eu is left alone.
+7. **fleet** (when the template holds ``fleet/``, the two-cluster layout of docs/fleet.md: a kustomize base and
+   an overlay per cluster): commit it as its own repository, propose more GPUs for ml-research on prod-us by
+   editing that overlay's patch on a branch, and plan that pull request cluster by cluster (``fleet-plan.txt``):
+   prod-us changes, prod-eu is left alone, and each changed field names the patch line that set it. Without a
+   kustomize to build the overlays (docs/kustomize.md) the step is skipped, saying so.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from gitopsq.admission.topology import STRATEGIES, Settings
 from gitopsq.audit import AuditTrail, TrailSettings, records
 from gitopsq.audit.approvals import commit_info
 from gitopsq.errors import GitopsqError, UsageError
+from gitopsq.kustomize.runner import find_command
 from gitopsq.manifests.config import CONFIG_PATH, parse_config
 from gitopsq.simulate import chart
 from gitopsq.simulate.chart import nominal_quotas
@@ -51,18 +54,18 @@ _log = logs.get("demo")
 TRACE_PATH = "traces/sample.yaml"
 REPO_DIR = "queues"
 FLEET_DIR = "fleet"  # the template's two-cluster layout (docs/fleet.md), a repository of its own
-FLEET_CHANGE = ("clusters/prod-us/teams/ml-research/gpu-budget.yaml", "nvidia.com/gpu: 8,", "nvidia.com/gpu: 16,")
+FLEET_CHANGE = ("overlays/prod-us/teams/ml-research/gpu-budget.yaml", "nvidia.com/gpu: 8,", "nvidia.com/gpu: 16,")
 DEMO_AUTHOR = ("gitopsq demo", "demo@gitopsq.invalid")
 # The first commit is the platform team's: in the template's gitopsq.yaml Alice is a platform maintainer, so the
 # built-in policies (platform-only-global, team-owns-path) accept the repository's first revision.
 PLATFORM_ADMIN = ("Alice Admin", "alice@example.com")
-OK, FAILED = "ok", "failed"
+OK, FAILED, SKIPPED = "ok", "failed", "skipped"
 
 
 @dataclass(frozen=True, slots=True)
 class Step:
     name: str
-    status: str  # ok | failed
+    status: str  # ok | failed | skipped (cannot run here, and says why)
     detail: str
 
 
@@ -338,9 +341,22 @@ def run_demo(directory: Path, template: Path | None = None, *, now: datetime | N
         return outcome
     _audit(outcome, start, report.config)
     _report(outcome, list(report.objects))
-    if (template / FLEET_DIR / "gitopsq.yaml").is_file():
-        _fleet(outcome, template / FLEET_DIR, start)
+    fleet = template / FLEET_DIR
+    if (fleet / "gitopsq.yaml").is_file():
+        if not _can_build(fleet):
+            outcome.add("fleet", SKIPPED, "skipped: the fleet layout's overlays are built by kustomize "
+                        "(docs/kustomize.md) and none was found; run scripts/kustomize-prepare (needs Go) or put "
+                        "kustomize on PATH, then run the demo again")
+        else:
+            _fleet(outcome, fleet, start)
     return outcome
+
+
+def _can_build(template: Path) -> bool:
+    """False when the template holds a kustomization and no kustomize can run here (docs/kustomize.md)."""
+    command = find_command()
+    return (command is not None and shutil.which(command[0]) is not None) or not any(
+        p.name in ("kustomization.yaml", "kustomization.yml", "Kustomization") for p in template.rglob("*"))
 
 
 def _fleet(outcome: DemoOutcome, template: Path, start: datetime) -> None:
@@ -372,7 +388,8 @@ def _fleet(outcome: DemoOutcome, template: Path, start: datetime) -> None:
     outcome.fleet, outcome.fleet_plan = fleet, outcome.directory / "fleet-plan.txt"
     outcome.fleet_plan.write_text(fleet_text(fleet), encoding="utf-8")
     changed = ", ".join(p.cluster for p in fleet.changed) or "none"
+    verdict = "rejected" if fleet.rejected else "accepted"
     outcome.add("fleet", FAILED if fleet.rejected else OK,
-                f"{len(names)} clusters from one repository; the plan of branch more-gpus changes {changed}, "
-                f"leaves {', '.join(fleet.unchanged) or 'none'} alone, {'rejected' if fleet.rejected else 'accepted'}"
-                " (gitopsq plan, cluster by cluster)")
+                f"{len(names)} clusters, one repository of kustomize overlays; branch more-gpus edits "
+                f"{FLEET_CHANGE[0]}: the plan changes {changed}, leaves {', '.join(fleet.unchanged) or 'none'} "
+                f"alone, {verdict}")

@@ -2,7 +2,8 @@
 
 Makes a local Git repository from ``repo-template/``, syncs and checks it like the controller, replays the
 template's sample trace on the admission engine, writes audit records to the repository's audit branch, and
-prints what happened and where to look. Exit 0 when every available step succeeded, 1 when one failed.
+prints what happened and where to look. Exit 0 when every step that could run succeeded (a step that cannot run
+here, such as the fleet step without kustomize, is skipped and says why), 1 when one failed.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from gitopsq import logs
 from gitopsq.errors import EXIT_OK, EXIT_REJECTED
 from gitopsq.simulate.report import render_text
 
-_MARK = {"ok": "✓", "failed": "✗"}
+_MARK = {"ok": "✓", "failed": "✗", "skipped": "–"}
 
 
 def _queue_table(result: object) -> list[str]:
@@ -40,6 +41,24 @@ def _pending(result: object, width: int = 110) -> list[str]:
     return lines
 
 
+def _fleet_changes(fleet: object) -> list[str]:
+    """Each changed field of each changed cluster with the file and line that set it, then the clusters left alone."""
+    from gitopsq.plan.fleet_plan import FleetPlan
+    from gitopsq.plan.render_text import field_line
+
+    assert isinstance(fleet, FleetPlan)
+    lines = []
+    for cluster in fleet.changed:
+        for change in cluster.plan.objects:
+            for index, item in enumerate(change.fields):
+                source = change.source(index)
+                at = f"  ({source})" if source is not None else ""
+                lines.append(f"  {cluster.cluster}: {change.key.kind}/{change.key.name} {field_line(item)}{at}")
+    if fleet.unchanged:
+        lines.append(f"  left alone: {', '.join(fleet.unchanged)}")
+    return lines
+
+
 def describe(outcome: object) -> str:
     """What happened and where to look, for a terminal."""
     # Imported on use for CLI start-up time: gitopsq.demo loads pygit2, the audit trail and the simulator.
@@ -50,6 +69,9 @@ def describe(outcome: object) -> str:
     lines += [f"  {_MARK[s.status]} {s.name:<10} {s.detail}" for s in outcome.steps]
     if outcome.result is not None:
         lines += ["", *_queue_table(outcome.result), *_pending(outcome.result)]
+    if outcome.fleet is not None:
+        lines += ["", "Fleet pull request more-gpus, cluster by cluster (each field at the line that set it):",
+                  *_fleet_changes(outcome.fleet)]
     lines += ["", "Where to look:", f"  repository     {outcome.repository}   (git -C {outcome.repository} log)"]
     if outcome.report is not None:
         lines.append(f"  report         {outcome.report}")

@@ -18,6 +18,7 @@ from gitopsq.api.findings import Finding
 from gitopsq.api.frozenmap import FrozenMap
 from gitopsq.api.quantity import Quantity
 from gitopsq.api.reader import FieldPath, Reader
+from gitopsq.errors import Location
 from gitopsq.manifests import names
 
 BUDGET_GROUP: Final = "gitopsq.dev"
@@ -72,6 +73,8 @@ class LoadedBudget:
     line: int
     doc: Mapping[str, Any] = field(compare=False, repr=False)
     lines: Mapping[FieldPath, int] = field(default_factory=dict, compare=False, repr=False)
+    # A kustomize-rendered Budget: where each field was written (its base file or the patch that set it).
+    sources: Mapping[FieldPath, Location] | None = field(default=None, compare=False, repr=False)
 
     @property
     def label(self) -> str:
@@ -86,6 +89,17 @@ class LoadedBudget:
                 return found
             probe = probe[:-1]
         return self.line
+
+    def location(self, path: FieldPath = ()) -> Location:
+        """Where ``path`` (or its nearest parent that has a place) was written: a patch's line for a field a
+        kustomize patch set, else this file's."""
+        probe = path
+        while probe and self.sources is not None:
+            found = self.sources.get(probe)
+            if found is not None:
+                return found
+            probe = probe[:-1]
+        return Location(self.path, self.line_of(path))
 
 
 def is_budget(doc: Mapping[str, Any]) -> bool:

@@ -232,7 +232,8 @@ def _load(root_file: str, located: list[Located], settings: LoadSettings) -> Fil
     passthrough = [replace(p, path=real(p.line).path, line=real(p.line).line or 1, overlay=root_file)
                    if p.path == _SENTINEL else p for p in loaded.passthrough]
     budgets = [replace(b, path=real(b.line).path, line=real(b.line).line or 1,
-                       lines={k: real(v).line or 1 for k, v in b.lines.items() if real(v).path == real(b.line).path})
+                       lines={k: real(v).line or 1 for k, v in b.lines.items() if real(v).path == real(b.line).path},
+                       sources=sources(b.lines))
                if b.path == _SENTINEL else b for b in loaded.budgets]
     problems = [replace(f, location=real(f.location.line)) if f.location and f.location.path == _SENTINEL else f
                 for f in loaded.findings]

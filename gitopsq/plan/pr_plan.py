@@ -24,7 +24,7 @@ from gitopsq.api.codec import encode
 from gitopsq.api.findings import Finding
 from gitopsq.api.model import ObjectKey
 from gitopsq.errors import Location
-from gitopsq.manifests.budgets import BUDGET_GROUP, BUDGET_KIND
+from gitopsq.manifests.budgets import BUDGET_GROUP, BUDGET_KIND, LoadedBudget
 from gitopsq.manifests.render import KIND_ORDER
 from gitopsq.manifests.report import LoadedObject, Report
 from gitopsq.plan.approval_check import impossible_approvals
@@ -115,7 +115,7 @@ class _Placed:
     path: str
     line: int
     same_as: Any  # a value equal across revisions iff the object is unchanged (the decoded model)
-    entry: LoadedObject | None = None  # set for a kustomize-rendered object (its fields have sources)
+    entry: LoadedObject | LoadedBudget | None = None  # set for a kustomize-rendered object (its fields have sources)
 
 
 def _placed(report: Report | None) -> dict[ObjectKey, _Placed]:
@@ -131,7 +131,7 @@ def _placed(report: Report | None) -> dict[ObjectKey, _Placed]:
         out.setdefault(key, _Placed(p.doc, p.path, p.line, p.doc))
     for b in report.budgets:  # the Budget as written; the queues it compiles into are entries above
         key = ObjectKey(group=BUDGET_GROUP, kind=BUDGET_KIND, namespace="", name=b.budget.name)
-        out.setdefault(key, _Placed(b.doc, b.path, b.line, b.budget))
+        out.setdefault(key, _Placed(b.doc, b.path, b.line, b.budget, b if b.sources is not None else None))
     return out
 
 

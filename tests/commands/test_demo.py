@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -113,8 +115,18 @@ def test_template_without_gitopsq_yaml_is_refused(tmp_path: Path) -> None:
         find_template(tmp_path)
 
 
+@pytest.fixture
+def kustomize(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pinned kustomize build the fleet step needs (scripts/kustomize-prepare, as scripts/demo runs it)."""
+    done = subprocess.run([str(ROOT / "scripts" / "kustomize-prepare")], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    monkeypatch.setenv("GITOPSQ_KUSTOMIZE", done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.usefixtures("kustomize")
 def test_readme_first_command_runs_on_the_embedded_template(tmp_path: Path) -> None:
-    """`gitopsq demo --dir DIR` on the real repo-template succeeds end to end and says where to look."""
+    """`gitopsq demo --dir DIR` on the real repo-template succeeds end to end and says where to look; its fleet
+    step plans an edit of one overlay patch, and the diff names that patch's line."""
     result = CliRunner().invoke(cli, ["demo", "--dir", str(tmp_path / "tour")])
     assert result.exit_code == 0, result.output
     out = result.output
@@ -123,14 +135,37 @@ def test_readme_first_command_runs_on_the_embedded_template(tmp_path: Path) -> N
         assert needle in out, needle
     assert "✗" not in out
     assert "Still pending at the end (1):" in out and "ml-research/train-llama-70b: ExceedsMaxQuota" in out
-    assert "✓ fleet      2 clusters from one repository; the plan of branch more-gpus changes prod-us, leaves " \
-           "prod-eu alone, accepted" in out
+    patch = "overlays/prod-us/teams/ml-research/gpu-budget.yaml"
+    assert f"✓ fleet      2 clusters, one repository of kustomize overlays; branch more-gpus edits {patch}: the " \
+           "plan changes prod-us, leaves prod-eu alone, accepted" in out
+    assert f"prod-us: Budget/ml-research-gpu spec.flavors[a100].committed.nvidia.com/gpu: 8 → 16  ({patch}:11)" in out
+    assert "  left alone: prod-eu" in out
     plan = (tmp_path / "tour" / "fleet-plan.txt").read_text(encoding="utf-8")
     assert "══ cluster prod-us ══" in plan and "Clusters left alone (no object changes, accepted): prod-eu" in plan
+    assert f"nominalQuota: 8 → 16  ({patch}:11)" in plan  # the diff names the patch line Carol edited
     assert not (tmp_path / "tour" / "queues" / "fleet").exists()  # a repository of its own, not a subdirectory
     trace = json.loads(CliRunner().invoke(
         cli, ["simulate", str(tmp_path / "tour" / "queues" / "traces" / "sample.yaml"), "--output", "json"]).stdout)
     assert trace["summary"]["admitted"] > 0
+
+
+def test_demo_skips_the_fleet_step_without_kustomize(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a machine with no kustomize to build the fleet's overlays, the tour still completes (exit 0): the fleet
+    step is marked skipped and says how to get kustomize, and no fleet plan is written."""
+    bin_dir = tmp_path / "bin"  # git only: no kustomize, no kubectl
+    bin_dir.mkdir()
+    git = shutil.which("git")
+    assert git is not None
+    (bin_dir / "git").symlink_to(git)
+    monkeypatch.delenv("GITOPSQ_KUSTOMIZE", raising=False)
+    monkeypatch.setenv("GITOPSQ_KUSTOMIZE_DIR", str(tmp_path / "no-kustomize"))
+    monkeypatch.setenv("PATH", str(bin_dir))
+    result = CliRunner().invoke(cli, ["demo", "--dir", str(tmp_path / "tour")])
+    assert result.exit_code == 0, result.output
+    assert "– fleet      skipped: the fleet layout's overlays are built by kustomize" in result.output
+    assert "scripts/kustomize-prepare" in result.output
+    assert "✓ report" in result.output and "✗" not in result.output
+    assert not (tmp_path / "tour" / "fleet-plan.txt").exists()
 
 
 def test_demo_stops_at_a_rejected_revision(tmp_path: Path) -> None:

@@ -1,10 +1,12 @@
 """check, render, plan and simulate on a repository that declares clusters (docs/fleet.md), through the real CLI
-entry point on a real Git repository made from repo-template/fleet."""
+entry point on a real Git repository made from repo-template/fleet: a kustomize base and an overlay per cluster,
+built by the real kustomize (scripts/kustomize-prepare, docs/kustomize.md)."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pygit2
@@ -18,7 +20,7 @@ from gitopsq.manifests import DEFAULT_CACHE
 ROOT = Path(__file__).resolve().parents[2]
 FLEET = ROOT / "repo-template" / "fleet"
 TRACE = ROOT / "repo-template" / "traces" / "sample.yaml"
-US_ML = "clusters/prod-us/teams/ml-research/gpu-budget.yaml"
+US_ML = "overlays/prod-us/teams/ml-research/gpu-budget.yaml"  # ml-research's patch sizing its Budget on prod-us
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -61,9 +63,28 @@ class Fleet:
         self._commit(f"{branch}: {path}", email)
         self.repo.checkout("refs/heads/main")
 
+    def write(self, branch: str, files: dict[str, str], *, email: str = "alice@example.com") -> None:
+        """Commit ``files`` (path to whole new text) on a new branch off main."""
+        self.repo.branches.local.create(branch, self.repo[self.repo.branches["main"].target])
+        self.repo.checkout(f"refs/heads/{branch}")
+        for path, text in files.items():
+            (self.root / path).parent.mkdir(parents=True, exist_ok=True)
+            (self.root / path).write_text(text, encoding="utf-8")
+        self._commit(f"{branch}: {', '.join(files)}", email)
+        self.repo.checkout("refs/heads/main")
+
+
+@pytest.fixture(scope="module")
+def kustomize_path() -> str:
+    """The pinned kustomize build (idempotent; built from the Go module proxy on first use)."""
+    done = subprocess.run([str(ROOT / "scripts" / "kustomize-prepare")], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip().splitlines()[-1]
+
 
 @pytest.fixture(autouse=True)
-def _isolated_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kustomize_path: str) -> None:
+    monkeypatch.setenv("GITOPSQ_KUSTOMIZE", kustomize_path)
     monkeypatch.setenv("GITOPSQ_CACHE_DIR", str(tmp_path / "cache"))
     DEFAULT_CACHE.clear()
     check_command._IN_MEMORY.clear()
@@ -84,8 +105,8 @@ def test_check_judges_every_cluster_and_one_with_cluster(fleet: Fleet, capsys: p
     data = json.loads(out)
     assert code == 0 and data["cluster"] == "prod-us" and data["ok"]
     paths = {o["path"] for o in data["objects"]}
-    assert "clusters/prod-us/teams/ml-research/gpu-budget.yaml" in paths
-    assert not any("prod-eu" in p for p in paths)
+    assert "base/teams/ml-research/gpu-budget.yaml" in paths  # an object's home is its base document
+    assert not any(p.startswith("overlays/") for p in paths)
 
 
 def test_check_of_every_cluster_in_json_lists_them(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
@@ -114,7 +135,7 @@ def test_render_needs_a_cluster_on_a_fleet(fleet: Fleet, capsys: pytest.CaptureF
 
 
 def test_plan_has_a_section_per_changed_cluster(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
-    """A change under clusters/prod-us/ plans prod-us and says prod-eu is left alone (text and markdown)."""
+    """A change to prod-us's overlay plans prod-us and says prod-eu is left alone (text and markdown)."""
     fleet.change("more-gpus", US_ML, "nvidia.com/gpu: 8,", "nvidia.com/gpu: 16,", email="carol@example.com")
     code, out, _ = run(capsys, "plan", str(fleet.root), "--base", "main", "--head", "more-gpus")
     assert code == 0, out
@@ -234,3 +255,71 @@ def test_a_file_is_judged_in_the_clusters_that_read_it(fleet: Fleet) -> None:
                  email="farid@example.com")
     plan = make_fleet_plan(str(fleet.root), "main", "farid-base", use_cache=False)
     assert [p.cluster for p in plan.plans if p.plan.rejected] == ["prod-eu", "prod-us"]
+
+
+def test_the_plan_points_each_changed_field_at_the_overlay_patch_line(fleet: Fleet,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Carol's edit of prod-us's ml-research patch: the Budget's and the compiled ClusterQueue's changed fields
+    name the patch file and the line she edited, while the objects' homes stay their base documents."""
+    fleet.change("more-gpus", US_ML, "nvidia.com/gpu: 8,", "nvidia.com/gpu: 16,", email="carol@example.com")
+    code, out, _ = run(capsys, "plan", str(fleet.root), "--base", "main", "--head", "more-gpus", "-o", "json")
+    assert code == 0
+    us = json.loads(out)["clusters"][1]
+    changed = {o["kind"]: o for o in us["objects"]}
+    assert set(changed) == {"Budget", "ClusterQueue"}
+    assert all(o["path"] == "base/teams/ml-research/gpu-budget.yaml" for o in changed.values())
+    budget = changed["Budget"]["fields"]
+    assert [(f["new"], f["source"]) for f in budget] == [(16, {"path": US_ML, "line": 11})]
+    quota = next(f for f in changed["ClusterQueue"]["fields"] if f["path"].endswith("nominalQuota"))
+    assert quota["source"] == {"path": US_ML, "line": 11}
+    code, out, _ = run(capsys, "plan", str(fleet.root), "--base", "main", "--head", "more-gpus")
+    assert f"committed.nvidia.com/gpu: 8 → 16  ({US_ML}:11)" in out
+
+
+def test_each_overlay_patches_its_own_cluster_only(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    """The platform's patch in prod-us relabels the a100 flavor there only; each cluster's Budgets carry its own
+    overlay's sizes."""
+    _, us, _ = run(capsys, "render", str(fleet.root), "--cluster", "prod-us")
+    _, eu, _ = run(capsys, "render", str(fleet.root), "--cluster", "prod-eu")
+    assert "nvidia-a100-40gb" in us and "nvidia-a100-80gb" not in us
+    assert "nvidia-a100-80gb" in eu and "nvidia-a100-40gb" not in eu
+    assert "nominalQuota: '48'" in eu and "nominalQuota: '48'" not in us
+    assert "config.kubernetes.io/origin" not in us  # the build metadata never reaches the manifests
+
+
+def test_a_budget_finding_points_at_the_patch_that_wrote_the_value(fleet: Fleet,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A burst below committed written in prod-us's patch is an error at that patch's line, on prod-us only."""
+    fleet.change("bad-burst", US_ML, "burst: {nvidia.com/gpu: 16}", "burst: {nvidia.com/gpu: 6}",
+                 email="carol@example.com")
+    code, out, _ = run(capsys, "check", str(fleet.root), "--rev", "bad-burst")
+    assert code == 1
+    assert f"{US_ML}:12: error: Budget/ml-research-gpu: burst of a100/nvidia.com/gpu is 6" in out
+    assert "✗ 1 of 2 clusters rejected: prod-us" in out
+
+
+def test_a_team_patching_another_teams_budget_is_refused(fleet: Fleet) -> None:
+    """A patch under serving's overlay path that changes ml-research's Budget breaks the ownership rule of
+    docs/kustomize.md (kustomize-patch-owner) on prod-us, whichever maintainer commits it; prod-eu is untouched."""
+    kustomization = (fleet.root / "overlays/prod-us/kustomization.yaml").read_text(encoding="utf-8")
+    steal = "overlays/prod-us/teams/serving/take-gpus.yaml"
+    fleet.write("take-gpus", {
+        "overlays/prod-us/kustomization.yaml": kustomization + "  - path: teams/serving/take-gpus.yaml\n",
+        steal: "apiVersion: gitopsq.dev/v1alpha1\nkind: Budget\nmetadata:\n  name: ml-research-gpu\nspec:\n"
+               "  flavors:\n    - name: a100\n      committed: {nvidia.com/gpu: 1}\n",
+    })
+    plan = make_fleet_plan(str(fleet.root), "main", "take-gpus", use_cache=False)
+    assert [p.cluster for p in plan.plans if p.plan.rejected] == ["prod-us"] and plan.unchanged == ("prod-eu",)
+    owner = [f for f in plan.plans[1].plan.findings if f.code == "kustomize-patch-owner"]
+    assert len(owner) == 1 and str(owner[0].location).startswith(steal)
+    assert "team serving" in owner[0].message and "team ml-research" in owner[0].message
+
+
+def test_an_overlay_that_does_not_size_a_budget_is_refused(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> None:
+    """The base Budgets carry no sizes: dropping serving's patch from prod-eu's kustomization rejects prod-eu
+    (spec.flavors is required, at the base Budget) and leaves prod-us valid."""
+    fleet.change("forget", "overlays/prod-eu/kustomization.yaml", "  - path: teams/serving/gpu-budget.yaml\n", "")
+    code, out, _ = run(capsys, "check", str(fleet.root), "--rev", "forget")
+    assert code == 1
+    assert "base/teams/serving/gpu-budget.yaml:9: error: Budget/serving-gpu: spec.flavors must list" in out
+    assert out.strip().splitlines()[-1] == "✗ 1 of 2 clusters rejected: prod-eu"
