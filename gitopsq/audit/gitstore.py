@@ -98,6 +98,9 @@ def git(args: list[str], *, cwd: Path, input_bytes: bytes | None = None,
                               env=git_env(os.environ), timeout=timeout, check=False)
     except subprocess.TimeoutExpired as err:
         raise RemoteUnreachableError(f"git {args[0]} timed out after {timeout:.0f}s") from err
+    except FileNotFoundError as err:  # no git on PATH: a clear error for the writer's retry loop, not a traceback
+        raise AuditError("the git command is not installed (or not on PATH): the audit trail is written with it; "
+                         "install git (README: requirements)") from err
 
 
 def blob_data(repo: pygit2.Repository, oid: pygit2.Oid) -> bytes:
