@@ -196,6 +196,12 @@ class _Writer:
     def __init__(self) -> None:
         self.writes = 0
         self.created: list[Mapping[str, Any]] = []
+        self.patched: list[tuple[str, Mapping[str, Any]]] = []
+
+    def patch(self, resource: str, path: str, body: Mapping[str, Any], obj: str) -> dict[str, Any]:
+        self.writes += 1
+        self.patched.append((obj, body))
+        return dict(body)
 
     def create(self, resource: str, path: str, body: Mapping[str, Any], obj: str) -> dict[str, Any]:
         self.writes += 1
@@ -217,7 +223,7 @@ def _owned(kind: str, name: str, uid: str, owner: tuple[str, str, str, str], **e
 def test_a_queued_job_under_a_trainjobs_jobset_gets_no_workload_with_the_jobset_integration_off() -> None:
     """With batch/job and TrainJob running but not JobSet, a queue-labelled Job whose controller is the JobSet a
     queued TrainJob controls is a managed child (the walk reads JobSets, a kind TrainJob relates): only the
-    TrainJob gets a Workload."""
+    TrainJob gets a Workload, and the child, running while the TrainJob is not admitted, is suspended."""
     tj = {**trainjob("ns", "tj", "torch", nodes=2, gpus=4), "status": {}}
     tj["metadata"]["uid"] = "u-tj"
     jobset = _owned("JobSet", "tj", "u-js", ("trainer.kubeflow.org/v1alpha1", "TrainJob", "tj", "u-tj"))
@@ -230,6 +236,7 @@ def test_a_queued_job_under_a_trainjobs_jobset_gets_no_workload_with_the_jobset_
                   integrations=select(["batch/job", "trainer.kubeflow.org/trainjob"])).reconcile()
     assert [w["metadata"]["ownerReferences"][0]["kind"] for w in writer.created] == ["TrainJob"]
     assert [(p["name"], p["count"]) for p in writer.created[0]["spec"]["podSets"]] == [("node", 2)]
+    assert [(obj, body["spec"]["suspend"]) for obj, body in writer.patched] == [("Job/ns/tj-node-0", True)]
 
 
 def _trainjob_review(job: dict[str, Any]) -> dict[str, Any]:

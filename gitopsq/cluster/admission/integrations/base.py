@@ -39,6 +39,18 @@ class PodSetPlacement:
     tolerations: tuple[Mapping[str, Any], ...]
 
 
+def place_pod_spec(pod_spec: dict[str, Any], placement: PodSetPlacement) -> None:
+    """Add a pod set's flavor node labels and tolerations to ``pod_spec`` in place, as Kueue merges them into a
+    template: the flavors' labels win over the template's, a toleration already there is not added twice."""
+    selector = {**(pod_spec.get("nodeSelector") or {}), **placement.node_selector}
+    tolerations = list(pod_spec.get("tolerations") or [])
+    tolerations.extend(t for t in placement.tolerations if t not in tolerations)
+    if selector:
+        pod_spec["nodeSelector"] = selector
+    if tolerations:
+        pod_spec["tolerations"] = tolerations
+
+
 class Integration(Protocol):
     framework: str  # Kueue's framework name (``integrations.frameworks``), e.g. "batch/job"
     kind: str  # e.g. "Job"

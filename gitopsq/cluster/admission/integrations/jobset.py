@@ -16,7 +16,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Final
 
-from gitopsq.cluster.admission.integrations.base import PodSetPlacement, Rule
+from gitopsq.cluster.admission.integrations.base import PodSetPlacement, Rule, place_pod_spec
 from gitopsq.cluster.kinds import Kind
 
 JOBSET_KIND: Final = Kind("JobSet", "jobset.x-k8s.io", "v1alpha2", "jobsets", True, synced=False)
@@ -112,16 +112,8 @@ class JobSet:
             rjob = copy.deepcopy(dict(source))
             placement = by_name.get(str(rjob.get("name")))
             if placement is not None:
-                pod_spec = rjob.setdefault("template", {}).setdefault("spec", {}).setdefault(
-                    "template", {}).setdefault("spec", {})
-                selector = dict(pod_spec.get("nodeSelector") or {})
-                selector.update(placement.node_selector)
-                tolerations = list(pod_spec.get("tolerations") or [])
-                tolerations.extend(t for t in placement.tolerations if t not in tolerations)
-                if selector:
-                    pod_spec["nodeSelector"] = selector
-                if tolerations:
-                    pod_spec["tolerations"] = tolerations
+                place_pod_spec(rjob.setdefault("template", {}).setdefault("spec", {}).setdefault(
+                    "template", {}).setdefault("spec", {}), placement)
             rjobs.append(rjob)
         return {"spec": {"suspend": False, "replicatedJobs": rjobs}}
 

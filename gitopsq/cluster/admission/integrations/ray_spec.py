@@ -19,7 +19,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Final
 
-from gitopsq.cluster.admission.integrations.base import PodSetPlacement
+from gitopsq.cluster.admission.integrations.base import PodSetPlacement, place_pod_spec
 
 HEAD: Final = "head"
 MAX_POD_SETS: Final = 18  # a Workload's limit (Kueue's MaxPodSets)
@@ -70,15 +70,7 @@ def merge_placement(template: Mapping[str, Any], placement: PodSetPlacement | No
         out.setdefault("metadata", {}).setdefault("labels", {}).update(labels)
     if placement is None:
         return out
-    pod_spec = out.setdefault("spec", {})
-    selector = dict(pod_spec.get("nodeSelector") or {})
-    selector.update(placement.node_selector)
-    tolerations = list(pod_spec.get("tolerations") or [])
-    tolerations.extend(t for t in placement.tolerations if t not in tolerations)
-    if selector:
-        pod_spec["nodeSelector"] = selector
-    if tolerations:
-        pod_spec["tolerations"] = tolerations
+    place_pod_spec(out.setdefault("spec", {}), placement)
     return out
 
 
