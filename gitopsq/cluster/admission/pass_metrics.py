@@ -34,7 +34,9 @@ class ReadyWatch:
             if w.state != ADMITTED or ready is None or ready.get("status") != "True":
                 continue
             at = parse_time(ready.get("lastTransitionTime"))
-            if (key, at) in self._seen or at < self.started:
+            # lastTransitionTime has whole seconds: a transition stamped S happened in [S, S + 1), so only one
+            # stamped a full second before the start is certainly older than this loop
+            if (key, at) in self._seen or at + 1 <= self.started:
                 continue
             self._seen.add((key, at))
             admitted = condition(w.raw, "Admitted") or {}

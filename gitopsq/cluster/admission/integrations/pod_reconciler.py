@@ -190,9 +190,13 @@ class PodPass:
                 self.writer.event(unit.first, "Pod", "WorkloadNameConflict", problem, warning=True)
             return
         if wl["metadata"].get("deletionTimestamp"):
-            # Kueue: a deleted Workload takes all its pods with it, finished and gated ones too
-            self._stop([p for p in unit.pods if not deleting(p)], "WorkloadDeleted", "Workload is deleted")
-            if not any(started(p) for p in unit.pods):
+            # Kueue: a deleted Workload takes all its pods with it, finished and gated ones too — its own pods: one
+            # a user's controller creates for the group meanwhile (recreating preempted members) is no owner and
+            # waits for the group's next Workload, made once this one is gone
+            owners = {r.get("uid") for r in wl["metadata"].get("ownerReferences") or ()}
+            own = [p for p in unit.pods if p["metadata"].get("uid") in owners]
+            self._stop([p for p in own if not deleting(p)], "WorkloadDeleted", "Workload is deleted")
+            if not any(started(p) for p in own):
                 self.ctx.drop_finalizer(wl)
             return
         live = read_workload(wl)
