@@ -118,7 +118,7 @@ def minimalkueue_at_rate(qps: int, burst: int, log: bool = True) -> Path:
 
     Kueue's file is not copied into this repository: at build time the module cache's main.go is read, its two
     assignments are rewritten, and the result is handed to ``go build -overlay`` in place of the original, so the
-    binary is Kueue's own but for those two numbers (cached as ``minimalkueue-qps<Q>-burst<B>``)."""
+    binary is Kueue's own code but for those two numbers (cached as ``minimalkueue-qps<Q>-burst<B>``)."""
     if (qps, burst) == (50, 100):
         return prepare(log, names=("minimalkueue",)).minimalkueue
     version = kueue_version()
@@ -138,9 +138,11 @@ def minimalkueue_at_rate(qps: int, burst: int, log: bool = True) -> Path:
                                   f"{qps_edits} and {burst_edits} (a new Kueue release changed its main.go)")
         patched = target_dir / f"minimalkueue-qps{qps}-burst{burst}.main.go"
         patched.write_text(rewritten)
+        # Go refuses to overlay files of the module cache, so the rewritten file is overlaid as a package of this
+        # module that exists only in the overlay (./ratekueue, never on disk), which imports Kueue's packages.
         overlay = target_dir / f"minimalkueue-qps{qps}-burst{burst}.overlay.json"
-        overlay.write_text(json.dumps({"Replace": {str(original): str(patched)}}))
-        _build(version, target.name, PACKAGES["minimalkueue"], target, log, extra=("-overlay", str(overlay)))
+        overlay.write_text(json.dumps({"Replace": {str(HACK_DIR / "ratekueue" / "main.go"): str(patched)}}))
+        _build(version, target.name, "./ratekueue", target, log, extra=("-overlay", str(overlay)))
     return target
 
 
