@@ -14,7 +14,6 @@ import json
 import os
 import re
 import subprocess
-import time
 from pathlib import Path
 
 from envtestrig.build import PrepareError, _run_go_build, _say, cache_root, go_environment
@@ -76,29 +75,6 @@ def build_kuberay(log: bool) -> None:
     _say(log, f"built the KubeRay operator {version} in {seconds}s -> {target}")
 
 
-def apply_crds(kubectl: list[str], crds: list[Path]) -> None:
-    """Apply the Ray CRDs (server-side: they are too large for a client-side apply's annotation) and wait until
-    each is established."""
-    from envtestrig.rig import RigError
-
-    for crd in crds:
-        done = subprocess.run([*kubectl, "apply", "--server-side", "-f", str(crd)], capture_output=True,
-                              text=True, check=False)
-        if done.returncode != 0:
-            raise RigError(f"installing {crd.name} failed: {done.stderr.strip()[-800:]}")
-    established = '{.status.conditions[?(@.type=="Established")].status}'
-    deadline = time.monotonic() + 60
-    for name in CRDS:
-        while True:  # `kubectl wait` fails at once while a new CRD has no status yet
-            done = subprocess.run([*kubectl, "get", f"crd/{name}", "-o", f"jsonpath={established}"],
-                                  capture_output=True, text=True, check=False)
-            if done.stdout.strip() == "True":
-                break
-            if time.monotonic() > deadline:
-                raise RigError(f"the CRD {name} did not become established: {done.stderr.strip()[-800:]}")
-            time.sleep(0.2)
-
-
 def install_kuberay(rig: object) -> None:
     """Install the Ray CRDs and start the KubeRay operator on ``rig`` (an envtestrig.rig.Rig)."""
     from envtestrig.processes import free_port
@@ -106,7 +82,9 @@ def install_kuberay(rig: object) -> None:
 
     assert isinstance(rig, Rig) and rig._binaries is not None and rig._binaries.kuberay is not None
     kubectl = [str(rig._binaries.kubectl), f"--kubeconfig={rig.kubeconfig}"]
-    apply_crds(kubectl, kuberay_crds())
+    from envtestrig.operators import apply_crds
+
+    apply_crds(kubectl, kuberay_crds(), CRDS)
     port = free_port()
     argv = [str(rig._binaries.kuberay), f"--kubeconfig={rig.kubeconfig}", "--enable-leader-election=false",
             "--metrics-addr=0", f"--health-probe-bind-address=127.0.0.1:{port}", "--qps=100", "--burst=200",

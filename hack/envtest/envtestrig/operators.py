@@ -9,6 +9,8 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from envtestrig.build import jobset_crds
 from envtestrig.processes import free_port
@@ -24,23 +26,8 @@ def install_jobset(rig: Rig) -> None:
     mutating and validating webhooks are registered with the API server by URL. Its Pod webhooks (only for
     exclusive placement) are not registered: a pod create never depends on this process (docs/envtest.md)."""
     assert rig._binaries is not None and rig._binaries.jobset is not None
-    crds = jobset_crds()
     kubectl = [str(rig._binaries.kubectl), f"--kubeconfig={rig.kubeconfig}"]
-    for crd in crds:
-        done = subprocess.run([*kubectl, "apply", "--server-side", "-f", str(crd)], capture_output=True,
-                              text=True, check=False)
-        if done.returncode != 0:
-            raise RigError(f"installing {crd.name} failed: {done.stderr.strip()[-800:]}")
-    established = '{.status.conditions[?(@.type=="Established")].status}'
-    deadline = time.monotonic() + 60
-    while True:  # `kubectl wait` fails at once while the new CRD has no status yet
-        done = subprocess.run([*kubectl, "get", "crd/jobsets.jobset.x-k8s.io", "-o", f"jsonpath={established}"],
-                              capture_output=True, text=True, check=False)
-        if done.stdout.strip() == "True":
-            break
-        if time.monotonic() > deadline:
-            raise RigError(f"the JobSet CRD did not become established: {done.stderr.strip()[-800:]}")
-        time.sleep(0.2)
+    apply_crds(kubectl, jobset_crds(), ("jobsets.jobset.x-k8s.io",))
     certs = rig.workdir / "jobset-certs"
     certs.mkdir(exist_ok=True)
     shutil.copyfile(rig.pki_dir / "apiserver.crt", certs / "tls.crt")
@@ -78,3 +65,24 @@ def install_jobset(rig: Rig) -> None:
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RigError(f"registering the JobSet webhooks failed: {done.stderr.strip()[-800:]}")
+
+
+def apply_crds(kubectl: list[str], crds: Sequence[Path], names: Iterable[str]) -> None:
+    """Apply an operator's CRD files (server-side: they are too large for a client-side apply's annotation) and wait
+    until each CRD in ``names`` is Established (JobSet, KubeRay, Trainer)."""
+    for crd in crds:
+        done = subprocess.run([*kubectl, "apply", "--server-side", "-f", str(crd)], capture_output=True,
+                              text=True, check=False)
+        if done.returncode != 0:
+            raise RigError(f"installing {crd.name} failed: {done.stderr.strip()[-800:]}")
+    established = '{.status.conditions[?(@.type=="Established")].status}'
+    deadline = time.monotonic() + 60
+    for name in names:
+        while True:  # `kubectl wait` fails at once while a new CRD has no status yet
+            done = subprocess.run([*kubectl, "get", f"crd/{name}", "-o", f"jsonpath={established}"],
+                                  capture_output=True, text=True, check=False)
+            if done.stdout.strip() == "True":
+                break
+            if time.monotonic() > deadline:
+                raise RigError(f"the CRD {name} did not become established: {done.stderr.strip()[-800:]}")
+            time.sleep(0.2)

@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import subprocess
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -92,26 +91,10 @@ def build_trainer(log: bool) -> Path:
 
 def install_crds(rig: Rig) -> None:
     """Apply the Trainer CRDs and wait until each is Established (also for tests that install them late)."""
-    from envtestrig.rig import RigError
+    from envtestrig.operators import apply_crds
 
     assert rig._binaries is not None
-    kubectl = [str(rig._binaries.kubectl), f"--kubeconfig={rig.kubeconfig}"]
-    for crd in trainer_crds():
-        done = subprocess.run([*kubectl, "apply", "--server-side", "-f", str(crd)], capture_output=True,
-                              text=True, check=False)
-        if done.returncode != 0:
-            raise RigError(f"installing {crd.name} failed: {done.stderr.strip()[-800:]}")
-    established = '{.status.conditions[?(@.type=="Established")].status}'
-    deadline = time.monotonic() + 60
-    for name in CRD_NAMES:
-        while True:  # `kubectl wait` fails at once while a new CRD has no status yet
-            done = subprocess.run([*kubectl, "get", f"crd/{name}", "-o", f"jsonpath={established}"],
-                                  capture_output=True, text=True, check=False)
-            if done.stdout.strip() == "True":
-                break
-            if time.monotonic() > deadline:
-                raise RigError(f"the CRD {name} did not become established: {done.stderr.strip()[-800:]}")
-            time.sleep(0.2)
+    apply_crds([str(rig._binaries.kubectl), f"--kubeconfig={rig.kubeconfig}"], trainer_crds(), CRD_NAMES)
 
 
 def install_trainer(rig: Rig) -> None:
