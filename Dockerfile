@@ -17,10 +17,17 @@ RUN CGO_ENABLED=0 GOBIN=/out GOFLAGS=-buildvcs=false go install -trimpath \
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
+# gcc: mypyc compiles the admission engine to C (gitopsq.native); the compiler and mypy stay in this stage.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/*
 COPY pyproject.toml README.md ./
 COPY gitopsq ./gitopsq
 RUN python -m venv /opt/gitopsq \
  && /opt/gitopsq/bin/pip install --no-compile . \
+ && /opt/gitopsq/bin/pip install --no-compile --target /opt/build-tools "mypy>=1.10" "setuptools>=65" \
+ && PYTHONPATH=/opt/build-tools /opt/gitopsq/bin/python -m gitopsq.native_build build \
+ && /opt/gitopsq/bin/python -m gitopsq.native_build status | grep -q "compiled (mypyc" \
  && /opt/gitopsq/bin/python -m compileall -q /opt/gitopsq/lib
 
 FROM ${PYTHON_IMAGE}

@@ -65,6 +65,9 @@ def main() -> None:
         _benchmark(admission_bench.build, emit)
         counts["benchmark instants"] = 2
     print(counts)
+    import gitopsq.admission
+
+    print(f"admission engine: {gitopsq.admission.ENGINE}")
 
 
 def _benchmark(build: Callable[[random.Random], Engine], emit: Callable[[str, str], None]) -> None:

@@ -167,3 +167,10 @@ class QuantityError(InputError, ValueError):
 
     def __str__(self) -> str:
         return f"invalid quantity {self.text!r}: {self.reason}"
+
+
+class NegativeUsageError(AssertionError):
+    """Quota usage would drop below zero: something was removed that was never added (an accounting bug in
+    `gitopsq.admission.quota`, never input). Defined here, not beside its raiser: the engine's modules may be
+    compiled (`gitopsq.native`), and a compiled class cannot derive from AssertionError."""
+

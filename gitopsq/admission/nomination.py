@@ -123,6 +123,39 @@ def _nominate(state: State, w: WorkloadInfo, spec: QueueSpec, generation: int,
     return best or entry
 
 
+class _Searches:
+    """One nomination's victim searches, each run once (the oracle's single-resource search is often the final
+    search too), and the flavor scan's oracle on top of them. A class rather than closures: closures referring to
+    one another form reference cycles (one per nomination in the compiled engine) for the collector to find."""
+
+    __slots__ = ("engine", "node", "scan_engine", "searched", "spec", "state", "tree_key", "w")
+
+    def __init__(self, state: State, w: WorkloadInfo, spec: QueueSpec, node: QuotaNode, *,
+                 engine: ClassicalPreemption, scan_engine: ClassicalPreemption, tree_key: tuple[int, ...]) -> None:
+        self.state, self.w, self.spec, self.node = state, w, spec, node
+        self.engine, self.scan_engine, self.tree_key = engine, scan_engine, tree_key
+        self.searched: dict[tuple[frozenset[tuple[FlavorResource, int]], frozenset[FlavorResource], bool],
+                            list[Target]] = {}
+
+    def targets(self, requests: dict[FlavorResource, int], contested: frozenset[FlavorResource], *,
+                scan: bool = False) -> list[Target]:
+        scan = scan and self.scan_engine is not self.engine
+        key = (frozenset(requests.items()), contested, scan)
+        found = self.searched.get(key)
+        if found is None:
+            found = self.searched[key] = (self.scan_engine if scan else self.engine).targets(
+                Preemptor(self.w, self.spec, requests, contested, self.tree_key))
+        return found
+
+    def oracle(self, fr: FlavorResource, val: int) -> tuple[Mode, int]:
+        found = self.targets({fr: val}, frozenset({fr}), scan=True)
+        if not found:
+            return Mode.NO_CANDIDATES, 0  # the scan keeps its own borrowing level for a flavor without candidates
+        with without(self.state.tree, [t.workload for t in found]):
+            borrow = quota.borrowing_level(self.node, fr, val)[0]
+        return _oracle_mode(found, self.spec.name), borrow
+
+
 def _nominate_shape(state: State, w: WorkloadInfo, spec: QueueSpec, shape: Shape, *, generation: int,
                     resume: Mapping[tuple[int, str], int] | None, tree_key: tuple[int, ...]) -> Entry:
     """``generation``, ``resume``: `_resume` (the caller's: nothing it reads changes during a nomination);
@@ -139,37 +172,17 @@ def _nominate_shape(state: State, w: WorkloadInfo, spec: QueueSpec, shape: Shape
     # one already preempted at this instant, which gitopsq will not preempt again (docs/admission.md): otherwise
     # a scan that Kueue stops at that flavor (whenCanPreempt: MayStopSearch) goes on to the next (random 170098).
     scan_engine = preemption_engine(state, protect=False) if _protection_matters(state, w, spec) else engine
-
-    searched: dict[tuple[frozenset[tuple[FlavorResource, int]], frozenset[FlavorResource], bool], list[Target]] = {}
-
-    def targets(requests: dict[FlavorResource, int], contested: frozenset[FlavorResource], *,
-                scan: bool = False) -> list[Target]:
-        # The oracle's single-resource search is often the final search too: run each search once.
-        scan = scan and scan_engine is not engine
-        key = (frozenset(requests.items()), contested, scan)
-        if key not in searched:
-            searched[key] = (scan_engine if scan else engine).targets(Preemptor(w, spec, requests, contested,
-                                                                                 tree_key))
-        return searched[key]
-
-    def oracle(fr: FlavorResource, val: int) -> tuple[Mode, int]:
-        found = targets({fr: val}, frozenset({fr}), scan=True)
-        if not found:
-            return Mode.NO_CANDIDATES, 0  # the scan keeps its own borrowing level for a flavor without candidates
-        with without(state.tree, [t.workload for t in found]):
-            borrow = quota.borrowing_level(node, fr, val)[0]
-        return _oracle_mode(found, spec.name), borrow
-
+    search = _Searches(state, w, spec, node, engine=engine, scan_engine=scan_engine, tree_key=tree_key)
     pre = spec.preemption
     while_borrowing = (pre.borrow_within_cohort is not None and pre.borrow_within_cohort.policy != "Never") or (
         state.topology.settings.fair_sharing and pre.reclaim_within_cohort != "Never")
-    n = assign_flavors(spec, node, shape, state.topology.flavors, oracle, preempt_while_borrowing=while_borrowing,
-                       resume=resume)
+    n = assign_flavors(spec, node, shape, state.topology.flavors, search.oracle,
+                       preempt_while_borrowing=while_borrowing, resume=resume)
     resumed = resume is not None and any(i != -1 for i in resume.values())
     if n.mode == Mode.FIT:
         return Entry(w, spec, FIT, n, generation=generation, resumed=resumed)
     if n.mode >= Mode.NO_CANDIDATES:
-        found = targets(dict(n.usage), n.needs_preemption) if n.mode >= Mode.PREEMPT else []
+        found = search.targets(dict(n.usage), n.needs_preemption) if n.mode >= Mode.PREEMPT else []
         if found:
             return Entry(w, spec, PREEMPT, n, list(found), msg.WAITING_FOR_PREEMPTED,
                          msg.pending_preemption(n.message, len(found)), generation=generation, resumed=resumed)

@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
+from gitopsq.errors import NegativeUsageError
+
 FlavorResource = tuple[str, str]  # (flavor, resource)
 Usage = dict[FlavorResource, int]
 
@@ -141,8 +143,6 @@ def add_usage(node: QuotaNode, fr: FlavorResource, val: int) -> None:
         node = parent
 
 
-class NegativeUsageError(AssertionError):
-    """Usage would drop below zero: something was removed that was never added (an accounting bug, never input)."""
 
 
 def remove_usage(node: QuotaNode, fr: FlavorResource, val: int) -> None:

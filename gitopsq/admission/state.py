@@ -7,7 +7,7 @@ an assignment.
 
 from __future__ import annotations
 
-from collections.abc import Set
+from collections.abc import Callable, Set
 from dataclasses import dataclass
 
 from gitopsq.admission import messages as msg
@@ -37,6 +37,12 @@ class Event:
     flavors: Flavors = ()
     reason: str = ""
     message: str = ""
+
+
+# Another rule for `State.due_evictions` (None: the engine's own). Only tests/differential/eviction_timing.py sets it,
+# to show the outcomes other release timings give; a module variable, not a method to swap, because the compiled
+# engine's classes cannot be patched (`gitopsq.native`).
+release_timing: Callable[[State, Set[str]], list[Held]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +184,9 @@ class State:
         cache counts it until the job controller has cleared the reservation, and the cycles that run meanwhile,
         each well under a millisecond while nothing is written, see it in use (random 150006); a tree no longer
         changing is where the rig, and a real job controller, have caught up. The one seam for other release
-        timings (tests/differential/eviction_timing.py)."""
+        timings (tests/differential/eviction_timing.py): `release_timing`."""
+        if release_timing is not None:
+            return release_timing(self, busy)
         return [h for h in self.evicting if h.root not in busy]
 
     def complete_evictions(self, now: float, busy: Set[str] | None = None) -> bool:

@@ -6,6 +6,7 @@ import pytest
 
 from gitopsq.admission import quota
 from gitopsq.admission.quota import Limits, QuotaTree
+from gitopsq.errors import NegativeUsageError
 
 from .builders import Sim, cohort, cq, flavor, lq, one, topology
 
@@ -120,7 +121,7 @@ def test_removing_more_than_a_node_uses_raises_and_leaves_it_unchanged() -> None
     """Usage never goes negative unnoticed: removing more than a queue holds raises NegativeUsageError first."""
     tree = _tree(("a", "co", Limits(2000)), ("b", "co", Limits(2000)))
     quota.add_usage(tree.queues["a"], FR, 1000)
-    with pytest.raises(quota.NegativeUsageError, match="removing 1500 of cpu"):
+    with pytest.raises(NegativeUsageError, match="removing 1500 of cpu"):
         quota.remove_usage(tree.queues["a"], FR, 1500)
     assert tree.queues["a"].usage[FR] == 1000 and tree.cohorts["co"].usage[FR] == 1000
 
