@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 from prometheus_client.core import GaugeMetricFamily
 
 from gitopsq import __version__
+from gitopsq.queue_metrics import QueueState, Snapshot
 
 
 def exponential_buckets(count: int) -> tuple[float, ...]:
@@ -22,8 +23,6 @@ def exponential_buckets(count: int) -> tuple[float, ...]:
 
 BUCKETS = exponential_buckets(14)  # Kueue's wait-time histograms
 BUCKETS_16 = exponential_buckets(16)  # kueue_admission_wait_time_seconds
-_CQ_RES = ["cohort", "cluster_queue", "flavor", "resource", "replica_role"]
-_LQ_RES = ["name", "namespace", "flavor", "resource", "replica_role"]
 
 
 class KueueMetrics:
@@ -66,30 +65,9 @@ class KueueMetrics:
         self.ready_wait = histogram("kueue_ready_wait_time_seconds", "Created or requeued until ready", pc)
         self.admitted_ready_wait = histogram("kueue_admitted_until_ready_wait_time_seconds",
                                              "Admitted until ready", pc)
-        self.cq_share = gauge("kueue_cluster_queue_weighted_share", "Weighted dominant resource share",
-                              ["cluster_queue", "cohort"])
-        self.cohort_share = gauge("kueue_cohort_weighted_share", "Weighted dominant resource share", ["cohort"])
-        self.pending = gauge("kueue_pending_workloads", "Pending workloads", ["cluster_queue", "status"])
         self.finished = _FinishedGauge(self.registry, self.role)
-        self.reserving = gauge("kueue_reserving_active_workloads", "Workloads holding quota", ["cluster_queue"])
-        self.admitted_active = gauge("kueue_admitted_active_workloads", "Admitted, unfinished workloads",
-                                     ["cluster_queue"])
-        self.cq_status = gauge("kueue_cluster_queue_status", "ClusterQueue status (1 = current)",
-                               ["cluster_queue", "status"])
-        self.unadmitted = gauge("kueue_unadmitted_workloads", "Pending workloads by reason",
-                                ["cluster_queue", "reason", "underlying_cause"])
-        self.cq_info = gauge("kueue_cluster_queue_info", "ClusterQueue placement in the cohort tree",
-                             ["cluster_queue", "parent_cohort", "root_cohort"])
-        self.reservation = Gauge("kueue_cluster_queue_resource_reservation", "Reserved quota", _CQ_RES, registry=r)
-        self.usage = Gauge("kueue_cluster_queue_resource_usage", "Quota used by admitted workloads", _CQ_RES,
-                           registry=r)
-        self.nominal = Gauge("kueue_cluster_queue_nominal_quota", "Nominal quota", _CQ_RES, registry=r)
-        self.borrowing = Gauge("kueue_cluster_queue_borrowing_limit", "Borrowing limit", _CQ_RES, registry=r)
-        self.lending = Gauge("kueue_cluster_queue_lending_limit", "Lending limit", _CQ_RES, registry=r)
+        self.queue_state = QueueState(r, self.role)  # the per-queue state series, rendered when scraped
         lq = ["name", "namespace"]
-        self.lq_pending = gauge("kueue_local_queue_pending_workloads", "Pending workloads", [*lq, "status"])
-        self.lq_reserving = gauge("kueue_local_queue_reserving_active_workloads", "Workloads holding quota", lq)
-        self.lq_admitted = gauge("kueue_local_queue_admitted_active_workloads", "Admitted workloads", lq)
         self.lq_admitted_total = counter("kueue_local_queue_admitted_workloads_total", "Workloads admitted", lq)
         lqpc = [*lq, "priority_class"]
         self.lq_reserved_total = counter("kueue_local_queue_quota_reserved_workloads_total",
@@ -108,22 +86,9 @@ class KueueMetrics:
         self.lq_admitted_ready_wait = histogram("kueue_local_queue_admitted_until_ready_wait_time_seconds",
                                                 "Admitted until ready", lqpc)
         self.lq_finished = _FinishedGauge(r, self.role, "kueue_local_queue_finished_workloads", ("name", "namespace"))
-        self.lq_status = gauge("kueue_local_queue_status", "LocalQueue Active condition (1 = current)",
-                               [*lq, "active"])
-        self.lq_reservation = Gauge("kueue_local_queue_resource_reservation", "Reserved quota", _LQ_RES, registry=r)
-        self.lq_usage = Gauge("kueue_local_queue_resource_usage", "Quota used by admitted workloads", _LQ_RES,
-                              registry=r)
         # Aliases under the names the AKS walkthrough's PromQL uses (not Kueue's; docs/metrics.md, "Aliases")
         self.alias_admitted = Counter("kueue_workload_admitted", "Alias: workloads admitted (kueue_admitted_"
                                       "workloads_total summed over priority classes)", ["clusterqueue"], registry=r)
-        self.alias_pending = Gauge("kueue_workload_pending_total", "Alias: pending workloads (kueue_pending_"
-                                   "workloads summed over status)", ["clusterqueue"], registry=r)
-        self.alias_used = Gauge("kueue_clusterqueue_used_resources", "Alias: quota reserved "
-                                "(kueue_cluster_queue_resource_reservation)", ["clusterqueue", "flavor", "resource"],
-                                registry=r)
-        self.alias_available = Gauge("kueue_clusterqueue_available_resources", "Alias: nominal quota not reserved "
-                                     "(nominal - reservation, at least 0)", ["clusterqueue", "flavor", "resource"],
-                                     registry=r)
         self.build = Gauge("kueue_build_info", "Build information", ["git_version", "replica_role"], registry=r)
         self.integrations = Gauge("gitopsq_integration_active", "1: an enabled integration's kind is served and "
                                   "watched; 0: skipped, its CRD not installed", ["framework"], registry=r)
@@ -138,16 +103,10 @@ class KueueMetrics:
         self.build.remove(__version__, self.role)
         self.role = self.finished.role = self.lq_finished.role = role
         self.build.labels(__version__, role).set(1)
-        for g in self._state_gauges():
-            g.clear()
+        self.queue_state.role = role
+        self.queue_state.clear()
         self.finished.values = {}
         self.lq_finished.values = {}
-
-    def _state_gauges(self) -> tuple[Gauge, ...]:
-        return (self.pending, self.reserving, self.admitted_active, self.cq_status, self.unadmitted, self.cq_info,
-                self.reservation, self.usage, self.nominal, self.borrowing, self.lending, self.lq_pending,
-                self.lq_reserving, self.lq_admitted, self.cq_share, self.cohort_share, self.lq_status,
-                self.lq_reservation, self.lq_usage, self.alias_pending, self.alias_used, self.alias_available)
 
     def integration_active(self, framework: str, active: bool) -> None:
         self.integrations.labels(framework).set(1 if active else 0)
@@ -212,87 +171,24 @@ class KueueMetrics:
         self.lq_finished_total.labels(w.queue, w.namespace, self.role).inc()
         self._evicted_seen = {k for k in self._evicted_seen if k[0] != str(getattr(w, "uid", "") or w.key)}
 
-    def observe_shares(self, queues: Mapping[str, tuple[str, float]], cohorts: Mapping[str, float]) -> None:
-        """Fair sharing's weighted shares after a pass: ClusterQueue -> (cohort, share), cohort -> share (NaN for
-        a node of weight 0 that borrows, as Kueue reports it)."""
-        self.cq_share.clear()
-        self.cohort_share.clear()
-        for name, (cohort, share) in queues.items():
-            self.cq_share.labels(name, cohort, self.role).set(share)
-        for name, share in cohorts.items():
-            self.cohort_share.labels(name, self.role).set(share)
-
     # --- state after a pass -------------------------------------------------------------------------------------
 
     def observe_queues(self, topology: Any, cq_tally: Mapping[str, Any], lq_tally: Mapping[str, Any],
                        reasons: Iterable[tuple[str, str]], finished: Mapping[str, int], *,
                        active: Mapping[str, int] | None = None, lq_active: Mapping[str, int] | None = None,
                        shares: tuple[Mapping[str, tuple[str, float]], Mapping[str, float]] | None = None) -> None:
-        """Gauges from the tallies queue_status.py computed; ``reasons`` = (cluster queue, pending reason);
-        ``active`` / ``lq_active``: pending workloads still in the admission queue (not yet found inadmissible)
-        per ClusterQueue / ``namespace/name``; ``shares``: fair sharing's weighted shares."""
-        for g in self._state_gauges():
-            g.clear()
-        if shares is not None:  # only with fair sharing on, as Kueue
-            self.observe_shares(*shares)
+        """The state after a pass, from the tallies queue_status.py computed: kept, rendered when scraped
+        (`gitopsq.queue_metrics`). ``reasons`` = (cluster queue, pending reason); ``active`` / ``lq_active``:
+        pending workloads still in the admission queue (not yet found inadmissible) per ClusterQueue /
+        ``namespace/name``; ``shares``: fair sharing's weighted shares."""
+        # ``reasons`` is a new list every pass (`AdmissionPass.run`), never changed afterwards: kept as it is.
+        self.queue_state.observe(Snapshot(topology, cq_tally, lq_tally, reasons, active or {}, lq_active or {}, shares))
         self.finished.values = dict(finished)
-        self.lq_finished.values = {}
-        role = self.role
-        active = active or {}
-        lq_active = lq_active or {}
-        for name, spec in topology.queues.items():
-            t = cq_tally[name]
-            fresh = min(t.pending, active.get(name, 0))
-            self.pending.labels(name, "inadmissible", role).set(t.pending - fresh)
-            self.pending.labels(name, "active", role).set(fresh)
-            self.alias_pending.labels(name).set(t.pending)
-            self.reserving.labels(name, role).set(t.reserving)
-            self.admitted_active.labels(name, role).set(t.admitted)
-            for status in ("pending", "active", "terminating"):
-                self.cq_status.labels(name, status, role).set(int(status == ("active" if spec.active else "pending")))
-            cohort = spec.cohort or ""
-            root = cohort
-            while root and topology.cohort_parents.get(root):
-                root = topology.cohort_parents[root] or root
-            self.cq_info.labels(name, cohort, root, role).set(1)
-            for (flavor, res), lim in spec.limits.items():
-                labels = (cohort, name, flavor, res, role)
-                unit = 1000.0
-                self.nominal.labels(*labels).set(lim.nominal / unit)
-                if lim.borrowing is not None:
-                    self.borrowing.labels(*labels).set(lim.borrowing / unit)
-                if lim.lending is not None:
-                    self.lending.labels(*labels).set(lim.lending / unit)
-                self.reservation.labels(*labels).set(t.reserved.get((flavor, res), 0) / unit)
-                self.alias_used.labels(name, flavor, res).set(t.reserved.get((flavor, res), 0) / unit)
-                self.alias_available.labels(name, flavor, res).set(
-                    max(0, lim.nominal - t.reserved.get((flavor, res), 0)) / unit)
-                self.usage.labels(*labels).set(t.used.get((flavor, res), 0) / unit)
-        counts: dict[tuple[str, str], int] = {}
-        for cq, reason in reasons:
-            counts[(cq, reason)] = counts.get((cq, reason), 0) + 1
-        for (cq, reason), n in counts.items():
-            self.unadmitted.labels(cq, reason, "", role).set(n)
+        lq_finished = {}
         for key, t in lq_tally.items():
             ns, _, name = key.partition("/")
-            fresh = min(t.pending, lq_active.get(key, 0))
-            self.lq_pending.labels(name, ns, "inadmissible", role).set(t.pending - fresh)
-            self.lq_pending.labels(name, ns, "active", role).set(fresh)
-            self.lq_reserving.labels(name, ns, role).set(t.reserving)
-            self.lq_admitted.labels(name, ns, role).set(t.admitted)
-            self.lq_finished.values[(name, ns)] = t.finished
-            for (flavor, res), milli in t.reserved.items():
-                self.lq_reservation.labels(name, ns, flavor, res, role).set(milli / 1000.0)
-            for (flavor, res), milli in t.used.items():
-                self.lq_usage.labels(name, ns, flavor, res, role).set(milli / 1000.0)
-        for (ns, name), lq in topology.local_queues.items():
-            self.lq_status.labels(name, ns, "True" if _lq_active(topology, lq) else "False", role).set(1)
-
-
-def _lq_active(topology: Any, lq: Any) -> bool:
-    """A LocalQueue's ``Active`` condition as queue_status.py writes it: not stopped, its ClusterQueue active."""
-    spec = topology.queues.get(lq.cluster_queue)
-    return lq.stop_policy == "None" and spec is not None and spec.active
+            lq_finished[(name, ns)] = t.finished
+        self.lq_finished.values = lq_finished
 
 
 class _FinishedGauge:

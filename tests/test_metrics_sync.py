@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from prometheus_client import CollectorRegistry
 
+from gitopsq.admission.topology import build_topology
+from gitopsq.api.codec import decode
 from gitopsq.audit.canonical import ChainHead
 from gitopsq.audit.sink import TrailStatus
 from gitopsq.metrics import SyncMetrics
+
+V = "kueue.x-k8s.io/v1beta2"
 
 
 def status(submitted: int, durable: int, pushed: int, error: str | None = None) -> TrailStatus:
@@ -63,12 +69,23 @@ def test_a_replica_that_stops_leading_drops_the_queue_state() -> None:
     from gitopsq.metrics import KueueMetrics
 
     metrics = KueueMetrics(CollectorRegistry(), replica_role="leader")
-    metrics.pending.labels("team-a", "inadmissible", "leader").set(3)
+    topology = build_topology([decode(d).obj for d in (  # type: ignore[misc]
+        {"apiVersion": V, "kind": "ClusterQueue", "metadata": {"name": "team-a"}, "spec": {"resourceGroups": []}},
+        {"apiVersion": V, "kind": "LocalQueue", "metadata": {"name": "q", "namespace": "ns"},
+         "spec": {"clusterQueue": "team-a"}})])
+    tally = SimpleNamespace(pending=3, reserving=0, admitted=0, finished=1, reserved={}, used={})
+    metrics.observe_queues(topology, {"team-a": tally}, {"ns/q": tally}, [("team-a", "Pending")] * 3,
+                           {"team-a": 1})
     metrics.admitted_total.labels("team-a", "", "leader").inc()
-    metrics.set_role("follower")
     get = metrics.registry.get_sample_value
-    assert get("kueue_pending_workloads", {"cluster_queue": "team-a", "status": "inadmissible",
-                                           "replica_role": "leader"}) is None
+    inadmissible = {"cluster_queue": "team-a", "status": "inadmissible", "replica_role": "leader"}
+    assert get("kueue_pending_workloads", inadmissible) == 3  # rendered from the pass's tallies when scraped
+    assert get("kueue_local_queue_finished_workloads", {"name": "q", "namespace": "ns", "replica_role": "leader"}) == 1
+    metrics.set_role("follower")
+    assert get("kueue_pending_workloads", inadmissible) is None
+    assert get("kueue_pending_workloads", {**inadmissible, "replica_role": "follower"}) is None
+    assert get("kueue_local_queue_finished_workloads", {"name": "q", "namespace": "ns", "replica_role": "leader"}) \
+        is None
     assert get("kueue_admitted_workloads_total", {"cluster_queue": "team-a", "priority_class": "",
                                                   "replica_role": "leader"}) == 1
     assert get("kueue_build_info", {"git_version": __version__, "replica_role": "follower"}) == 1

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from kubernetes import client as k8s_client
 
 from gitopsq import logs
+from gitopsq.admission import ENGINE
 from gitopsq.cluster.admission.integration_watch import IntegrationWatch
 from gitopsq.cluster.admission.integrations import select
 from gitopsq.cluster.admission.job_reconciler import JobReconciler
@@ -149,7 +150,7 @@ class AdmissionLoop:
             while not stop.is_set() and not self.cache.wait_synced(timeout=0.5):
                 pass
             self.synced.set()
-            _log.info("admission loop synced", workloads=len(self.cache.items("workloads")))
+            _log.info("admission loop synced", workloads=len(self.cache.items("workloads")), engine=str(ENGINE))
             while not stop.is_set():
                 self.cache.changed.clear()
                 started = time.monotonic()
