@@ -27,6 +27,7 @@ from gitopsq.controller.cluster_names import exposed_registry
 from gitopsq.controller.cluster_scope import check_cluster, cluster_validator
 from gitopsq.controller.endpoints import HttpEndpoints
 from gitopsq.controller.forge_wiring import forge_reporter
+from gitopsq.controller.heap import HeapKeeper
 from gitopsq.controller.job_webhook import start_job_webhook
 from gitopsq.controller.manager import Controller, LeadershipHook, RoleHook, Runnable, WakingRunnable, parse_duration
 from gitopsq.errors import GitopsqError, UsageError
@@ -81,6 +82,7 @@ class Wiring:
         logs.configure(json=f["log_format"] == "json")
         self.log = _log
         self.stopping = threading.Event()
+        HeapKeeper().start(self.stopping)  # the collector kept off the caches (controller/heap.py)
         self.api_client = load_api_client(f["kubeconfig"], f["context"])
         self.closers: list[Any] = []
         try:
