@@ -60,7 +60,7 @@ class LoopOptions:
     write_workers: int = 16  # concurrent status writes within a pass
     queue_status_share: float = 1.0  # fraction of qps that queue status writes may use (their own kinds' buckets)
     pending_heads: int = 1  # per ClusterQueue, how many pending workloads (in queue order) get their reason written
-    admissions_per_pass: int = 0  # admission writes per pass at most; 0: qps (about a second of the budget)
+    admissions_per_pass: int = 0  # admission writes per pass at most; 0: the Workload client's burst
     pass_interval: float = 0.1  # while work waits for tokens, a pass starts at most this often
     pending_share: float = 0.1  # fraction of qps for pending reasons while admissions are being written
     settings: Settings = field(default_factory=Settings)

@@ -221,14 +221,16 @@ class AdmissionPass:
 
     def admission_cap(self) -> int:
         """How many admissions this pass writes: the Workload tokens banked right now, at least one, at most
-        ``admissions_per_pass`` (default: a second of the budget). A pass that wrote more would sit out the
-        bucket's refill, and quota freed meanwhile would wait for the next pass (the engine's view is rebuilt
-        only between passes); one that wrote less than the bank would leave budget unused when passes are
-        slow. So the batch follows the pass rate: short passes write a few each, slow ones what accrued, and a
-        finished Workload's quota goes to the next one within a pass or two. In Kueue's benchmark that decides
-        whether high-priority work, which fills the cohorts, leaves gaps for the rest."""
-        most = self.options.admissions_per_pass or max(1, int(self.options.qps))
+        ``admissions_per_pass`` (default: the client's burst, two seconds of the budget with the chart's values).
+        A pass that wrote more than it banked would sit out the bucket's refill, and quota freed meanwhile would
+        wait for the next pass (the engine's view is rebuilt only between passes); one that wrote less would
+        leave budget unused when passes are slow. So the batch follows the pass rate: short passes write a few
+        each, slow ones what accrued, and a finished Workload's quota goes to the next one within a pass or two.
+        The burst, not one second of the budget, is the ceiling so that passes of up to two seconds (a thousand
+        ClusterQueues, Kueue's large-scale benchmark) still write at the full rate. In Kueue's benchmark the
+        batch size decides whether high-priority work, which fills the cohorts, leaves gaps for the rest."""
         bucket = self.writer.workload_bucket
+        most = self.options.admissions_per_pass or max(1, int(bucket.burst if bucket else self.options.qps))
         if bucket is None:
             return most
         return max(1, min(most, int(bucket.level())))

@@ -196,6 +196,7 @@ def test_window_admits_the_oldest_identical_workloads(nominal: str, count: int, 
 class _Bucket:
     def __init__(self, tokens: float) -> None:
         self.tokens = tokens
+        self.burst = 100  # LoopOptions' default qps 50, burst twice that
 
     def level(self) -> float:
         return self.tokens
@@ -207,7 +208,8 @@ class _Writer:
 
 
 @pytest.mark.parametrize(("tokens", "options", "cap"), [
-    pytest.param(100.0, {}, 50, id="a full bucket: a second of the budget"),
+    pytest.param(100.0, {}, 100, id="a full bucket: the burst (two seconds of the budget)"),
+    pytest.param(55.0, {}, 55, id="a pass of 1.1 s at 50/s: all it banked, so the rate holds"),
     pytest.param(22.5, {}, 22, id="slow passes: what accrued since the last one"),
     pytest.param(3.7, {}, 3, id="three tokens banked: three admissions"),
     pytest.param(-4.0, {}, 1, id="an empty bucket: still one, waiting for its token"),
@@ -215,7 +217,7 @@ class _Writer:
 ])
 def test_a_pass_writes_what_the_bucket_holds(tokens: float, options: dict[str, Any],
                                                                  cap: int) -> None:
-    """A pass admits at most the Workload tokens banked (and a second of the budget), so it never sits out the
+    """A pass admits at most the Workload tokens banked (and the client's burst), so it never sits out the
     bucket's refill while freed quota waits for the next pass, nor leaves budget unused when passes are slow."""
     admission = AdmissionPass(cache=None, writer=_Writer(tokens), options=LoopOptions(**options))  # type: ignore[arg-type]
     assert admission.admission_cap() == cap
