@@ -22,6 +22,10 @@ from gitopsq.cluster.admission.partial import admitted_counts
 from gitopsq.cluster.admission.workload_status import Flavors
 
 MIN_WINDOW = 8  # per LocalQueue, priority and shape, at least this many waiting workloads reach the engine
+# ... unless groups are so many that the windows would hand the engine more than this many waiting Workloads:
+# a thousand ClusterQueues with three shapes each gave it 24,000 at 8 a group, and a pass writes at most the
+# client's burst (100) — from the first cycles, where only each queue's first head counts (`window_floor`).
+ENGINE_BUDGET = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +82,7 @@ class Decisions:
     # ClusterQueue -> the reason of its first explained head: what the waiting Workloads behind it are counted
     # under (for metrics; the pass adds those beyond the window, which it counts from the index)
     head_reasons: dict[str, str] = field(default_factory=dict)
+    groups: int = 0  # groups of identical waiting Workloads the window was applied to (`next_window`)
 
 
 def decide(topology: Topology, live: Mapping[str, LiveWorkload], now: float,
@@ -124,7 +129,7 @@ def decide(topology: Topology, live: Mapping[str, LiveWorkload], now: float,
             engine.restore(w.key, cluster_queue=w.cluster_queue, flavors=w.flavors, at=w.reserved_at)
     skipped = {w.key for w, _ in outside}
     engine.schedule(now)
-    out = Decisions()
+    out = Decisions(groups=len(groups))
     tried = set(engine.state.status)  # found inadmissible by a cycle (before any reason is asked for below)
     blocked: set[str] = set()
     preemptor_cq: dict[str, str] = {}
@@ -215,17 +220,26 @@ def _shares(engine: Engine, topology: Topology) -> tuple[dict[str, tuple[str, fl
     return queues, {name: value(drs(node, topology)) for name, node in tree.cohorts.items()}
 
 
-def next_window(window: int, admitted: Sequence[LiveWorkload]) -> int:
+def window_floor(groups: int) -> int:
+    """The least window of a pass whose last one saw ``groups`` groups of waiting Workloads: `MIN_WINDOW`, or
+    less when ``groups`` × `MIN_WINDOW` passes `ENGINE_BUDGET` (never below one: every group's oldest)."""
+    return max(1, min(MIN_WINDOW, ENGINE_BUDGET // groups)) if groups else MIN_WINDOW
+
+
+def next_window(window: int, admitted: Sequence[LiveWorkload], groups: int = 0) -> int:
     """The engine's window for the next pass: twice the most one group of identical waiting Workloads got in
-    this pass (at least `MIN_WINDOW`), doubled when a group used the whole window. While quota, not the
-    request budget, limits admissions (each group gets one or two a pass) the engine sees a few Workloads per
-    group, and a pass stays short; when one group can take many, the window grows to follow."""
+    this pass (at least `window_floor`), doubled when a group used the whole window, and no more than
+    `ENGINE_BUDGET` spread over the ``groups`` this pass saw. While quota, not the request budget, limits
+    admissions (each group gets one or two a pass) the engine sees a few Workloads per group, and a pass stays
+    short; when one group can take many, the window grows to follow, as far as the budget allows."""
     per_group: dict[tuple[str, str, int | None, str | None, int], int] = {}
     for w in admitted:
         group = (w.namespace, w.queue, w.priority, w.priority_class, id(w.pod_sets))
         per_group[group] = per_group.get(group, 0) + 1
     most = max(per_group.values(), default=0)
-    return max(MIN_WINDOW, window * 2 if most >= window else most * 2)
+    floor = window_floor(groups)
+    proposed = max(floor, window * 2 if most >= window else most * 2)
+    return min(proposed, max(floor, ENGINE_BUDGET // groups)) if groups else proposed
 
 
 def _age(entry: tuple[LiveWorkload, int]) -> tuple[float, str]:

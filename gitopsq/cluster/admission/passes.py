@@ -21,7 +21,7 @@ from typing import Any
 from gitopsq import logs
 from gitopsq.admission.topology import Topology
 from gitopsq.cluster.admission import checks as admission_checks
-from gitopsq.cluster.admission.decisions import MIN_WINDOW, Decisions, decide, next_window
+from gitopsq.cluster.admission.decisions import MIN_WINDOW, Decisions, decide, next_window, window_floor
 from gitopsq.cluster.admission.integrations import INTEGRATIONS
 from gitopsq.cluster.admission.lifecycle import DEACTIVATION_TARGET, Deactivate, lifecycle, reactivated
 from gitopsq.cluster.admission.live_workload import (
@@ -93,6 +93,7 @@ class AdmissionPass:
         self.capped = 0  # admissions decided but left for the next pass
         self.admissions_written = 0  # admission writes attempted, all passes (progress log)
         self._window = MIN_WINDOW  # waiting Workloads per group the next pass gives the engine (`next_window`)
+        self._window_floor = MIN_WINDOW  # at least that many (`window_floor`: fewer when groups are many)
         share = max(1.0, options.qps * options.pending_share)
         self._pending_bucket = TokenBucket(share, max(1, int(options.qps)))
         self._pool = ThreadPoolExecutor(max_workers=options.write_workers, thread_name_prefix="admission-write")
@@ -132,7 +133,7 @@ class AdmissionPass:
         started = time.monotonic()
         topology = self.topology()
         cap = self.admission_cap()
-        window = max(MIN_WINDOW, min(cap, self._window))
+        window = max(self._window_floor, min(cap, self._window))
         # The index hands over only what the engine needs: quota holders and the oldest ``window`` of each group
         # of identical waiting Workloads (decide's window, precomputed); with metrics to feed, also how many of
         # each group wait beyond it. A cache built without an index (unit tests) is read whole.
@@ -181,7 +182,8 @@ class AdmissionPass:
         # the budget per pass: the rest is decided again next pass, with whatever arrived meanwhile.
         chosen = list(decisions.admit.items())[:cap]
         self.capped = len(decisions.admit) - len(chosen)
-        self._window = next_window(window, [live[key] for key in decisions.admit])
+        self._window = next_window(window, [live[key] for key in decisions.admit], decisions.groups)
+        self._window_floor = window_floor(decisions.groups)
         self.admissions_written += len(chosen)
         admissions = [functools.partial(self._admit, live[key], a.cluster_queue, a.flavors, a.checks, now,
                                         a.counts)

@@ -13,7 +13,17 @@ from envtest_rig import Envtest
 from kubernetes import client as k8s_client
 from running_loop import FAST, RunningLoop
 
-from gitopsq.cluster.admission.decisions import Decisions, PendingReason, QueuePosition, decide, heads, next_window
+from gitopsq.cluster.admission.decisions import (
+    ENGINE_BUDGET,
+    MIN_WINDOW,
+    Decisions,
+    PendingReason,
+    QueuePosition,
+    decide,
+    heads,
+    next_window,
+    window_floor,
+)
 from gitopsq.cluster.admission.live_workload import read_workload, topology_of
 from gitopsq.cluster.admission.options import LoopOptions
 from gitopsq.cluster.admission.passes import AdmissionPass
@@ -238,3 +248,20 @@ def test_the_engine_window_follows_what_groups_get(window: int, admitted: list[s
     for cpu in sorted(set(admitted)):
         workloads += list(_pending_workloads(admitted.count(cpu), cpu).values())
     assert next_window(window, workloads) == expected
+
+
+@pytest.mark.parametrize(("window", "admitted", "groups", "expected"), [
+    pytest.param(8, ["1"] * 8, 90, 16, id="Kueue's baseline, 90 groups: as without a budget"),
+    pytest.param(8, [], 3000, 3, id="a thousand queues, three shapes each: 3 a group, 9,000 in all"),
+    pytest.param(8, ["1"] * 8, 3000, 3, id="a full window still stays within the budget"),
+    pytest.param(8, ["1"], 20_000, 1, id="more groups than the budget: each group's oldest"),
+])
+def test_the_window_keeps_the_engine_within_its_budget(window: int, admitted: list[str], groups: int,
+                                                       expected: int) -> None:
+    """With many groups the windows together stay near ENGINE_BUDGET waiting Workloads (never below one a
+    group): a pass writes at most the client's burst, and those come from each queue's first heads."""
+    workloads = []
+    for cpu in sorted(set(admitted)):
+        workloads += list(_pending_workloads(admitted.count(cpu), cpu).values())
+    assert next_window(window, workloads, groups) == expected
+    assert window_floor(groups) == min(MIN_WINDOW, max(1, ENGINE_BUDGET // groups))
