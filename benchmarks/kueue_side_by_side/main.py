@@ -1,6 +1,6 @@
 """Kueue's own scheduler benchmark against Kueue's controller and against gitopsq's admission loop.
 
-Usage: benchmarks/kueue-side-by-side [--scale 1.0|0.2] [--config baseline|large-scale] [--rate 50|200]
+Usage: benchmarks/kueue-side-by-side [--scale 1.0|0.2] [--config baseline|large-scale|all] [--rate 50|200]
                                      [--only kueue|gitopsq] [--keep DIR]
 
 For each controller, back to back: a fresh test rig (kube-apiserver + etcd, tests/envtest_rig's implementation),
@@ -210,7 +210,8 @@ def gitopsq_requests(log: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--config", choices=["baseline", "large-scale"], default="baseline")
+    parser.add_argument("--config", choices=["baseline", "large-scale", "all"], default="baseline",
+                        help="all: baseline, then large-scale, one table each")
     parser.add_argument("--rate", type=int, default=50,
                         help="both controllers' client: requests/s (burst twice that); 50 is minimalkueue's")
     parser.add_argument("--only", choices=["kueue", "gitopsq"], action="append")
@@ -219,14 +220,22 @@ def main(argv: list[str] | None = None) -> int:
     binaries = kueuebuild.prepare()
     minimalkueue = kueuebuild.minimalkueue_at_rate(args.rate, 2 * args.rate)
     prepare(log=True)
-    timeout_min = {"baseline": 25, "large-scale": 60}[args.config]  # generous: a busy machine is slow
+    ok = True
+    for config in ["baseline", "large-scale"] if args.config == "all" else [args.config]:
+        ok = _compare(config, args, binaries, minimalkueue) and ok
+    return 0 if ok else 1
+
+
+def _compare(config: str, args: argparse.Namespace, binaries: kueuebuild.KueueBinaries, minimalkueue: Path) -> bool:
+    """Both controllers on one generator config, back to back; prints the table; whether every run was clean."""
+    timeout_min = {"baseline": 25, "large-scale": 60}[config]  # generous: a busy machine is slow
     with tempfile.TemporaryDirectory(prefix="gitopsq-kueue-sbs-") as tmp:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        generator, total = scaled_config(args.config, args.scale, work)
+        generator, total = scaled_config(config, args.scale, work)
         runs = []
         for name in args.only or ["kueue", "gitopsq"]:
-            sys.stderr.write(f"kueue-side-by-side: {name}: {total} workloads ({args.config}, scale {args.scale:g})\n")
+            sys.stderr.write(f"kueue-side-by-side: {name}: {total} workloads ({config}, scale {args.scale:g})\n")
             figures = run_one(name, binaries, minimalkueue, generator, rate=args.rate, timeout_min=timeout_min,
                               work=work / datetime.datetime.now().strftime("%H%M%S"))
             sys.stderr.write(f"kueue-side-by-side: {name}: done in {figures.wall_s:.0f} s {figures.note}\n")
@@ -235,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
                      if all(c in ("large", "medium", "small") for r in runs for c in r.admission_ms) else str)
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     cpu = _cpu_model()
-    print(f"Kueue scheduler benchmark, config {args.config}, scale {args.scale:g} ({total} workloads); "
+    print(f"Kueue scheduler benchmark, config {config}, scale {args.scale:g} ({total} workloads); "
           f"{now}; {os.cpu_count()} cores ({cpu}), {platform.system()} {platform.release()}; "
           f"controllers at {args.rate} requests/s, burst {2 * args.rate}")
     print()
@@ -250,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n{r.controller}: {r.requests}")
         if r.apiserver_requests:
             print(f"\n{r.controller}: {r.apiserver_requests}")
-    return 0 if all(r.exit_code == 0 and not r.note for r in runs) else 1
+    print(flush=True)
+    return all(r.exit_code == 0 and not r.note for r in runs)
 
 
 def _cpu_model() -> str:

@@ -286,6 +286,7 @@ def settle(state: State, now: float) -> None:
     state.nominations.clear()  # they were made with the last instant's `preempted_now`
     state.candidate_lists.clear()  # likewise
     state.search_ceilings.clear()  # named by those lists
+    state.over_quota.clear()  # named by tree states of this instant's searches
     batched = state.topology.settings.inadmissible_requeue == BATCHED
     if not batched:
         state.requeue_released()

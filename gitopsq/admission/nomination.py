@@ -29,7 +29,8 @@ def preemption_engine(state: State, *, protect: bool = True) -> ClassicalPreempt
     protected = state.preempted_now if protect else frozenset()
     if state.topology.settings.fair_sharing:
         return FairPreemption(state.tree, state.admitted, state.topology, protected)
-    return ClassicalPreemption(state.tree, state.admitted, protected, state.candidate_lists, state.search_ceilings)
+    return ClassicalPreemption(state.tree, state.admitted, protected, state.candidate_lists, state.search_ceilings,
+                               state.over_quota)
 
 
 def _oracle_mode(targets: list[Target], cq: str) -> Mode:

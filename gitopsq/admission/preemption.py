@@ -141,9 +141,10 @@ def without(tree: QuotaTree, victims: Iterable[WorkloadInfo]) -> Iterator[None]:
 class ClassicalPreemption:
     """Finds victims in one snapshot state; the tree is restored before every method returns."""
 
-    def __init__(self, tree: QuotaTree, admitted: Mapping[str, Mapping[str, WorkloadInfo]],
+    def __init__(self, tree: QuotaTree, admitted: Mapping[str, Mapping[str, WorkloadInfo]],  # noqa: PLR0917
                  protected: AbstractSet[str] = frozenset(), shared: Memo[Lists] | None = None,
-                 ceilings: Memo[Ceilings] | None = None) -> None:
+                 ceilings: Memo[Ceilings] | None = None,
+                 over_quota: Memo[tuple[QuotaNode, ...]] | None = None) -> None:
         self.tree = tree
         self.admitted = admitted
         # Preempted (and evicted) once already in this instant: not a candidate again. A victim still being
@@ -156,6 +157,10 @@ class ClassicalPreemption:
         # Per shared candidate lists and attempt, what a search that took every candidate it could still lacked
         # (`targets`); the same lifetime as ``shared``, whose keys name it.
         self.ceilings = ceilings
+        # Per cohort, contested flavor-resources and tree state: its ClusterQueues over their quota on one of
+        # them (`_over_quota_queues`); the same lifetime again. Every head of a cohort nominated in one cycle sees
+        # one tree state, so a cohort of a hundred queues is scanned once a cycle, not once per head.
+        self.over_quota = over_quota
 
     def _variant(self, p: Preemptor, w: WorkloadInfo, advantage: bool) -> int:
         same = w.cluster_queue == p.spec.name
@@ -229,14 +234,32 @@ class ClassicalPreemption:
                 continue
             self._in_subtree(p, child, root, skip, advantage=advantage, out=out)
         name = p.spec.name
+        for child in self._over_quota_queues(cohort, contested, p.tree_key):
+            if child.name != name:
+                out.extend(self._from_queue(p, child.name, root, advantage))
+
+    def _over_quota_queues(self, cohort: QuotaNode, contested: frozenset[FlavorResource],
+                           tree_key: tuple[int, ...] | None) -> tuple[QuotaNode, ...]:
+        """``cohort``'s ClusterQueues using more than their quota of some contested flavor-resource, in order;
+        remembered by the tree state the search sees (``tree_key``: the tree is as it names it when a candidate
+        search starts)."""
+        memo = self.over_quota if tree_key is not None else None
+        key = (cohort.name, cohort.is_cohort, contested, tree_key)
+        if memo is not None:
+            found = memo.get(key)
+            if found is not None:
+                return found
+        over = []
         for child in cohort.child_queues:
-            if child.name == name:
-                continue
             usage, subtree = child.usage, child.subtree
             for fr in contested:  # `quota.within_nominal`, inlined: every search asks it of every queue
                 if usage.get(fr, 0) > subtree.get(fr, 0):
-                    out.extend(self._from_queue(p, child.name, root, advantage))
+                    over.append(child)
                     break
+        result = tuple(over)
+        if memo is not None:
+            memo.put(key, result)
+        return result
 
     def candidates(self, p: Preemptor) -> Lists:
         """`_candidates` without its memo key."""

@@ -17,7 +17,7 @@ from gitopsq.admission.holders import Holders
 from gitopsq.admission.messages import Status
 from gitopsq.admission.preemption import Ceilings, Lists
 from gitopsq.admission.queues import ClusterQueueQueue
-from gitopsq.admission.quota import QuotaTree
+from gitopsq.admission.quota import QuotaNode, QuotaTree
 from gitopsq.admission.recall import Memo, Recall, TreeScope, tree_scope
 from gitopsq.admission.topology import Topology
 from gitopsq.admission.workload import Assignment, WorkloadInfo
@@ -92,6 +92,7 @@ class State:
         self.nominations: Recall[Entry] = Recall(enabled=memoize)
         self.candidate_lists: Memo[Lists] = Memo(enabled=memoize)
         self.search_ceilings: Memo[Ceilings] = Memo(enabled=memoize)  # futile victim searches, by those lists
+        self.over_quota: Memo[tuple[QuotaNode, ...]] = Memo(enabled=memoize)  # per cohort and tree state
 
     def root_of(self, cq: str) -> str:
         root = self.tree.queues[cq].root()
