@@ -266,8 +266,11 @@ def _preempt_victims(c: _Cycle) -> None:
         state.preempt(victim, c.now, reason=target.reason, message=message)
 
 
-def settle(state: State, now: float) -> None:
-    """Run cycles at ``now`` until nothing changes (module docstring).
+def settle(state: State, now: float, *, enough: int | None = None) -> None:
+    """Run cycles at ``now`` until nothing changes (module docstring), or, with ``enough``, until the cycles run
+    have reserved quota for at least that many workloads. The live loop writes at most that many admissions a
+    pass and decides the rest afresh in the next one (docs/admission-loop.md): the cycles after that point would
+    only fill the quota with admissions it will not write, and reclaim them from each other within the instant.
 
     Preempted workloads hold their quota until a cycle changes nothing in their cohort tree (`State.due_evictions`):
     Kueue's scheduler only sets their Evicted condition, and its cache keeps counting them until the job controller
@@ -290,9 +293,12 @@ def settle(state: State, now: float) -> None:
     batched = state.topology.settings.inadmissible_requeue == BATCHED
     if not batched:
         state.requeue_released()
+    state.reserved_now = 0
     for _ in range(MAX_CYCLES_PER_INSTANT):
         heads, parked = _heads(state)
         changed = run_cycle(state, heads, now) if heads else set()
+        if enough is not None and state.reserved_now >= enough:
+            return  # the rest of the instant is the next pass's
         changed |= parked
         if not batched:
             changed |= state.requeue_released()

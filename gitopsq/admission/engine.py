@@ -178,8 +178,9 @@ class Engine:
                     st.queues[lq.cluster_queue].discard(w.key)
                     st.status[w.key] = Status(msg.SUSPENDED, msg.lq_inactive(name))
 
-    def schedule(self, now: float) -> None:
-        """Settle the instant ``now``: admit, preempt and explain, until nothing more changes.
+    def schedule(self, now: float, *, enough: int | None = None) -> None:
+        """Settle the instant ``now``: admit, preempt and explain, until nothing more changes (with ``enough``:
+        or until the cycles run reserved quota for that many, `cycle.settle`).
 
         Python's cycle collector is paused meanwhile (and left as it was): settling creates no reference cycles
         (tests/admission/test_native.py), so the collections it would trigger, about a fifth of a large instant
@@ -190,7 +191,7 @@ class Engine:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            cycle.settle(self.state, now)
+            cycle.settle(self.state, now, enough=enough)
         finally:
             if collecting:
                 gc.enable()

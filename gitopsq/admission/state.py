@@ -78,6 +78,7 @@ class State:
         # copy, `clusterQueue.addOrUpdateWorkload`), status change of an admitted workload, and departure.
         self.generation: dict[str, int] = {}
         self.cycle = 0  # scheduling cycles run so far (Kueue's schedulingCycle)
+        self.reserved_now = 0  # quota reservations in the instant being settled (`cycle.settle`'s ``enough``)
         self.root_by_queue = {name: self.root_of(name) for name in tree.queues}
         self.status_requeues = {name for name in topology.queues if self._under_cohort_object(name)}
         for name, root in self.root_by_queue.items():
@@ -120,6 +121,7 @@ class State:
         """Reserve quota for ``w``; it is Admitted at once unless admission checks apply."""
         cq = assignment.cluster_queue
         quota.add_all(self.tree.queues[cq], assignment.usage)
+        self.reserved_now += 1
         w.assignment = assignment
         w.reserved_at = now
         w.checks = dict.fromkeys(checks, "Pending")

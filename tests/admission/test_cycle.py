@@ -61,3 +61,24 @@ def test_reclaim_cycles_end_with_each_workload_preempted_at_most_once() -> None:
     assert len(preempted) == len(set(preempted))
     cycles = sim.engine.state.cycle - before  # the engine's own count of the cycles it ran
     assert 0 < cycles < 200
+
+
+def test_an_instant_settled_until_enough_admissions_stops_after_that_cycle() -> None:
+    """``enough``: the cycles stop once that many reserved quota (the live loop writes no more than that many a
+    pass); here, where no later cycle reclaims anything, those are the first of a full settle, in its order."""
+    def sim() -> Sim:
+        s = Sim(flavor("default"), *(cq(f"cq{i}", quotas={"default": {"cpu": "6"}}, cohort="all") for i in range(4)),
+                *(lq("ns", f"q{i}", f"cq{i}") for i in range(4)))
+        for j in range(40):
+            s.submit(f"ns/w-{j:02d}", f"q{j % 4}", one(str(1 + j % 3)), priority=j % 5)
+        return s
+
+    full, early = sim(), sim()
+    full.engine.schedule(5.0)
+    early.engine.schedule(5.0, enough=6)
+    reserved = [e.workload for e in full.engine.take_events() if e.type == "QuotaReserved"]
+    first = [e.workload for e in early.engine.take_events() if e.type == "QuotaReserved"]
+    assert 6 <= len(first) < len(reserved)
+    assert first == reserved[:len(first)]
+    assert early.engine.state.cycle < full.engine.state.cycle
+    assert early.engine.state.unsettled == []

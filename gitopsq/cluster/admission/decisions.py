@@ -86,8 +86,11 @@ class Decisions:
 
 
 def decide(topology: Topology, live: Mapping[str, LiveWorkload], now: float,
-           heads_per_queue: int | None = None, window: int | None = None, *, explain_all: bool = True) -> Decisions:
-    """The adapter over the admission core: restore admitted work, queue pending work, settle ``now``.
+           heads_per_queue: int | None = None, window: int | None = None, *, explain_all: bool = True,
+           enough: int | None = None) -> Decisions:
+    """The adapter over the admission core: restore admitted work, queue pending work, settle ``now`` (with
+    ``enough``, through the cycle that reserves quota for that many: the pass writes no more than that; its first
+    admissions are the first a full settle makes, unless later cycles would have reclaimed them, `cycle.settle`).
 
     ``pending`` gets the reason of every waiting workload, or with ``heads_per_queue`` only of the first ones
     of each ClusterQueue (`heads`); the others go to ``behind`` with the reason the engine already had (or
@@ -128,7 +131,7 @@ def decide(topology: Topology, live: Mapping[str, LiveWorkload], now: float,
         if w.state != PENDING and w.cluster_queue is not None:
             engine.restore(w.key, cluster_queue=w.cluster_queue, flavors=w.flavors, at=w.reserved_at)
     skipped = {w.key for w, _ in outside}
-    engine.schedule(now)
+    engine.schedule(now, enough=enough)
     out = Decisions(groups=len(groups))
     tried = set(engine.state.status)  # found inadmissible by a cycle (before any reason is asked for below)
     blocked: set[str] = set()

@@ -160,7 +160,7 @@ class AdmissionPass:
             live = {k: w for k, w in live.items() if w not in woken}
             self._parallel([functools.partial(self._requeue, w, now, reason="Reactivated") for w in woken])
         decisions = decide(topology, live, now, self.options.pending_heads, window=window,
-                           explain_all=self.metrics is not None)
+                           explain_all=self.metrics is not None, enough=cap)
         block_admissions(decisions, live, pods_ready)  # blockAdmission: nothing new while a gang is not ready
         life = lifecycle(live, now)  # deactivations and maximum execution times (lifecycle.py)
         late = timeouts(live, now, pods_ready)
