@@ -239,6 +239,8 @@ def _compare(config: str, args: argparse.Namespace, binaries: kueuebuild.KueueBi
             figures = run_one(name, binaries, minimalkueue, generator, rate=args.rate, timeout_min=timeout_min,
                               work=work / datetime.datetime.now().strftime("%H%M%S"))
             sys.stderr.write(f"kueue-side-by-side: {name}: done in {figures.wall_s:.0f} s {figures.note}\n")
+            # This run's column at once: a comparison stopped half way still leaves the figures of the first.
+            sys.stderr.write(table([figures], sorted(figures.admission_ms)) + "\n")
             runs.append(figures)
     classes = sorted({c for r in runs for c in r.admission_ms}, key=["large", "medium", "small"].index
                      if all(c in ("large", "medium", "small") for r in runs for c in r.admission_ms) else str)
