@@ -40,7 +40,8 @@ where it is raised. tests/test_errors.py compares this drawing with the class hi
 Not in the tree, on purpose: exceptions that never leave the package that raises them, each translated where it
 is caught (CallbackAbort and its subclasses, RefusedError, CelCompileError, CelFunctionError, InventoryFormatError,
 _ExpiredError, KeyFileError — a key file gitopsq.yaml names that cannot be used, a config finding), and
-NegativeUsageError, an assertion: a bug in the quota accounting, never a reaction to input.
+NegativeUsageError, an assertion: a bug in the quota accounting, never a reaction to input; and BuildError, which
+only the engine's compile step (`python -m gitopsq.native_build`, a build tool) raises and reports itself.
 """
 
 from __future__ import annotations

@@ -143,24 +143,18 @@ class ClassicalPreemption:
 
     def __init__(self, tree: QuotaTree, admitted: Mapping[str, Mapping[str, WorkloadInfo]],  # noqa: PLR0917
                  protected: AbstractSet[str] = frozenset(), shared: Memo[Lists] | None = None,
-                 ceilings: Memo[Ceilings] | None = None,
-                 over_quota: Memo[tuple[QuotaNode, ...]] | None = None) -> None:
-        self.tree = tree
-        self.admitted = admitted
-        # Preempted (and evicted) once already in this instant: not a candidate again. A victim still being
-        # evicted is not in it: it stays a candidate, and comes first (`candidate_order`).
+                 ceilings: Memo[Ceilings] | None = None, over_quota: Memo[tuple[QuotaNode, ...]] | None = None) -> None:
+        self.tree, self.admitted = tree, admitted
+        # Preempted (and evicted) once already in this instant: not a candidate again (a victim still being
+        # evicted is not in it: it stays a candidate, and comes first, `candidate_order`).
         self.protected = protected
         # `candidates` by everything they read, shared by the searches of one instant (`State.candidate_lists`):
         # protected must only gain workloads as they stop holding quota (`State.preempted_now`), and the memo be
         # emptied with it: which holders it leaves out then follows from the tree state the key names.
         self.shared = shared
         # Per shared candidate lists and attempt, what a search that took every candidate it could still lacked
-        # (`targets`); the same lifetime as ``shared``, whose keys name it.
-        self.ceilings = ceilings
-        # Per cohort, contested flavor-resources and tree state: its ClusterQueues over their quota on one of
-        # them (`_over_quota_queues`); the same lifetime again. Every head of a cohort nominated in one cycle sees
-        # one tree state, so a cohort of a hundred queues is scanned once a cycle, not once per head.
-        self.over_quota = over_quota
+        # (`targets`); and `_over_quota_queues` by cohort, contested and tree state: the lifetime of ``shared``.
+        self.ceilings, self.over_quota = ceilings, over_quota
 
     def _variant(self, p: Preemptor, w: WorkloadInfo, advantage: bool) -> int:
         same = w.cluster_queue == p.spec.name
@@ -240,26 +234,18 @@ class ClassicalPreemption:
 
     def _over_quota_queues(self, cohort: QuotaNode, contested: frozenset[FlavorResource],
                            tree_key: tuple[int, ...] | None) -> tuple[QuotaNode, ...]:
-        """``cohort``'s ClusterQueues using more than their quota of some contested flavor-resource, in order;
-        remembered by the tree state the search sees (``tree_key``: the tree is as it names it when a candidate
-        search starts)."""
-        memo = self.over_quota if tree_key is not None else None
-        key = (cohort.name, cohort.is_cohort, contested, tree_key)
+        """``cohort``'s ClusterQueues over their quota of a contested flavor-resource, in order, remembered by the
+        tree state (as ``tree_key`` names it when a search starts): every head of a cohort nominated in one cycle
+        sees one state, so a hundred queues are scanned once a cycle, not once per head."""
+        memo, key = self.over_quota if tree_key is not None else None, (cohort.name, cohort.is_cohort, contested,
+                                                                         tree_key)
+        if memo is not None and (found := memo.get(key)) is not None:
+            return found
+        over = tuple(child for child in cohort.child_queues  # `quota.within_nominal` negated, inlined
+                     if any(child.usage.get(fr, 0) > child.subtree.get(fr, 0) for fr in contested))
         if memo is not None:
-            found = memo.get(key)
-            if found is not None:
-                return found
-        over = []
-        for child in cohort.child_queues:
-            usage, subtree = child.usage, child.subtree
-            for fr in contested:  # `quota.within_nominal`, inlined: every search asks it of every queue
-                if usage.get(fr, 0) > subtree.get(fr, 0):
-                    over.append(child)
-                    break
-        result = tuple(over)
-        if memo is not None:
-            memo.put(key, result)
-        return result
+            memo.put(key, over)
+        return over
 
     def candidates(self, p: Preemptor) -> Lists:
         """`_candidates` without its memo key."""

@@ -138,9 +138,11 @@ spec: {{clusterQueue: gpu-queue}}
     c = cond(waiting[0], "QuotaReserved")
     assert c["message"] == ("couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu "
                             "in flavor a100, 2 more needed"), c
-    cq = wait_for("flavorsUsage 64", lambda: (q := cluster_queue(env, "gpu-queue"))
-                  and flavors_usage(q).get(("a100", "nvidia.com/gpu")) == "64" and q)
-    assert (cq["status"]["admittedWorkloads"], cq["status"]["pendingWorkloads"]) == (32, 1)
+    # Counts in a ClusterQueue's status may lag by one status interval (2 s, docs/admission-loop.md): wait for them.
+    cq = wait_for("flavorsUsage 64, 32 admitted, 1 pending", lambda: (q := cluster_queue(env, "gpu-queue"))
+                  and flavors_usage(q).get(("a100", "nvidia.com/gpu")) == "64"
+                  and (q["status"].get("admittedWorkloads"), q["status"].get("pendingWorkloads")) == (32, 1) and q)
+    assert flavors_usage(cq) == {("a100", "nvidia.com/gpu"): "64"}
     started = wait_for("jobs started with the flavor's labels", lambda: (j := job(env, ns, "train-00"))
                        and j["spec"]["suspend"] is False and j)
     pod = started["spec"]["template"]["spec"]
