@@ -2,7 +2,7 @@
 
 The engine (`gitopsq.admission`) is plain, strictly typed Python, and that stays the source of truth. mypyc
 (mypy's compiler, which also builds black and mypy itself) turns the same modules into a C extension that settles
-an instant about 1.5 times as fast with byte-identical outcomes (benchmarks/outcomes_dump.py,
+an instant about twice as fast with byte-identical outcomes (benchmarks/outcomes_dump.py,
 tests/admission/test_native.py). The build lands in ``<package>/_native/<digest>/``, the digest naming the sources
 and the interpreter's ABI; `gitopsq.admission` puts that directory first on its package path when it holds a
 finished build, so a build older than an edit is never imported: the pure modules are, and `status` says why.
