@@ -67,6 +67,10 @@ def render(registry: CollectorRegistry, labels: Callable[[Mapping[str, str]], st
         kind = _TYPES.get(kind, kind)
         doc = metric.documentation.replace("\\", r"\\").replace("\n", r"\n")
         append(f"# HELP {name} {doc}\n# TYPE {name} {kind}\n")
+        kept = getattr(metric, "text", None)
+        if kept is not None:  # a family that keeps its own lines (kept_histogram.py)
+            append(kept())
+            continue
         later: dict[str, list[str]] = {}
         for s in metric.samples:
             line = f"{s.name}{text(s.labels)} {_number(s.value)}"

@@ -19,6 +19,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 
 from gitopsq import __version__, exposition
+from gitopsq.kept_histogram import KeptHistogram
 from gitopsq.queue_metrics import QueueState, Snapshot
 
 
@@ -45,8 +46,8 @@ class KueueMetrics:
         def gauge(name: str, doc: str, labels: list[str]) -> Gauge:
             return Gauge(name, doc, [*labels, "replica_role"], registry=r)
 
-        def histogram(name: str, doc: str, labels: list[str], buckets: tuple[float, ...] = BUCKETS) -> Histogram:
-            return Histogram(name, doc, [*labels, "replica_role"], buckets=buckets, registry=r)
+        def histogram(name: str, doc: str, labels: list[str], buckets: tuple[float, ...] = BUCKETS) -> KeptHistogram:
+            return KeptHistogram(name, doc, [*labels, "replica_role"], buckets=buckets, registry=r)
 
         pc = ["cluster_queue", "priority_class"]
         self.attempts = counter("kueue_admission_attempts_total", "Admission attempts by result", ["result"])

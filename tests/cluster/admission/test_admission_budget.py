@@ -217,20 +217,47 @@ class _Writer:
         self.workload_bucket = _Bucket(tokens)
 
 
-@pytest.mark.parametrize(("tokens", "options", "cap"), [
-    pytest.param(100.0, {}, 100, id="a full bucket: the burst (two seconds of the budget)"),
-    pytest.param(55.0, {}, 55, id="a pass of 1.1 s at 50/s: all it banked, so the rate holds"),
-    pytest.param(22.5, {}, 22, id="slow passes: what accrued since the last one"),
-    pytest.param(3.7, {}, 3, id="three tokens banked: three admissions"),
-    pytest.param(-4.0, {}, 1, id="an empty bucket: still one, waiting for its token"),
-    pytest.param(100.0, {"admissions_per_pass": 5}, 5, id="an explicit per-pass limit"),
+@pytest.mark.parametrize(("tokens", "seconds", "options", "cap"), [
+    pytest.param(100.0, 0.1, {}, 50, id="a full bucket, fast passes: one second of the budget"),
+    pytest.param(100.0, 1.5, {}, 100, id="a full bucket, passes of 1.5 s: the burst (two seconds)"),
+    pytest.param(100.0, 0.7, {}, 70, id="passes of 0.7 s: what two of them refill"),
+    pytest.param(55.0, 1.1, {}, 55, id="a pass of 1.1 s at 50/s: all it banked, so the rate holds"),
+    pytest.param(22.5, 0.1, {}, 22, id="slow refill: what accrued since the last pass"),
+    pytest.param(3.7, 0.1, {}, 3, id="three tokens banked: three admissions"),
+    pytest.param(-4.0, 0.1, {}, 1, id="an empty bucket: still one, waiting for its token"),
+    pytest.param(100.0, 2.0, {"admissions_per_pass": 5}, 5, id="an explicit per-pass limit"),
 ])
-def test_a_pass_writes_what_the_bucket_holds(tokens: float, options: dict[str, Any],
-                                                                 cap: int) -> None:
-    """A pass admits at most the Workload tokens banked (and the client's burst), so it never sits out the
-    bucket's refill while freed quota waits for the next pass, nor leaves budget unused when passes are slow."""
+def test_a_pass_writes_what_the_bucket_holds(tokens: float, seconds: float, options: dict[str, Any],
+                                             cap: int) -> None:
+    """A pass admits at most the Workload tokens banked and what the budget refills in two passes like the last
+    (a second's worth at least, the client's burst at most), so it never sits out the bucket's refill while freed
+    quota waits for the next pass, nor leaves budget unused when passes are slow."""
     admission = AdmissionPass(cache=None, writer=_Writer(tokens), options=LoopOptions(**options))  # type: ignore[arg-type]
+    admission.pass_seconds = seconds
     assert admission.admission_cap() == cap
+
+
+@pytest.mark.parametrize(("tokens", "due", "budget"), [
+    pytest.param(100.0, 40, 10, id="a full bucket: the tenth a full bucket would lose"),
+    pytest.param(95.0, 40, 5, id="nearly full: what is above nine tenths"),
+    pytest.param(90.0, 40, 0, id="admissions may need every token below nine tenths"),
+    pytest.param(20.0, 40, 0, id="admissions waiting for tokens: none"),
+    pytest.param(100.0, 3, 3, id="fewer due than spare: all of them"),
+])
+def test_pending_reasons_take_only_tokens_admissions_cannot_use(tokens: float, due: int, budget: int) -> None:
+    admission = AdmissionPass(cache=None, writer=_Writer(tokens), options=LoopOptions())  # type: ignore[arg-type]
+    assert admission.pending_budget(due) == budget
+
+
+def test_pending_reasons_stay_within_their_share() -> None:
+    """However many tokens are spare, reasons get their own share of the budget (``pending_share``: 10 % of
+    50/s here, its burst one second of the budget) and then wait for it to refill."""
+    options = LoopOptions(pending_share=0.1)
+    admission = AdmissionPass(cache=None, writer=_Writer(1e9), options=options)  # type: ignore[arg-type]
+    admission.writer.workload_bucket.burst = int(1e9)  # type: ignore[attr-defined]
+    first = admission.pending_budget(10_000)
+    assert 50 <= first <= 51  # the share's burst (a token may have accrued meanwhile)
+    assert admission.pending_budget(10_000) <= 1
 
 
 @pytest.mark.parametrize(("window", "admitted", "expected"), [

@@ -1,7 +1,11 @@
-"""The watch cache keeps finished Workloads apart: passes walk the live ones, `views` still sees all."""
+"""The watch cache keeps finished Workloads apart (passes walk the live ones, `views` still sees all) and stores
+objects without their managedFields."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 from kubernetes import client as k8s_client
@@ -55,3 +59,36 @@ def test_forgetting_a_retired_workload_drops_it_everywhere() -> None:
     cache.forget("workloads", "team/a")
     assert cache.views("workloads", read_workload) == []
     assert cache.live_views("workloads", read_workload) == []
+
+
+def test_the_cache_keeps_no_managed_fields() -> None:
+    """Stored objects lose ``metadata.managedFields`` (nothing the loop reads; most of a finished Workload's
+    parsed size), whichever way they arrive: our own writes (`put`) or the watch stream."""
+    cache = make_cache()
+    managed = [{"manager": "runner", "operation": "Update", "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:spec": {"f:queueName": {}}}}]
+    written = workload("a", 1)
+    written["metadata"]["managedFields"] = managed
+    cache.put("workloads", written)
+    assert "managedFields" not in cache.get("workloads", "team/a")["metadata"]  # type: ignore[index]
+
+    informer = cache.informers["workloads"]
+    watched = workload("b", 2)
+    watched["metadata"]["managedFields"] = managed
+    body = (json.dumps({"type": "ADDED", "object": watched}) + "\n").encode()
+
+    class Stream:  # one watch response carrying one event, then the end of the stream
+        def __init__(self) -> None:
+            self.response = self
+
+        def stream(self, amt: int | None = None, decode_content: bool = True) -> Iterator[bytes]:
+            yield body
+
+        def release_conn(self) -> None:
+            pass
+
+    informer.client = SimpleNamespace(open_stream=lambda *_: Stream())  # type: ignore[assignment]
+    informer._watch("1")
+    stored = cache.get("workloads", "team/b")
+    assert stored is not None and "managedFields" not in stored["metadata"]
+    assert stored["spec"]["queueName"] == "q"

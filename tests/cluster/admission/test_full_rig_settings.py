@@ -116,7 +116,10 @@ def test_simulate_and_the_live_loop_admit_and_preempt_the_same(full_admission: R
         objects = _objects(ns, pool.flavor, pool.label)
         expected = _simulated(tmp_path, _scenario(ns, objects))
         assert expected[1], "the scenario must preempt, or it proves nothing about the settings"
-        setup(cluster, objects)
+        # Team b's LocalQueue comes last, once both its Workloads exist: simulate has them arrive in one instant,
+        # while two Jobs created one after the other may straddle a pass (b-1 alone preempting first).
+        *first, queue_b = objects.split("---\n")
+        setup(cluster, "---\n".join(first))
         started = time.monotonic()
         for name, team, at in JOBS:
             if at:  # the second team arrives once the first one holds the whole lender
@@ -127,6 +130,12 @@ def test_simulate_and_the_live_loop_admit_and_preempt_the_same(full_admission: R
             create_job(cluster, gpu_job(ns, name, pods=1, gpus=2, labels={"kueue.x-k8s.io/queue-name":
                                                                            f"queue-{team}"},
                                         pod_annotations={TERMINATE_AFTER: "1s"}))
+        deadline = time.monotonic() + 60
+        while any(workload_of(cluster, ns, name) is None for name, team, _ in JOBS if team == "b"):
+            assert time.monotonic() < deadline, "team b's Workloads were never created"
+            time.sleep(0.2)
+        assert "name: queue-b" in queue_b
+        setup(cluster, queue_b)
         deadline = time.monotonic() + 60
         live: tuple[set[str], set[str]] = (set(), set())
         while time.monotonic() < deadline:
