@@ -45,6 +45,7 @@ from kueue_side_by_side.floor import write_floor  # noqa: E402
 from kueue_side_by_side.measure import (  # noqa: E402
     RunFigures,
     apiserver_requests,
+    by_reason,
     cpu_seconds,
     read_runner_output,
     table,
@@ -154,6 +155,9 @@ def run_one(name: str, binaries: kueuebuild.KueueBinaries, minimalkueue: Path, g
         figures.apiserver_cpu_s = cpu_seconds(apiserver) - api_before
         figures.runner_wall_s = time.monotonic() - started
         figures.scrapes = scraper.stop()
+        if scraper.last:
+            (out / "controller-metrics.txt").write_bytes(scraper.last)
+            figures.by_reason = by_reason(scraper.last.decode("utf-8", errors="replace"))
         times = clock.stop()
         figures.times = times
         if times.created:

@@ -48,6 +48,7 @@ class RunFigures:
     floor: Floor | None = None
     times: WorkloadTimes | None = None  # the harness's own watch
     scrapes: ScrapeFigures | None = None
+    by_reason: str = ""  # the controller's own eviction and preemption counters at the last scrape (`by_reason`)
 
 
 def read_runner_output(out_dir: Path, figures: RunFigures) -> None:
@@ -105,6 +106,7 @@ def table(runs: list[RunFigures], classes: list[str]) -> str:
                      [f"{r.admission_ms[c] / 1000:.1f}" if c in r.admission_ms else "—" for r in runs]))
     rows += [
         ("evictions", [str(r.evictions) if r.summary else "—" for r in runs]),
+        ("the controller's evictions / preemptions by reason (last scrape)", [r.by_reason or "—" for r in runs]),
         ("workloads admitted / finished / created",
          [f"{r.admitted} / {r.finished} / {r.workloads}" if r.summary else "no summary" for r in runs]),
         ("API server CPU during the run (s)", [f"{r.apiserver_cpu_s:.0f}" for r in runs]),
@@ -143,8 +145,8 @@ def apiserver_requests(metrics: str, top: int = 12) -> str:
     requests: dict[str, float] = {}
     seconds: dict[str, float] = {}  # summed latency: a proxy for where the API server's time goes
     watch: dict[str, float] = {}
-    for text in metrics.splitlines():
-        match = line.match(text)
+    for row in metrics.splitlines():
+        match = line.match(row)
         if match is None:
             continue
         labels = dict(label.findall(match.group(2)))
@@ -165,3 +167,26 @@ def apiserver_requests(metrics: str, top: int = 12) -> str:
 
     return (f"API server requests: {busiest(requests)}; summed latency (s): {busiest(seconds)}; "
             f"watch events sent: {busiest(watch)}")
+
+
+def by_reason(metrics: str) -> str:
+    """``kueue_evicted_workloads_total`` summed by ``reason`` and ``kueue_preempted_workloads_total`` by its
+    ``reason`` (InClusterQueue, InCohortReclamation, ...), from one /metrics answer of either controller."""
+    import re
+
+    sums: dict[str, dict[str, float]] = {"kueue_evicted_workloads_total": {}, "kueue_preempted_workloads_total": {}}
+    line = re.compile(r'^(kueue_evicted_workloads_total|kueue_preempted_workloads_total)\{([^}]*)\} (\S+)$')
+    for row in metrics.splitlines():
+        match = line.match(row)
+        if match is None:
+            continue
+        reason = re.search(r'(?:^|,)reason="([^"]*)"', match[2])
+        totals = sums[match[1]]
+        key = reason[1] if reason else "?"
+        totals[key] = totals.get(key, 0.0) + float(match[3])
+
+    def joined(totals: dict[str, float]) -> str:
+        return ", ".join(f"{k} {v:.0f}" for k, v in sorted(totals.items()) if v) or "0"
+
+    return (f"evicted: {joined(sums['kueue_evicted_workloads_total'])}; "
+            f"preempted: {joined(sums['kueue_preempted_workloads_total'])}")

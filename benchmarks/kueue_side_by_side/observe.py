@@ -117,6 +117,7 @@ class MetricsScraper:
     def __init__(self, url: str, interval: float = 1.0) -> None:
         self.url, self.interval = url, interval
         self.figures = ScrapeFigures()
+        self.last = b""  # the latest answer (its eviction and preemption counters end the table)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="metrics-scraper", daemon=True)
 
@@ -133,7 +134,9 @@ class MetricsScraper:
             began = time.monotonic()
             try:
                 with urllib.request.urlopen(self.url, timeout=10) as answer:
-                    size = len(answer.read())
+                    body = answer.read()
+                size = len(body)
+                self.last = body
                 self.figures.scrapes += 1
                 self.figures.largest_bytes = max(self.figures.largest_bytes, size)
             except OSError:

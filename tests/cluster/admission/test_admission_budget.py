@@ -25,6 +25,7 @@ from gitopsq.cluster.admission.decisions import (
     window_floor,
 )
 from gitopsq.cluster.admission.live_workload import read_workload, topology_of
+from gitopsq.cluster.admission.loop import rest_after
 from gitopsq.cluster.admission.options import LoopOptions
 from gitopsq.cluster.admission.passes import AdmissionPass
 from gitopsq.cluster.admission.rate_limited import Client, resource_of
@@ -292,3 +293,14 @@ def test_the_window_keeps_the_engine_within_its_budget(window: int, admitted: li
         workloads += list(_pending_workloads(admitted.count(cpu), cpu).values())
     assert next_window(window, workloads, groups) == expected
     assert window_floor(groups) == min(MIN_WINDOW, max(1, ENGINE_BUDGET // groups))
+
+
+@pytest.mark.parametrize(("elapsed", "options", "rest"), [
+    pytest.param(0.02, {}, 0.08, id="a fast pass: the next one pass_interval after this one started"),
+    pytest.param(0.1, {}, 0.1, id="a pass as long as the interval: rests as long as it took"),
+    pytest.param(0.35, {}, 0.35, id="a slow pass (a thousand queues): rests as long, half the CPU"),
+    pytest.param(0.35, {"pass_rest": 0.0}, 0.0, id="pass_rest 0: back to back"),
+    pytest.param(2.0, {"pass_rest": 0.5}, 1.0, id="pass_rest 0.5: a third of the time resting"),
+])
+def test_slow_passes_rest_while_tokens_bank(elapsed: float, options: dict[str, Any], rest: float) -> None:
+    assert rest_after(elapsed, LoopOptions(**options)) == pytest.approx(rest)
