@@ -233,7 +233,7 @@ class AdmissionPass:
         at least, the burst at most). More than it banked would sit out the refill while freed quota waits; less
         would leave budget unused when passes are slow (a thousand ClusterQueues: up to 2 s). Fast passes take a
         second's worth: a larger batch fills the cohorts with whatever was decided first, which high-priority work
-        arriving a moment later reclaims (Kueue's baseline benchmark: 82 evictions, 304 with the burst as cap)."""
+        arriving a moment later reclaims (Kueue's baseline, earlier pending rule: 82 evictions; 304 with the burst)."""
         bucket = self.writer.workload_bucket
         qps = self.options.qps
         most = self.options.admissions_per_pass
