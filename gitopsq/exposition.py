@@ -43,9 +43,16 @@ class _LabelText:
         if text is None:
             if len(self._kept) >= _MAX_KEPT:
                 self._kept = {}
-            text = "{" + ",".join(f'{name}="{_escape(value)}"' for name, value in sorted(labels.items())) + "}"
+            text = label_text(labels)
             self._kept[key] = text
         return text
+
+
+def label_text(labels: Mapping[str, str]) -> str:
+    """``{a="1",b="2"}``: sorted by name and escaped as `generate_latest` does; empty without labels."""
+    if not labels:
+        return ""
+    return "{" + ",".join(f'{name}="{_escape(value)}"' for name, value in sorted(labels.items())) + "}"
 
 
 def _escape(value: str) -> str:

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import cast
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
+
+from gitopsq.exposition import label_text
 
 _number = cast(Callable[[float], str], floatToGoString)
 
@@ -95,17 +97,8 @@ class KeptHistogram:
         """``name_bucket{...,le="..."} `` per bucket, then the ``_count`` and ``_sum`` prefixes: labels sorted
         by name and escaped as prometheus_client writes them."""
         labels = dict(zip(self.labelnames, key, strict=True))
-
-        def text(extra: Mapping[str, str]) -> str:
-            pairs = sorted({**labels, **extra}.items())
-            return "{" + ",".join(f'{n}="{_escape(v)}"' for n, v in pairs) + "}" if pairs else ""
-
-        buckets = [f"{self.name}_bucket{text({'le': le})} " for le in self._le]
-        return [*buckets, f"{self.name}_count{text({})} ", f"{self.name}_sum{text({})} "]
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+        buckets = [f"{self.name}_bucket{label_text({**labels, 'le': le})} " for le in self._le]
+        return [*buckets, f"{self.name}_count{label_text(labels)} ", f"{self.name}_sum{label_text(labels)} "]
 
 
 class _Family(Metric):

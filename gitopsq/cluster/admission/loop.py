@@ -50,13 +50,13 @@ def _finished(view: LiveWorkload) -> bool:
     return view.state == FINISHED
 
 
-
 def rest_after(elapsed: float, options: LoopOptions) -> float:
     """Seconds to wait before the next pass while work waits for tokens: until ``pass_interval`` after this pass
     started, and after a slow pass at least ``pass_rest`` times as long as it took. A thousand ClusterQueues make
     passes of about 0.35 s; back to back they kept the controller busy all the time for ~19 admissions each,
     while one that rests as long writes what twice the time banked — the same write rate at half the CPU."""
     return max(options.pass_interval - elapsed, elapsed * options.pass_rest, 0.0)
+
 
 class Progress:
     """One ``admission progress`` log line every ``every`` seconds while passes run: passes, their mean and

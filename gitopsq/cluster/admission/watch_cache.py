@@ -221,7 +221,8 @@ class Informer:
                 rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
                 if kind == "BOOKMARK":
                     continue
-                key = key_of(slim(obj))
+                slim(obj)
+                key = key_of(obj)
                 decoded = self.view(obj) if self.view is not None and kind != "DELETED" else None
                 with self.lock:
                     if kind == "DELETED":
