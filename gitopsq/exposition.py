@@ -75,7 +75,7 @@ def render(registry: CollectorRegistry, labels: Callable[[Mapping[str, str]], st
         doc = metric.documentation.replace("\\", r"\\").replace("\n", r"\n")
         append(f"# HELP {name} {doc}\n# TYPE {name} {kind}\n")
         kept = getattr(metric, "text", None)
-        if kept is not None:  # a family that keeps its own lines (kept_histogram.py)
+        if kept is not None:  # a family that keeps its own lines (kept_series.py)
             append(kept())
             continue
         later: dict[str, list[str]] = {}

@@ -5,6 +5,7 @@ one process (tests) do not collide; `serve` exposes one registry over HTTP.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -16,11 +17,10 @@ from prometheus_client import (
     Histogram,
     disable_created_metrics,
 )
-from prometheus_client.core import GaugeMetricFamily
 
 from gitopsq import __version__, exposition
-from gitopsq.kept_histogram import KeptHistogram
-from gitopsq.queue_metrics import QueueState, Snapshot
+from gitopsq.kept_series import KeptCounter, KeptHistogram
+from gitopsq.queue_metrics import FamilyName, KeptRows, QueueState, Rows, Snapshot
 
 
 def exponential_buckets(count: int) -> tuple[float, ...]:
@@ -40,8 +40,8 @@ class KueueMetrics:
         self.role = replica_role
         r = self.registry
 
-        def counter(name: str, doc: str, labels: list[str]) -> Counter:
-            return Counter(name, doc, [*labels, "replica_role"], registry=r)
+        def counter(name: str, doc: str, labels: list[str]) -> KeptCounter:
+            return KeptCounter(name, doc, [*labels, "replica_role"], registry=r)
 
         def gauge(name: str, doc: str, labels: list[str]) -> Gauge:
             return Gauge(name, doc, [*labels, "replica_role"], registry=r)
@@ -94,8 +94,8 @@ class KueueMetrics:
                                                 "Admitted until ready", lqpc)
         self.lq_finished = _FinishedGauge(r, self.role, "kueue_local_queue_finished_workloads", ("name", "namespace"))
         # Aliases under the names the AKS walkthrough's PromQL uses (not Kueue's; docs/metrics.md, "Aliases")
-        self.alias_admitted = Counter("kueue_workload_admitted", "Alias: workloads admitted (kueue_admitted_"
-                                      "workloads_total summed over priority classes)", ["clusterqueue"], registry=r)
+        self.alias_admitted = KeptCounter("kueue_workload_admitted", "Alias: workloads admitted (kueue_admitted_"
+                                          "workloads_total summed over priority classes)", ["clusterqueue"], registry=r)
         self.build = Gauge("kueue_build_info", "Build information", ["git_version", "replica_role"], registry=r)
         self.integrations = Gauge("gitopsq_integration_active", "1: an enabled integration's kind is served and "
                                   "watched; 0: skipped, its CRD not installed", ["framework"], registry=r)
@@ -201,20 +201,24 @@ class KueueMetrics:
 class _FinishedGauge:
     """``kueue_finished_workloads{cluster_queue}`` (and ``kueue_local_queue_finished_workloads{name,namespace}``):
     a gauge sharing its name with a counter ``..._total``, which prometheus_client's own Gauge refuses; served by
-    a collector without ``describe`` so the registry does not check the name."""
+    a collector without ``describe`` so the registry does not check the name. Each queue's line is kept while its
+    count stays the same (`queue_metrics.KeptRows`)."""
 
     def __init__(self, registry: CollectorRegistry, role: str, name: str = "kueue_finished_workloads",
                  labels: tuple[str, ...] = ("cluster_queue",)) -> None:
         self.values: dict[Any, int] = {}  # label value (or tuple of values) -> count
-        self.role, self.name, self.labels = role, name, labels
+        self.role, self.labels = role, labels
+        self._kept = KeptRows((FamilyName(name, "Finished workloads still present", (*labels, "replica_role")),))
         registry.register(self)
 
     def collect(self) -> Iterable[Any]:
-        family = GaugeMetricFamily(self.name, "Finished workloads still present",
-                                   labels=[*self.labels, "replica_role"])
-        for key, n in sorted(self.values.items()):
-            family.add_metric([*(key if isinstance(key, tuple) else (key,)), self.role], n)
-        yield family
+        role = self.role
+        yield from self._kept.families(((key, n, functools.partial(_finished_rows, key, n, role))
+                                        for key, n in sorted(self.values.items())), role)
+
+
+def _finished_rows(key: Any, n: int, role: str) -> Rows:
+    return ([((*(key if isinstance(key, tuple) else (key,)), role), n)],)
 
 
 class SyncMetrics:

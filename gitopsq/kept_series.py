@@ -1,12 +1,13 @@
-"""A labelled histogram whose exposition text is kept per series between scrapes.
+"""Labelled histograms and counters whose exposition text is kept per series between scrapes.
 
-Kueue's wait-time histograms are labelled by ClusterQueue (or LocalQueue) and priority class: with a thousand
-queues they are most of the ``/metrics`` answer (about 17 lines per series, 15 buckets each, four families in
-use), while a scrape a second finds only the few series observed since the last one changed. prometheus_client's
-`Histogram` rebuilds every sample of every series per scrape (a namedtuple and a formatted float per line); here a
-series' lines are formatted when it changed and reused otherwise. The interface used by `metrics.KueueMetrics`
-(``labels(...).observe(v)``) and the samples a registry reads (`generate_latest`, ``get_sample_value``) are
-prometheus_client's; `exposition.render` takes the kept text (``text``) instead of the samples.
+Kueue's wait-time histograms and workload counters are labelled by ClusterQueue (or LocalQueue) and priority
+class: with a thousand queues they are most of the ``/metrics`` answer (about 17 lines per histogram series, one
+per counter series), while a scrape a second finds only the few series changed since the last one.
+prometheus_client's `Histogram` and `Counter` rebuild every sample of every series per scrape (a namedtuple and a
+formatted float per line); here a series' lines are formatted when it changed and reused otherwise. The interface
+used by `metrics.KueueMetrics` (``labels(...).observe(v)`` / ``.inc()``) and the samples a registry reads
+(`generate_latest`, ``get_sample_value``) are prometheus_client's; `exposition.render` takes the kept text
+(``text``) instead of the samples. Neither writes ``*_created`` series (Kueue's exposition has none).
 """
 
 from __future__ import annotations
@@ -129,6 +130,91 @@ class _Family(Metric):
                 out.append(Sample(f"{self.name}_count", dict(labels), float(running)))
                 out.append(Sample(f"{self.name}_sum", dict(labels), total))
             self._samples = out
+        return self._samples
+
+    @samples.setter
+    def samples(self, value: list[Sample]) -> None:
+        self._samples = value
+
+
+class _Count:
+    """One label set's count and change count."""
+
+    __slots__ = ("_lock", "value", "version")
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self._lock = lock
+        self.value = 0.0
+        self.version = 0
+
+    def inc(self, amount: float = 1.0) -> None:
+        if amount < 0:
+            raise ValueError("Counters can only be incremented by non-negative amounts.")
+        with self._lock:
+            self.value += amount
+            self.version += 1
+
+
+class KeptCounter:
+    """A counter with label names, registered in ``registry``; ``name`` with or without ``_total`` (the
+    samples are ``<name>_total``, as prometheus_client's)."""
+
+    def __init__(self, name: str, documentation: str, labelnames: Sequence[str], *,
+                 registry: CollectorRegistry) -> None:
+        self.name = name.removesuffix("_total")
+        self.documentation = documentation
+        self.labelnames = tuple(labelnames)
+        self.lock = threading.Lock()
+        self._series: dict[tuple[str, ...], _Count] = {}
+        self._kept: dict[tuple[str, ...], tuple[int, str, str]] = {}  # labels -> (version, prefix, line)
+        registry.register(self)
+
+    def labels(self, *values: str) -> _Count:
+        if len(values) != len(self.labelnames):
+            raise ValueError(f"{self.name}: {len(self.labelnames)} label values expected, got {len(values)}")
+        key = tuple(str(v) for v in values)
+        series = self._series.get(key)
+        if series is None:
+            with self.lock:
+                series = self._series.setdefault(key, _Count(self.lock))
+        return series
+
+    def describe(self) -> list[Metric]:
+        return [Metric(self.name, self.documentation, "counter")]
+
+    def collect(self) -> Iterator[Metric]:
+        with self.lock:
+            copy = [(key, s.version, s.value) for key, s in self._series.items()]
+        yield _CounterFamily(self, copy)
+
+    def _line(self, key: tuple[str, ...], version: int, value: float) -> str:
+        kept = self._kept.get(key)
+        if kept is not None and kept[0] == version:
+            return kept[2]
+        prefix = kept[1] if kept is not None else \
+            f"{self.name}_total{label_text(dict(zip(self.labelnames, key, strict=True)))} "
+        line = f"{prefix}{_number(value)}\n"
+        self._kept[key] = (version, prefix, line)
+        return line
+
+
+class _CounterFamily(Metric):
+    """One scrape's copy of a `KeptCounter` (as `_Family` is of a histogram)."""
+
+    def __init__(self, owner: KeptCounter, copy: list[tuple[tuple[str, ...], int, float]]) -> None:
+        self.name, self.documentation, self.type, self.unit = owner.name, owner.documentation, "counter", ""
+        self._owner, self._copy = owner, copy
+        self._samples: list[Sample] | None = None
+
+    def text(self) -> str:
+        return "".join(self._owner._line(*entry) for entry in self._copy)
+
+    @property
+    def samples(self) -> list[Sample]:
+        if self._samples is None:
+            names = self._owner.labelnames
+            self._samples = [Sample(f"{self.name}_total", dict(zip(names, key, strict=True)), value)
+                             for key, _, value in self._copy]
         return self._samples
 
     @samples.setter
