@@ -38,6 +38,8 @@ class WatchCache(Protocol):
 
     def generation(self, names: Sequence[str]) -> tuple[int, ...]: ...
 
+    def shape(self, names: Sequence[str]) -> tuple[int, ...]: ...
+
 
 class TokenLevel(Protocol):
     """A token bucket as the pass reads it, to size its batch of writes."""

@@ -54,6 +54,10 @@ class _Tally:
         self.reserved: Usage = {}
         self.used: Usage = {}
 
+    def values(self) -> tuple[object, ...]:
+        """What a queue's status is built from (not ``finished``, which only the metrics read)."""
+        return self.pending, self.reserving, self.admitted, tuple(self.reserved.items()), tuple(self.used.items())
+
     def add(self, w: LiveWorkload) -> None:
         if w.state == PENDING:
             self.pending += 1
@@ -133,6 +137,10 @@ class QueueStatusWriter:
         self.clock = clock or time.monotonic
         self.bucket = bucket
         self._written: dict[str, float] = {}
+        # Per queue path, the inputs (resourceVersion, spec, tally) under which its status was found already
+        # written: with a thousand queues, most are idle in a pass, and rebuilding their status to find it
+        # unchanged was a sixth of the admission thread's time.
+        self._settled: dict[str, tuple[object, ...]] = {}
         self.deferred = False
 
     def run(self, topology: Topology, now: float, *, count_finished: bool = True
@@ -172,18 +180,25 @@ class QueueStatusWriter:
             if cq in cq_tally:
                 cq_tally[cq].add(w)
             lq_tally.setdefault(f"{w.namespace}/{w.queue}", _Tally()).add(w)
+        seen: set[str] = set()
         for raw in self.cache.items(CLUSTER_QUEUE.plural):
             name = raw["metadata"]["name"]
             if name in topology.queues:
-                self._cluster_queue(raw, topology, cq_tally[name], now)
+                seen.add(self._cluster_queue(raw, topology, cq_tally[name], now))
         for raw in self.cache.items(LOCAL_QUEUE.plural):
             key = f"{raw['metadata']['namespace']}/{raw['metadata']['name']}"
-            self._local_queue(raw, topology, lq_tally.get(key) or _Tally(), now)
+            seen.add(self._local_queue(raw, topology, lq_tally.get(key) or _Tally(), now))
+        if len(self._settled) > len(seen):  # queues gone since: their entries go
+            self._settled = {path: inputs for path, inputs in self._settled.items() if path in seen}
         self._flush()
         return cq_tally, lq_tally
 
-    def _cluster_queue(self, raw: Mapping[str, Any], topology: Topology, t: _Tally, now: float) -> None:
+    def _cluster_queue(self, raw: Mapping[str, Any], topology: Topology, t: _Tally, now: float) -> str:
         spec = topology.queues[raw["metadata"]["name"]]
+        path = CLUSTER_QUEUE.object_path(spec.name)
+        inputs = (raw["metadata"].get("resourceVersion"), spec, *t.values())
+        if self._settled.get(path) == inputs:
+            return path
         old = raw.get("status") or {}
         conds = [dict(c) for c in old.get("conditions") or ()]
         if spec.active:
@@ -194,13 +209,19 @@ class QueueStatusWriter:
                   "admittedWorkloads": t.admitted,
                   "flavorsReservation": _flavors(topology, spec.name, t.reserved, borrowed=True),
                   "flavorsUsage": _flavors(topology, spec.name, t.used, borrowed=True)}
-        self._write(CLUSTER_QUEUE.plural, raw, old, status, CLUSTER_QUEUE.object_path(spec.name))
+        self._write(CLUSTER_QUEUE.plural, raw, old, status, path, inputs)
+        return path
 
-    def _local_queue(self, raw: Mapping[str, Any], topology: Topology, t: _Tally, now: float) -> None:
+    def _local_queue(self, raw: Mapping[str, Any], topology: Topology, t: _Tally, now: float) -> str:
         meta = raw["metadata"]
+        cq = (raw.get("spec") or {}).get("clusterQueue", "")
+        path = LOCAL_QUEUE.object_path(meta["name"], meta["namespace"])
+        queue = topology.queues.get(cq)
+        inputs = (meta.get("resourceVersion"), None if queue is None else queue.active, *t.values())
+        if self._settled.get(path) == inputs:
+            return path
         old = raw.get("status") or {}
         conds = [dict(c) for c in old.get("conditions") or ()]
-        cq = (raw.get("spec") or {}).get("clusterQueue", "")
         if ((raw.get("spec") or {}).get("stopPolicy") or "None") != "None":
             _set(conds, "Active", "False", "Stopped", "LocalQueue is stopped", now)
         elif cq not in topology.queues:
@@ -214,13 +235,16 @@ class QueueStatusWriter:
         status = {"conditions": conds, "pendingWorkloads": t.pending, "reservingWorkloads": t.reserving,
                   "admittedWorkloads": t.admitted, "flavorsReservation": _lq_flavors(t.reserved),
                   "flavorsUsage": _lq_flavors(t.used)}
-        self._write(LOCAL_QUEUE.plural, raw, old, status, LOCAL_QUEUE.object_path(meta["name"], meta["namespace"]))
+        self._write(LOCAL_QUEUE.plural, raw, old, status, path, inputs)
+        return path
 
-    def _write(self, resource: str, raw: Mapping[str, Any], old: Mapping[str, Any], status: dict[str, Any],
-               path: str) -> None:
+    def _write(self, resource: str, raw: Mapping[str, Any], old: Mapping[str, Any], status: dict[str, Any],  # noqa: PLR0917
+               path: str, inputs: tuple[object, ...]) -> None:
         unchanged = all(old.get(k) == v for k, v in status.items() if k != "conditions")
         if unchanged and _same_conditions(list(old.get("conditions") or ()), status["conditions"]):
+            self._settled[path] = inputs
             return
+        self._settled.pop(path, None)
         self._due.append((self._written.get(path, -1e9), path, resource, status, urgent(old, status)))
 
     def _flush(self) -> None:

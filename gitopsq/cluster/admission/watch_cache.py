@@ -69,6 +69,15 @@ def newer(candidate: Mapping[str, Any], current: Mapping[str, Any] | None) -> bo
     return current is None or _rv(candidate) >= _rv(current) or _rv(current) == 0
 
 
+def reshaped(new: Mapping[str, Any] | None, old: Mapping[str, Any] | None) -> bool:
+    """Whether replacing ``old`` by ``new`` (None: absent) changes more than status: another object, or a new
+    ``metadata.generation`` (the API server bumps it on spec changes only)."""
+    if new is None or old is None:
+        return new is not old
+    a, b = new.get("metadata") or {}, old.get("metadata") or {}
+    return (a.get("uid"), a.get("generation")) != (b.get("uid"), b.get("generation"))
+
+
 class _ExpiredError(Exception):
     """The watch's resourceVersion is too old (410 Gone): relist."""
 
@@ -94,7 +103,8 @@ class Informer:
         self.retired: dict[str, Any] = {}
         self.lock = threading.Lock()
         self.synced = threading.Event()
-        self.generation = 0
+        self.generation = 0  # bumped on every change
+        self.shape = 0  # bumped when an object comes, goes or changes more than its status (`reshaped`)
         self.relists = 0
         self.watch_seconds = watch_seconds
         self._stop = threading.Event()
@@ -121,11 +131,13 @@ class Informer:
         key = key_of(obj)
         decoded = self.view(obj) if self.view is not None else None
         with self.lock:
-            if newer(obj, self.store.get(key)):
+            old = self.store.get(key)
+            if newer(obj, old):
                 self.store[key] = obj
                 if self.view is not None:
                     self._set_view(key, decoded, obj)
                 self.generation += 1
+                self.shape += reshaped(obj, old)
 
     def _set_view(self, key: str, decoded: Any, raw: dict[str, Any]) -> None:
         """File a decoded view as live or retired, and in the index (the caller holds the lock)."""
@@ -146,6 +158,7 @@ class Informer:
             self.retired.pop(key, None)
             if self.store.pop(key, None) is not None:
                 self.generation += 1
+                self.shape += 1
 
     def _run(self) -> None:
         rv: str | None = None
@@ -199,6 +212,7 @@ class Informer:
             for key, decoded in views.items():
                 self._set_view(key, decoded, self.store[key])
             self.generation += 1
+            self.shape += 1
             self.relists += 1
         self.synced.set()
         self.on_change(kind)
@@ -225,16 +239,19 @@ class Informer:
                 key = key_of(obj)
                 decoded = self.view(obj) if self.view is not None and kind != "DELETED" else None
                 with self.lock:
+                    old = self.store.get(key)
                     if kind == "DELETED":
                         if self.index is not None:
                             self.index.update(key, None, None)
                         self.store.pop(key, None)
                         self.views.pop(key, None)
                         self.retired.pop(key, None)
-                    elif newer(obj, self.store.get(key)):
+                        self.shape += old is not None
+                    elif newer(obj, old):
                         self.store[key] = obj
                         if self.view is not None:
                             self._set_view(key, decoded, obj)
+                        self.shape += reshaped(obj, old)
                     self.generation += 1
                 self.on_change(self.resource.plural)
         finally:
@@ -370,3 +387,7 @@ class Cache:
 
     def generation(self, names: Sequence[str]) -> tuple[int, ...]:
         return tuple(self.informers[n].generation for n in names if n in self.informers)
+
+    def shape(self, names: Sequence[str]) -> tuple[int, ...]:
+        """Like `generation`, but moved only by objects coming, going or changing spec (not status)."""
+        return tuple(self.informers[n].shape for n in names if n in self.informers)

@@ -1,5 +1,5 @@
-"""The watch cache keeps finished Workloads apart (passes walk the live ones, `views` still sees all) and stores
-objects without their managedFields."""
+"""The watch cache keeps finished Workloads apart (passes walk the live ones, `views` still sees all), stores
+objects without their managedFields, and counts changes of shape (what the topology reads) apart from status."""
 
 from __future__ import annotations
 
@@ -92,3 +92,51 @@ def test_the_cache_keeps_no_managed_fields() -> None:
     stored = cache.get("workloads", "team/b")
     assert stored is not None and "managedFields" not in stored["metadata"]
     assert stored["spec"]["queueName"] == "q"
+
+
+def _stream(events: list[dict[str, Any]]) -> Any:
+    body = "".join(json.dumps(e) + "\n" for e in events).encode()
+
+    class Stream:
+        def __init__(self) -> None:
+            self.response = self
+
+        def stream(self, amt: int | None = None, decode_content: bool = True) -> Iterator[bytes]:
+            yield body
+
+        def release_conn(self) -> None:
+            pass
+
+    return SimpleNamespace(open_stream=lambda *_: Stream())
+
+
+def test_shape_moves_with_objects_and_spec_not_with_status() -> None:
+    """`Cache.shape` (the topology's key for queues) moves when an object comes or goes or its
+    metadata.generation changes; a status write (generation kept, resourceVersion new) moves only `generation`."""
+    cache = make_cache()
+    cache.put("workloads", workload("a", 1))
+    shape, generation = cache.shape(("workloads",)), cache.generation(("workloads",))
+    status_only = workload("a", 2)
+    status_only["status"]["conditions"] = [{"type": "QuotaReserved", "status": "False", "reason": "Pending"}]
+    cache.put("workloads", status_only)
+    assert cache.shape(("workloads",)) == shape and cache.generation(("workloads",)) > generation
+    new_spec = workload("a", 3)
+    new_spec["metadata"]["generation"] = 2
+    cache.put("workloads", new_spec)
+    assert cache.shape(("workloads",)) > shape
+    shape = cache.shape(("workloads",))
+
+    informer = cache.informers["workloads"]
+    later = workload("a", 4)
+    later["metadata"]["generation"] = 2
+    informer.client = _stream([{"type": "MODIFIED", "object": later}])
+    informer._watch("3")
+    assert cache.shape(("workloads",)) == shape  # a watched status change
+    informer.client = _stream([{"type": "ADDED", "object": workload("b", 5)}])
+    informer._watch("4")
+    assert cache.shape(("workloads",)) == (shape[0] + 1,)
+    informer.client = _stream([{"type": "DELETED", "object": workload("b", 6)}])
+    informer._watch("5")
+    assert cache.shape(("workloads",)) == (shape[0] + 2,)
+    cache.forget("workloads", "team/a")
+    assert cache.shape(("workloads",)) == (shape[0] + 3,)
