@@ -109,6 +109,8 @@ def table(runs: list[RunFigures], classes: list[str]) -> str:
         ("the controller's evictions / preemptions by reason (last scrape)", [r.by_reason or "—" for r in runs]),
         ("workloads admitted / finished / created",
          [f"{r.admitted} / {r.finished} / {r.workloads}" if r.summary else "no summary" for r in runs]),
+        ("Workload events the runner's recorder dropped (its means then miss them)",
+         [str(r.dropped_events) if r.summary else "—" for r in runs]),
         ("API server CPU during the run (s)", [f"{r.apiserver_cpu_s:.0f}" for r in runs]),
         ("write floor of the wall time, N ÷ requests/s (s)",
          [f"{r.floor.wall_s:.0f}" if r.floor else "—" for r in runs]),

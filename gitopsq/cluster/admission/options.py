@@ -62,7 +62,7 @@ class LoopOptions:
     pending_heads: int = 1  # per ClusterQueue, how many pending workloads (in queue order) get their reason written
     admissions_per_pass: int = 0  # admission writes per pass at most; 0: the Workload client's burst
     pass_interval: float = 0.1  # while work waits for tokens, a pass starts at most this often
-    pass_rest: float = 1.0  # ... and after a slow pass waits at least this many times as long (`loop.rest_after`)
+    pass_rest: float = 2.0  # ... and after a slow pass this many times as long, short of a full bucket (`rest_after`)
     pending_share: float = 0.1  # fraction of qps for pending reasons while admissions are being written
     settings: Settings = field(default_factory=Settings)
     events: bool = True

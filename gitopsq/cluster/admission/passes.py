@@ -227,9 +227,10 @@ class AdmissionPass:
 
     def admission_cap(self) -> int:
         """How many admissions this pass writes: the Workload tokens banked, at least one, at most
-        ``admissions_per_pass`` or what the budget refills in two passes as long as the last one (a second's worth
-        at least, the burst at most). More than it banked would sit out the refill while freed quota waits; less
-        would leave budget unused when passes are slow (a thousand ClusterQueues: up to 2 s). Fast passes take a
+        ``admissions_per_pass`` or what the budget refills over a pass as long as the last one and its rest
+        (`loop.rest_after`: ``pass_rest`` times as long; a second's worth at least, the burst at most). More than
+        it banked would sit out the refill while freed quota waits; less would leave budget unused when passes are
+        slow (a thousand ClusterQueues: up to 2 s). Fast passes take a
         second's worth: a larger batch fills the cohorts with whatever was decided first, which high-priority work
         arriving a moment later reclaims (Kueue's baseline, earlier pending rule: 82 evictions; 304 with the burst)."""
         bucket = self.writer.workload_bucket
@@ -237,7 +238,7 @@ class AdmissionPass:
         most = self.options.admissions_per_pass
         if not most:
             ceiling = bucket.burst if bucket is not None else 2 * qps
-            most = max(1, int(min(ceiling, max(qps, 2 * qps * self.pass_seconds))))
+            most = max(1, int(min(ceiling, max(qps, (1 + self.options.pass_rest) * qps * self.pass_seconds))))
         if bucket is None:
             return most
         return max(1, min(most, int(bucket.level())))

@@ -221,7 +221,8 @@ class _Writer:
 @pytest.mark.parametrize(("tokens", "seconds", "options", "cap"), [
     pytest.param(100.0, 0.1, {}, 50, id="a full bucket, fast passes: one second of the budget"),
     pytest.param(100.0, 1.5, {}, 100, id="a full bucket, passes of 1.5 s: the burst (two seconds)"),
-    pytest.param(100.0, 0.7, {}, 70, id="passes of 0.7 s: what two of them refill"),
+    pytest.param(100.0, 0.4, {}, 60, id="passes of 0.4 s and their rest (twice as long): what those refill"),
+    pytest.param(100.0, 0.7, {"pass_rest": 1.0}, 70, id="resting as long as the pass: what two passes refill"),
     pytest.param(55.0, 1.1, {}, 55, id="a pass of 1.1 s at 50/s: all it banked, so the rate holds"),
     pytest.param(22.5, 0.1, {}, 22, id="slow refill: what accrued since the last pass"),
     pytest.param(3.7, 0.1, {}, 3, id="three tokens banked: three admissions"),
@@ -230,9 +231,9 @@ class _Writer:
 ])
 def test_a_pass_writes_what_the_bucket_holds(tokens: float, seconds: float, options: dict[str, Any],
                                              cap: int) -> None:
-    """A pass admits at most the Workload tokens banked and what the budget refills in two passes like the last
-    (a second's worth at least, the client's burst at most), so it never sits out the bucket's refill while freed
-    quota waits for the next pass, nor leaves budget unused when passes are slow."""
+    """A pass admits at most the Workload tokens banked and what the budget refills over a pass like the last and
+    its rest (a second's worth at least, the client's burst at most), so it never sits out the bucket's refill
+    while freed quota waits for the next pass, nor leaves budget unused when passes are slow."""
     admission = AdmissionPass(cache=None, writer=_Writer(tokens), options=LoopOptions(**options))  # type: ignore[arg-type]
     admission.pass_seconds = seconds
     assert admission.admission_cap() == cap
@@ -295,12 +296,17 @@ def test_the_window_keeps_the_engine_within_its_budget(window: int, admitted: li
     assert window_floor(groups) == min(MIN_WINDOW, max(1, ENGINE_BUDGET // groups))
 
 
-@pytest.mark.parametrize(("elapsed", "options", "rest"), [
-    pytest.param(0.02, {}, 0.08, id="a fast pass: the next one pass_interval after this one started"),
-    pytest.param(0.1, {}, 0.1, id="a pass as long as the interval: rests as long as it took"),
-    pytest.param(0.35, {}, 0.35, id="a slow pass (a thousand queues): rests as long, half the CPU"),
-    pytest.param(0.35, {"pass_rest": 0.0}, 0.0, id="pass_rest 0: back to back"),
-    pytest.param(2.0, {"pass_rest": 0.5}, 1.0, id="pass_rest 0.5: a third of the time resting"),
+@pytest.mark.parametrize(("elapsed", "options", "fill", "rest"), [
+    pytest.param(0.02, {}, 2.0, 0.08, id="a fast pass: the next one pass_interval after this one started"),
+    pytest.param(0.1, {}, 2.0, 0.2, id="a pass as long as the interval: rests twice as long"),
+    pytest.param(0.3, {}, 2.0, 0.6, id="a slow pass (a thousand queues): rests twice as long, a third of the CPU"),
+    pytest.param(0.2, {}, 0.5, 0.3, id="... but not past the moment the next pass would end with a full bucket"),
+    pytest.param(0.3, {}, 0.5, 0.3, id="... nor below as long as the pass took"),
+    pytest.param(8.0, {}, 2.0, 8.0, id="a pass slowed by a saturated API server backs off as long as it took"),
+    pytest.param(0.02, {}, 0.0, 0.08, id="a full bucket still waits the interval: no busy loop"),
+    pytest.param(0.35, {"pass_rest": 0.0}, 2.0, 0.0, id="pass_rest 0: back to back"),
+    pytest.param(2.0, {"pass_rest": 0.5}, float("inf"), 1.0, id="no bucket: pass_rest alone"),
 ])
-def test_slow_passes_rest_while_tokens_bank(elapsed: float, options: dict[str, Any], rest: float) -> None:
-    assert rest_after(elapsed, LoopOptions(**options)) == pytest.approx(rest)
+def test_slow_passes_rest_while_tokens_bank(elapsed: float, options: dict[str, Any], fill: float,
+                                            rest: float) -> None:
+    assert rest_after(elapsed, LoopOptions(**options), fill) == pytest.approx(rest)
