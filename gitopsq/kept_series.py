@@ -15,7 +15,7 @@ from __future__ import annotations
 import bisect
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import cast
+from typing import Generic, TypeVar, cast
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.metrics_core import Metric
@@ -25,6 +25,31 @@ from prometheus_client.utils import floatToGoString
 from gitopsq.exposition import label_text
 
 _number = cast(Callable[[float], str], floatToGoString)
+
+
+S = TypeVar("S")
+
+
+class _Labelled(Generic[S]):
+    """A family's children by label values, made on first use (prometheus_client's ``labels``)."""
+
+    name: str
+    labelnames: tuple[str, ...]
+    lock: threading.Lock
+    _series: dict[tuple[str, ...], S]
+
+    def _new(self) -> S:
+        raise NotImplementedError
+
+    def labels(self, *values: str) -> S:
+        if len(values) != len(self.labelnames):
+            raise ValueError(f"{self.name}: {len(self.labelnames)} label values expected, got {len(values)}")
+        key = tuple(str(v) for v in values)
+        series = self._series.get(key)
+        if series is None:
+            with self.lock:
+                series = self._series.setdefault(key, self._new())
+        return series
 
 
 class _Series:
@@ -46,7 +71,7 @@ class _Series:
             self.version += 1
 
 
-class KeptHistogram:
+class KeptHistogram(_Labelled[_Series]):
     """A histogram with label names, registered in ``registry`` (its name checked against the others')."""
 
     def __init__(self, name: str, documentation: str, labelnames: Sequence[str], *, buckets: Sequence[float],
@@ -60,15 +85,8 @@ class KeptHistogram:
         self._kept: dict[tuple[str, ...], tuple[int, list[str], str]] = {}  # labels -> (version, prefixes, text)
         registry.register(self)
 
-    def labels(self, *values: str) -> _Series:
-        if len(values) != len(self.labelnames):
-            raise ValueError(f"{self.name}: {len(self.labelnames)} label values expected, got {len(values)}")
-        key = tuple(str(v) for v in values)
-        series = self._series.get(key)
-        if series is None:
-            with self.lock:
-                series = self._series.setdefault(key, _Series(self))
-        return series
+    def _new(self) -> _Series:
+        return _Series(self)
 
     def describe(self) -> list[Metric]:
         """The family's name, so that the registry refuses another collector using it."""
@@ -155,7 +173,7 @@ class _Count:
             self.version += 1
 
 
-class KeptCounter:
+class KeptCounter(_Labelled[_Count]):
     """A counter with label names, registered in ``registry``; ``name`` with or without ``_total`` (the
     samples are ``<name>_total``, as prometheus_client's)."""
 
@@ -169,15 +187,8 @@ class KeptCounter:
         self._kept: dict[tuple[str, ...], tuple[int, str, str]] = {}  # labels -> (version, prefix, line)
         registry.register(self)
 
-    def labels(self, *values: str) -> _Count:
-        if len(values) != len(self.labelnames):
-            raise ValueError(f"{self.name}: {len(self.labelnames)} label values expected, got {len(values)}")
-        key = tuple(str(v) for v in values)
-        series = self._series.get(key)
-        if series is None:
-            with self.lock:
-                series = self._series.setdefault(key, _Count(self.lock))
-        return series
+    def _new(self) -> _Count:
+        return _Count(self.lock)
 
     def describe(self) -> list[Metric]:
         return [Metric(self.name, self.documentation, "counter")]

@@ -61,6 +61,23 @@ def test_forgetting_a_retired_workload_drops_it_everywhere() -> None:
     assert cache.live_views("workloads", read_workload) == []
 
 
+def _stream(events: list[dict[str, Any]]) -> Any:
+    """A client whose watch answers with one response carrying ``events``, then the end of the stream."""
+    body = "".join(json.dumps(e) + "\n" for e in events).encode()
+
+    class Stream:
+        def __init__(self) -> None:
+            self.response = self
+
+        def stream(self, amt: int | None = None, decode_content: bool = True) -> Iterator[bytes]:
+            yield body
+
+        def release_conn(self) -> None:
+            pass
+
+    return SimpleNamespace(open_stream=lambda *_: Stream())
+
+
 def test_the_cache_keeps_no_managed_fields() -> None:
     """Stored objects lose ``metadata.managedFields`` (nothing the loop reads; most of a finished Workload's
     parsed size), whichever way they arrive: our own writes (`put`) or the watch stream."""
@@ -75,39 +92,11 @@ def test_the_cache_keeps_no_managed_fields() -> None:
     informer = cache.informers["workloads"]
     watched = workload("b", 2)
     watched["metadata"]["managedFields"] = managed
-    body = (json.dumps({"type": "ADDED", "object": watched}) + "\n").encode()
-
-    class Stream:  # one watch response carrying one event, then the end of the stream
-        def __init__(self) -> None:
-            self.response = self
-
-        def stream(self, amt: int | None = None, decode_content: bool = True) -> Iterator[bytes]:
-            yield body
-
-        def release_conn(self) -> None:
-            pass
-
-    informer.client = SimpleNamespace(open_stream=lambda *_: Stream())  # type: ignore[assignment]
+    informer.client = _stream([{"type": "ADDED", "object": watched}])
     informer._watch("1")
     stored = cache.get("workloads", "team/b")
     assert stored is not None and "managedFields" not in stored["metadata"]
     assert stored["spec"]["queueName"] == "q"
-
-
-def _stream(events: list[dict[str, Any]]) -> Any:
-    body = "".join(json.dumps(e) + "\n" for e in events).encode()
-
-    class Stream:
-        def __init__(self) -> None:
-            self.response = self
-
-        def stream(self, amt: int | None = None, decode_content: bool = True) -> Iterator[bytes]:
-            yield body
-
-        def release_conn(self) -> None:
-            pass
-
-    return SimpleNamespace(open_stream=lambda *_: Stream())
 
 
 def test_shape_moves_with_objects_and_spec_not_with_status() -> None:
