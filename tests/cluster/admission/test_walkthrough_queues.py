@@ -3,6 +3,8 @@ two teams of a cohort borrowing and then reclaiming with preemption."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from cluster_rig import (
     admitted,
@@ -109,6 +111,9 @@ def test_cohort_borrowing_then_reclaim_with_preemption(kueue_clean: Envtest) -> 
                            lq(ns_a, "queue", "team-a-cq"), lq(ns_b, "queue", "team-b-cq")]))
     create_job(env, job_manifest(ns_a, "a-own", "queue", {"cpu": "4"}))
     wait_for("a-own admitted", lambda: admitted(env, ns_a, "a-own"))
+    # The victim is the most recently reserved (Kueue's candidate order), and reservation times have whole
+    # seconds: admitted within the same second, the two tie and the older, a-own, goes first (a CI failure).
+    time.sleep(1.0)
     create_job(env, job_manifest(ns_a, "a-borrow", "queue", {"cpu": "4"}))
     wait_for("a-borrow admitted by borrowing", lambda: admitted(env, ns_a, "a-borrow"))
     borrowed = wait_for("team-a borrows 4", lambda: (q := cluster_queue(env, "team-a-cq"))
