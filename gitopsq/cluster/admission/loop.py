@@ -187,6 +187,7 @@ class AdmissionLoop:
             _log.info("admission loop stopped", passes=self.passes, requests=dict(self.client.counts),
                         by_kind=dict(self.client.by_kind), throttled_seconds=round(self.client.waited, 1),
                         events_sent=events.sent if events else 0, events_dropped=events.dropped if events else 0)
+            self.admission.close()
             self.queues.close()
             self.cache.stop()
             if self.events is not None:
