@@ -12,7 +12,10 @@ cache and applies the admission from a goroutine; this does the same:
   a failed one is only forgotten: the next pass decides again from what the API server holds (every status
   write carries the resourceVersion it was computed from, so a stale decision is a 409, never an overwrite);
 - `unsent` counts writes queued and not yet holding a token: the pass sizes its batch by the tokens banked
-  less those, so two passes do not spend the same tokens.
+  less those, so two passes do not spend the same tokens;
+- pending reasons go out the same way (`send_reason`), assumed nothing: a Workload with one in flight gets no
+  second until it is answered (`busy`). A pass that waited for them waited 25 s once, at the end of Kueue's
+  large-scale creation ramp, for a handful of reasons queued among a thousand creates.
 A crash loses only writes not yet answered: the API server is the truth the next leader starts from.
 """
 
@@ -70,6 +73,7 @@ class InFlight:
         self._lock = threading.Lock()
         self._assumed: dict[str, Assumed] = {}
         self._futures: set[Future[None]] = set()
+        self._reasons: set[str] = set()  # Workloads with a pending reason in flight
         self._unsent = 0
 
     @property
@@ -80,6 +84,11 @@ class InFlight:
     def __len__(self) -> int:
         with self._lock:
             return len(self._assumed)
+
+    def busy(self) -> set[str]:
+        """The Workloads with any write in flight."""
+        with self._lock:
+            return self._reasons | self._assumed.keys()
 
     def snapshot(self) -> dict[str, Assumed]:
         with self._lock:
@@ -93,13 +102,23 @@ class InFlight:
         assumed = Assumed(_version(w), view)
         with self._lock:
             self._assumed[w.key] = assumed
+        self._submit(w.key, assumed, write)
+
+    def send_reason(self, key: str, write: Callable[[], None]) -> None:
+        """Run ``write`` (a pending reason of Workload ``key``) on the pool; `busy` names it until answered."""
+        with self._lock:
+            self._reasons.add(key)
+        self._submit(key, None, write)
+
+    def _submit(self, key: str, assumed: Assumed | None, write: Callable[[], None]) -> None:
+        with self._lock:
             self._unsent += 1
-        future = self._pool.submit(self._run, w.key, assumed, write)
+        future = self._pool.submit(self._run, key, assumed, write)
         with self._lock:
             self._futures.add(future)
         future.add_done_callback(self._done)
 
-    def _run(self, key: str, assumed: Assumed, write: Callable[[], None]) -> None:
+    def _run(self, key: str, assumed: Assumed | None, write: Callable[[], None]) -> None:
         with self._lock:
             self._unsent -= 1
         try:
@@ -108,7 +127,9 @@ class InFlight:
             _log.exception("admission write raised", workload=key)
         finally:
             with self._lock:
-                if self._assumed.get(key) is assumed:
+                if assumed is None:
+                    self._reasons.discard(key)
+                elif self._assumed.get(key) is assumed:
                     del self._assumed[key]
 
     def _done(self, future: Future[None]) -> None:

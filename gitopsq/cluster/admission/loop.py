@@ -7,7 +7,8 @@ One pass, run whenever the watch cache changes (and at least every ``resync`` se
    Workloads are the source of truth for usage, so a restart loses nothing — settles ``now`` and writes what
    changed:
    evictions first, then, only in quota trees where nothing was evicted this pass, admissions (about a
-   second of the budget per pass); then the pending reasons of queue heads whose reason changed;
+   second of the budget per pass); then the pending reasons of queue heads whose reason changed — admissions and
+   reasons sent without waiting for their answers (inflight.py), evictions awaited;
 3. ClusterQueue and LocalQueue status (queue_status.py).
 Quota held by an evicted Workload is released only once its job has stopped (job_reconciler.py), and a preemptor is
 admitted in a later pass than its victims' eviction, so a crash anywhere can neither double-admit nor leak
@@ -50,16 +51,19 @@ def _finished(view: LiveWorkload) -> bool:
     return view.state == FINISHED
 
 
-def rest_after(elapsed: float, options: LoopOptions, fill: float = float("inf")) -> float:
+def rest_after(elapsed: float, options: LoopOptions, fill: float = float("inf"), cpu: float | None = None
+               ) -> float:
     """Seconds to wait before the next pass while work waits for tokens: until ``pass_interval`` after this pass
-    started, and after a slow pass ``pass_rest`` times as long as it took, shortened so that the Workload token
-    bucket, which fills in ``fill`` seconds, is not full before the next pass (as long as this one) ends — tokens
-    beyond the burst are lost, and with them admissions — but never below as long as the pass took. A thousand
+    started, and after a pass that used ``cpu`` seconds of the loop's thread (default: all of ``elapsed``)
+    ``pass_rest`` times that, shortened so that the Workload token bucket, which fills in ``fill`` seconds, is not
+    full before the next pass (as long as this one) ends — tokens beyond the burst are lost, and with them
+    admissions — but never below the pass's CPU, so the loop's thread is busy half the time at most. A thousand
     ClusterQueues make passes of about 0.3 s whose CPU hardly depends on how many they admit: resting twice as
-    long writes the same tokens in two thirds of the passes. A pass slowed down by a saturated API server (5–17 s
-    while Kueue's large-scale runner creates 50,000 Workloads) still backs off as long as it took: in the one
-    run without that, the runner's recorder fell behind on the saturated machine and dropped 26,611 events."""
-    rest = min(elapsed * options.pass_rest, max(fill - elapsed, elapsed))
+    long writes the same tokens in two thirds of the passes. The rest follows the CPU, not the duration: a pass
+    that waited 25 s for eviction writes on a saturated API server (Kueue's large-scale runner creating
+    50,000 Workloads) used 0.8 s of CPU; resting 25 s after it cost as many seconds of the run's wall time."""
+    used = elapsed if cpu is None else min(cpu, elapsed)
+    rest = min(used * options.pass_rest, max(fill - elapsed, used))
     return max(options.pass_interval - elapsed, rest, 0.0)
 
 
@@ -173,15 +177,15 @@ class AdmissionLoop:
                 started, cpu = time.monotonic(), time.thread_time()
                 if may_write():
                     self.once()
-                self.progress.passed(time.monotonic() - started, self.admission.admissions_written,
-                                     time.thread_time() - cpu)
+                cpu = time.thread_time() - cpu
+                self.progress.passed(time.monotonic() - started, self.admission.admissions_written, cpu)
                 if self.writer.writes_since_pass == 0 and not self.admission.backlog:
                     wait = min(self.options.resync, self.options.queue_status_interval) if self.queues.deferred \
                         else self.options.resync
                     self._wait_for_change(stop, wait)
                     time.sleep(0.02)  # let a burst of watch events land before the next pass
                 else:  # work waits for tokens: small frequent passes, not a busy loop
-                    stop.wait(rest_after(time.monotonic() - started, self.options, self._fill_seconds()))
+                    stop.wait(rest_after(time.monotonic() - started, self.options, self._fill_seconds(), cpu))
         finally:
             events = self.events
             _log.info("admission loop stopped", passes=self.passes, requests=dict(self.client.counts),

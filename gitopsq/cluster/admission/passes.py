@@ -199,11 +199,14 @@ class AdmissionPass:
         self._parallel([functools.partial(self._checks_ready, w, now) for w in live.values()
                         if w.state == ADMITTED and _checks_all_ready(w.raw) and not _admitted(w.raw)])
         # Pending reasons wait behind admissions (`pending_budget`); one not written now is, later, if still true.
-        pending = [functools.partial(self._pending, live[key], p.reason, p.message, now)
+        # Sent like admissions, not awaited; a Workload whose last write is still out gets none.
+        busy = self.inflight.busy()
+        pending = [(key, functools.partial(self._pending, live[key], p.reason, p.message, now))
                    for key, p in sorted(decisions.pending.items(), key=lambda kv: (live[kv[0]].created, kv[0]))
-                   if self._pending_due(live[key], p.reason, p.message, now)]
+                   if key not in busy and self._pending_due(live[key], p.reason, p.message, now)]
         budget = self.pending_budget(len(pending))
-        self._parallel(pending[:budget])
+        for key, write in pending[:budget]:
+            self.inflight.send_reason(key, write)
         self.backlog = len(pending) - min(len(pending), budget) + self.capped + len(self.inflight)
         if self.metrics is not None:  # every waiting workload's reason, for the pending-workloads gauges
             self.reasons, self.active, self.lq_active = pending_gauges(decisions, live, beyond, topology)

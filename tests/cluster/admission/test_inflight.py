@@ -127,3 +127,23 @@ def test_an_older_answer_does_not_forget_a_newer_send() -> None:
         second_gate.set()
         in_flight.close(5)
     assert in_flight.snapshot() == {}
+
+
+def test_a_reason_in_flight_makes_its_workload_busy_until_answered() -> None:
+    """A pending reason sent is not awaited; its Workload is `busy` (the pass sends it no second one) and holds
+    no quota (nothing is assumed) until the answer, and it counts as unsent while queued."""
+    in_flight = InFlight(1)
+    gate = threading.Event()
+    a = _view(_raw("a", "5"))
+    try:
+        in_flight.send(a, _admission(a), gate.wait)
+        in_flight.send_reason("ns/b", lambda: None)
+        assert in_flight.busy() == {"ns/a", "ns/b"}
+        assert set(in_flight.snapshot()) == {"ns/a"}
+        assert in_flight.unsent >= 1  # b waits behind a's write
+        gate.set()
+        assert in_flight.drain(5)
+        assert in_flight.busy() == set() and in_flight.unsent == 0
+    finally:
+        gate.set()
+        in_flight.close(5)
