@@ -13,9 +13,11 @@ cache and applies the admission from a goroutine; this does the same:
   write carries the resourceVersion it was computed from, so a stale decision is a 409, never an overwrite);
 - `unsent` counts writes queued and not yet holding a token: the pass sizes its batch by the tokens banked
   less those, so two passes do not spend the same tokens;
-- pending reasons go out the same way (`send_reason`), assumed nothing: a Workload with one in flight gets no
-  second until it is answered (`busy`). A pass that waited for them waited 25 s once, at the end of Kueue's
-  large-scale creation ramp, for a handful of reasons queued among a thousand creates.
+- evictions and pending reasons go out the same way (`send_write`), assumed nothing: an evicted Workload holds
+  its quota until the answer is in the cache (so a preemptor is admitted only in a pass after its victims'
+  evictions were answered), and a Workload with a write in flight gets no other until it is answered (`busy`).
+  Passes that waited for them took 11–25 s at the end of Kueue's large-scale creation ramp, for a few dozen
+  writes queued among a thousand creates.
 A crash loses only writes not yet answered: the API server is the truth the next leader starts from.
 """
 
@@ -73,7 +75,7 @@ class InFlight:
         self._lock = threading.Lock()
         self._assumed: dict[str, Assumed] = {}
         self._futures: set[Future[None]] = set()
-        self._reasons: set[str] = set()  # Workloads with a pending reason in flight
+        self._writes: set[str] = set()  # Workloads with an eviction or a pending reason in flight
         self._unsent = 0
 
     @property
@@ -88,7 +90,7 @@ class InFlight:
     def busy(self) -> set[str]:
         """The Workloads with any write in flight."""
         with self._lock:
-            return self._reasons | self._assumed.keys()
+            return self._writes | self._assumed.keys()
 
     def snapshot(self) -> dict[str, Assumed]:
         with self._lock:
@@ -104,10 +106,11 @@ class InFlight:
             self._assumed[w.key] = assumed
         self._submit(w.key, assumed, write)
 
-    def send_reason(self, key: str, write: Callable[[], None]) -> None:
-        """Run ``write`` (a pending reason of Workload ``key``) on the pool; `busy` names it until answered."""
+    def send_write(self, key: str, write: Callable[[], None]) -> None:
+        """Run ``write`` (an eviction or pending reason of Workload ``key``) on the pool, assuming nothing;
+        `busy` names ``key`` until it is answered."""
         with self._lock:
-            self._reasons.add(key)
+            self._writes.add(key)
         self._submit(key, None, write)
 
     def _submit(self, key: str, assumed: Assumed | None, write: Callable[[], None]) -> None:
@@ -128,7 +131,7 @@ class InFlight:
         finally:
             with self._lock:
                 if assumed is None:
-                    self._reasons.discard(key)
+                    self._writes.discard(key)
                 elif self._assumed.get(key) is assumed:
                     del self._assumed[key]
 

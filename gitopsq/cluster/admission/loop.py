@@ -7,11 +7,11 @@ One pass, run whenever the watch cache changes (and at least every ``resync`` se
    Workloads are the source of truth for usage, so a restart loses nothing — settles ``now`` and writes what
    changed:
    evictions first, then, only in quota trees where nothing was evicted this pass, admissions (about a
-   second of the budget per pass); then the pending reasons of queue heads whose reason changed — admissions and
-   reasons sent without waiting for their answers (inflight.py), evictions awaited;
+   second of the budget per pass); then the pending reasons of queue heads whose reason changed — all sent
+   without waiting for their answers (inflight.py);
 3. ClusterQueue and LocalQueue status (queue_status.py).
 Quota held by an evicted Workload is released only once its job has stopped (job_reconciler.py), and a preemptor is
-admitted in a later pass than its victims' eviction, so a crash anywhere can neither double-admit nor leak
+admitted in a pass after its victims' eviction was answered, so a crash anywhere can neither double-admit nor leak
 quota: the next pass recomputes from what the API server holds.
 """
 
@@ -51,19 +51,18 @@ def _finished(view: LiveWorkload) -> bool:
     return view.state == FINISHED
 
 
-def rest_after(elapsed: float, options: LoopOptions, fill: float = float("inf"), cpu: float | None = None
-               ) -> float:
+def rest_after(elapsed: float, options: LoopOptions, fill: float = float("inf")) -> float:
     """Seconds to wait before the next pass while work waits for tokens: until ``pass_interval`` after this pass
-    started, and after a pass that used ``cpu`` seconds of the loop's thread (default: all of ``elapsed``)
-    ``pass_rest`` times that, shortened so that the Workload token bucket, which fills in ``fill`` seconds, is not
-    full before the next pass (as long as this one) ends — tokens beyond the burst are lost, and with them
-    admissions — but never below the pass's CPU, so the loop's thread is busy half the time at most. A thousand
+    started, and after a slow pass ``pass_rest`` times as long as it took, shortened so that the Workload token
+    bucket, which fills in ``fill`` seconds, is not full before the next pass (as long as this one) ends — tokens
+    beyond the burst are lost, and with them admissions — but never below as long as the pass took. A thousand
     ClusterQueues make passes of about 0.3 s whose CPU hardly depends on how many they admit: resting twice as
-    long writes the same tokens in two thirds of the passes. The rest follows the CPU, not the duration: a pass
-    that waited 25 s for eviction writes on a saturated API server (Kueue's large-scale runner creating
-    50,000 Workloads) used 0.8 s of CPU; resting 25 s after it cost as many seconds of the run's wall time."""
-    used = elapsed if cpu is None else min(cpu, elapsed)
-    rest = min(used * options.pass_rest, max(fill - elapsed, used))
+    long writes the same tokens in two thirds of the passes. A pass awaits no write (inflight.py), so one that
+    took far longer than its CPU time waited for a saturated machine (2–3 s while Kueue's large-scale runner
+    creates 50,000 Workloads on two cores): it backs off as long as it took. The two runs that rested less then
+    (one with no back-off, one resting only twice the pass's CPU) had the runner's recorder fall behind and drop
+    a quarter and nearly all of its Workload events."""
+    rest = min(elapsed * options.pass_rest, max(fill - elapsed, elapsed))
     return max(options.pass_interval - elapsed, rest, 0.0)
 
 
@@ -177,15 +176,15 @@ class AdmissionLoop:
                 started, cpu = time.monotonic(), time.thread_time()
                 if may_write():
                     self.once()
-                cpu = time.thread_time() - cpu
-                self.progress.passed(time.monotonic() - started, self.admission.admissions_written, cpu)
+                self.progress.passed(time.monotonic() - started, self.admission.admissions_written,
+                                     time.thread_time() - cpu)
                 if self.writer.writes_since_pass == 0 and not self.admission.backlog:
                     wait = min(self.options.resync, self.options.queue_status_interval) if self.queues.deferred \
                         else self.options.resync
                     self._wait_for_change(stop, wait)
                     time.sleep(0.02)  # let a burst of watch events land before the next pass
                 else:  # work waits for tokens: small frequent passes, not a busy loop
-                    stop.wait(rest_after(time.monotonic() - started, self.options, self._fill_seconds(), cpu))
+                    stop.wait(rest_after(time.monotonic() - started, self.options, self._fill_seconds()))
         finally:
             events = self.events
             _log.info("admission loop stopped", passes=self.passes, requests=dict(self.client.counts),

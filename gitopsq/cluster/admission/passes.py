@@ -1,11 +1,11 @@
 """One admission pass (step 2 of the loop, loop.py): the admission core's decisions written back.
 
 The engine is rebuilt from the cache (admitted Workloads are the source of truth for usage: a restart loses
-nothing) with the admissions still in flight on top (inflight.py), and settles ``now``. Writes: evictions first,
-then, only in quota trees where nothing was evicted this pass, admissions in the engine's order, about a second of
-the request budget per pass (the rest is decided afresh next pass: late high-priority arrivals are not stuck
-behind a long batch), sent without waiting for their answers; then the pending reasons of queue heads whose
-reason changed, from tokens admissions leave. The pass also evicts deactivated Workloads and those past
+nothing) with the admissions still in flight on top (inflight.py), and settles ``now``. Writes, none awaited:
+evictions first, then, only in quota trees where nothing was evicted this pass, admissions in the engine's order,
+about a second of the request budget per pass (the rest is decided afresh next pass: late high-priority arrivals
+are not stuck behind a long batch); then the pending reasons of queue heads whose reason changed, from tokens
+admissions leave. The pass also evicts deactivated Workloads and those past
 their maximum execution time (lifecycle.py) or not ready in time, and requeues the ones whose backoff is over or
 that were reactivated (pods_ready.py); backing-off Workloads never reach the engine.
 """
@@ -167,18 +167,20 @@ class AdmissionPass:
         decisions.evict.update(checked.evict)
         decisions.evict.update(life.evict)
         decisions.evict.update(late.evict)
-        for key in sending.intersection(decisions.evict):  # decided again once the admission is answered
+        busy = sending | self.inflight.busy()  # decided again once their writes are answered
+        for key in busy.intersection(decisions.evict):
             del decisions.evict[key]
         for key, deactivate in sorted((life.deactivate | late.deactivate).items()):
-            if key not in sending:
+            if key not in busy:
                 self._deactivate(live[key], deactivate, now)
         for key, deactivate in sorted(checked.deactivate.items()):
-            if key not in life.deactivate and key not in life.evict and key not in sending:
+            if key not in life.deactivate and key not in life.evict and key not in busy:
                 self._deactivate(live[key], deactivate, now, event_reason="AdmissionCheckRejected")
-        for key, eviction in sorted(decisions.evict.items()):
-            self._evict(live[key], eviction.kind, eviction.reason, eviction.message, now,
-                        requeue_state=eviction.requeue_state)
-        if decisions.evict:
+        for key, eviction in sorted(decisions.evict.items()):  # not awaited; their quota is held until answered
+            self.inflight.send_write(key, functools.partial(self._evict, live[key], eviction.kind, eviction.reason,
+                                                            eviction.message, now, eviction.requeue_state))
+        if decisions.evict and self.fault.armed("after-preempt"):
+            self.inflight.drain()
             self.fault("after-preempt")
         # In the engine's order (round-robin over ClusterQueues, priority within each) and about a second of
         # the budget per pass: the rest is decided again next pass, with whatever arrived meanwhile.
@@ -198,15 +200,14 @@ class AdmissionPass:
             self.inflight.send(w, status, admit)
         self._parallel([functools.partial(self._checks_ready, w, now) for w in live.values()
                         if w.state == ADMITTED and _checks_all_ready(w.raw) and not _admitted(w.raw)])
-        # Pending reasons wait behind admissions (`pending_budget`); one not written now is, later, if still true.
-        # Sent like admissions, not awaited; a Workload whose last write is still out gets none.
-        busy = self.inflight.busy()
+        # Pending reasons wait behind admissions (`pending_budget`), sent like them; one not written now (or while
+        # its Workload's last write is out) is, later, if still true.
         pending = [(key, functools.partial(self._pending, live[key], p.reason, p.message, now))
                    for key, p in sorted(decisions.pending.items(), key=lambda kv: (live[kv[0]].created, kv[0]))
                    if key not in busy and self._pending_due(live[key], p.reason, p.message, now)]
         budget = self.pending_budget(len(pending))
         for key, write in pending[:budget]:
-            self.inflight.send_reason(key, write)
+            self.inflight.send_write(key, write)
         self.backlog = len(pending) - min(len(pending), budget) + self.capped + len(self.inflight)
         if self.metrics is not None:  # every waiting workload's reason, for the pending-workloads gauges
             self.reasons, self.active, self.lq_active = pending_gauges(decisions, live, beyond, topology)

@@ -72,3 +72,52 @@ def test_a_pass_sends_admissions_without_waiting_and_the_next_counts_their_quota
         loop.queues.close()
         loop.cache.stop()
         api.close()
+
+
+def test_an_eviction_in_flight_holds_its_quota_until_answered(kueue_clean: Envtest) -> None:
+    """A 1-cpu ClusterQueue holds a low-priority Job; an urgent one preempts it. The eviction's write is held
+    back: passes go on without waiting, send no second eviction and do not admit the preemptor (the victim
+    holds its quota until the answer is in the cache). Released, the victim is evicted and the preemptor
+    admitted."""
+    env = kueue_clean
+    ns = env.new_namespace("inflight-evict")
+    apply(env, queue_setup(ns, "inflight-evict-cq", cpu="1", priority_classes={"urgent": 1000},
+                           preemption="LowerPriority"))
+    api = env.api_client()
+    loop = AdmissionLoop(api, FAST)
+    gate = threading.Event()
+    evictions: list[str] = []
+    write = loop.writer.workload_status
+
+    def held(raw: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]:
+        if any(c.get("type") == "Evicted" and c.get("status") == "True" for c in status.get("conditions") or ()):
+            evictions.append(raw["metadata"]["name"])
+            gate.wait(30)
+        return write(raw, status)
+
+    loop.writer.workload_status = held  # type: ignore[method-assign]
+    loop.cache.start()
+    try:
+        assert loop.cache.wait_synced(30)
+        create_job(env, job_manifest(ns, "low", "queue", {"cpu": "1"}))
+        wait_for("low admitted", lambda: admitted(env, ns, "low") or loop.once())
+        create_job(env, job_manifest(ns, "urgent", "queue", {"cpu": "1"}, labels={
+            "kueue.x-k8s.io/priority-class": "urgent"}))
+        wait_for("an eviction sent", lambda: evictions or loop.once())
+        started = time.monotonic()
+        for _ in range(5):
+            loop.once()
+            time.sleep(0.05)
+        assert time.monotonic() - started < 5, "passes waited for the held eviction"
+        assert len(evictions) == 1, evictions
+        assert admitted(env, ns, "low") and not admitted(env, ns, "urgent")
+        gate.set()
+        wait_for("urgent admitted after the eviction landed", lambda: admitted(env, ns, "urgent") or loop.once(),
+                 timeout=30)
+        assert cond(workload_of(env, ns, "low"), "Evicted")["status"] == "True"  # type: ignore[index]
+    finally:
+        gate.set()
+        loop.admission.close()
+        loop.queues.close()
+        loop.cache.stop()
+        api.close()

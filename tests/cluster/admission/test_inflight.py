@@ -137,7 +137,7 @@ def test_a_reason_in_flight_makes_its_workload_busy_until_answered() -> None:
     a = _view(_raw("a", "5"))
     try:
         in_flight.send(a, _admission(a), gate.wait)
-        in_flight.send_reason("ns/b", lambda: None)
+        in_flight.send_write("ns/b", lambda: None)
         assert in_flight.busy() == {"ns/a", "ns/b"}
         assert set(in_flight.snapshot()) == {"ns/a"}
         assert in_flight.unsent >= 1  # b waits behind a's write
