@@ -7,11 +7,10 @@ One pass, run whenever the watch cache changes (and at least every ``resync`` se
    Workloads are the source of truth for usage, so a restart loses nothing — settles ``now`` and writes what
    changed:
    evictions first, then, only in quota trees where nothing was evicted this pass, admissions (about a
-   second of the budget per pass); then the pending reasons of queue heads whose reason changed — all sent
-   without waiting for their answers (inflight.py);
+   second of the budget per pass); then the pending reasons of queue heads whose reason changed;
 3. ClusterQueue and LocalQueue status (queue_status.py).
 Quota held by an evicted Workload is released only once its job has stopped (job_reconciler.py), and a preemptor is
-admitted in a pass after its victims' eviction was answered, so a crash anywhere can neither double-admit nor leak
+admitted in a later pass than its victims' eviction, so a crash anywhere can neither double-admit nor leak
 quota: the next pass recomputes from what the API server holds.
 """
 
@@ -57,11 +56,9 @@ def rest_after(elapsed: float, options: LoopOptions, fill: float = float("inf"))
     bucket, which fills in ``fill`` seconds, is not full before the next pass (as long as this one) ends — tokens
     beyond the burst are lost, and with them admissions — but never below as long as the pass took. A thousand
     ClusterQueues make passes of about 0.3 s whose CPU hardly depends on how many they admit: resting twice as
-    long writes the same tokens in two thirds of the passes. A pass awaits no write (inflight.py), so one that
-    took far longer than its CPU time waited for a saturated machine (2–3 s while Kueue's large-scale runner
-    creates 50,000 Workloads on two cores): it backs off as long as it took. The two runs that rested less then
-    (one with no back-off, one resting only twice the pass's CPU) had the runner's recorder fall behind and drop
-    a quarter and nearly all of its Workload events."""
+    long writes the same tokens in two thirds of the passes. A pass slowed down by a saturated API server (5–17 s
+    while Kueue's large-scale runner creates 50,000 Workloads) still backs off as long as it took: in the one
+    run without that, the runner's recorder fell behind on the saturated machine and dropped 26,611 events."""
     rest = min(elapsed * options.pass_rest, max(fill - elapsed, elapsed))
     return max(options.pass_interval - elapsed, rest, 0.0)
 
@@ -190,7 +187,6 @@ class AdmissionLoop:
             _log.info("admission loop stopped", passes=self.passes, requests=dict(self.client.counts),
                         by_kind=dict(self.client.by_kind), throttled_seconds=round(self.client.waited, 1),
                         events_sent=events.sent if events else 0, events_dropped=events.dropped if events else 0)
-            self.admission.close()
             self.queues.close()
             self.cache.stop()
             if self.events is not None:

@@ -57,8 +57,7 @@ class LoopOptions:
     queue_status_interval: float = 2.0  # a ClusterQueue's status, at most this often (turning idle/busy: at once)
     queue_status_workers: int = 4  # queue status writes go out on their own pool; passes do not wait for them
     local_queue_status_interval: float = 5.0  # a LocalQueue's status, at most this often
-    write_workers: int = 16  # concurrent status writes within a pass (evictions, reasons, requeues)
-    admission_senders: int = 0  # admission writes in flight at most, not awaited by the pass; 0: the burst
+    write_workers: int = 16  # concurrent status writes within a pass
     queue_status_share: float = 1.0  # fraction of qps that queue status writes may use (their own kinds' buckets)
     pending_heads: int = 1  # per ClusterQueue, how many pending workloads (in queue order) get their reason written
     admissions_per_pass: int = 0  # admission writes per pass at most; 0: the Workload client's burst

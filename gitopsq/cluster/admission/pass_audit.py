@@ -3,10 +3,9 @@
 Each decision the pass writes to the API server (admitted, preempted, evicted; finished when it sees one) is
 handed to the audit sink with ``submit`` — about a microsecond, no fsync — right after its write succeeded,
 from whichever write thread made it. At the end of the pass one ``wait_durable`` covers every record the pass
-submitted: a pass of fifty admissions costs one WAL fsync instead of fifty. Admissions are answered after their
-pass (inflight.py): those are covered by the next pass's wait, and at shutdown by the loop's last, after the
-writes in flight. (As with one fsync per record, a process killed between an API write and the fsync loses that
-write's record: the window is up to a pass instead of one call.)
+submitted: a pass of fifty admissions costs one WAL fsync instead of fifty, and no decision of a finished pass
+is left un-durable. (As with one fsync per record, a process killed between an API write and the fsync loses
+that write's record: the window is the rest of the pass instead of one call.)
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """One admission pass (step 2 of the loop, loop.py): the admission core's decisions written back.
 
 The engine is rebuilt from the cache (admitted Workloads are the source of truth for usage: a restart loses
-nothing) with the admissions still in flight on top (inflight.py), and settles ``now``. Writes, none awaited:
-evictions first, then, only in quota trees where nothing was evicted this pass, admissions in the engine's order,
-about a second of the request budget per pass (the rest is decided afresh next pass: late high-priority arrivals
-are not stuck behind a long batch); then the pending reasons of queue heads whose reason changed, from tokens
-admissions leave. The pass also evicts deactivated Workloads and those past
+nothing) and settles ``now``. Writes: evictions first, then, only in quota trees where nothing was evicted this
+pass, admissions in the engine's order, about a second of the request budget per pass (the rest is decided afresh
+next pass: late high-priority arrivals are not stuck behind a long batch); then the pending reasons of queue heads
+whose reason changed, from tokens admissions leave. The pass also evicts deactivated Workloads and those past
 their maximum execution time (lifecycle.py) or not ready in time, and requeues the ones whose backoff is over or
 that were reactivated (pods_ready.py); backing-off Workloads never reach the engine.
 """
@@ -22,7 +21,6 @@ from gitopsq import logs
 from gitopsq.admission.topology import Topology
 from gitopsq.cluster.admission import checks as admission_checks
 from gitopsq.cluster.admission.decisions import MIN_WINDOW, Decisions, decide, next_window, window_floor
-from gitopsq.cluster.admission.inflight import InFlight, overlay
 from gitopsq.cluster.admission.integrations import INTEGRATIONS
 from gitopsq.cluster.admission.lifecycle import DEACTIVATION_TARGET, Deactivate, lifecycle, reactivated
 from gitopsq.cluster.admission.live_workload import (
@@ -40,7 +38,13 @@ from gitopsq.cluster.admission.pass_metrics import ReadyWatch, pending_gauges, q
 from gitopsq.cluster.admission.pods_ready import TIMEOUT_REASON, block_admissions, queue_view, timeouts
 from gitopsq.cluster.admission.ports import AdmissionMetrics, DecisionSink, WatchCache, WorkloadWriter
 from gitopsq.cluster.admission.rate_limited import TokenBucket
-from gitopsq.cluster.admission.workload_status import Flavors, condition, reserved_status, set_condition
+from gitopsq.cluster.admission.workload_status import (
+    Flavors,
+    admission_status,
+    condition,
+    iso,
+    set_condition,
+)
 from gitopsq.cluster.admission.writer import workload_path
 from gitopsq.cluster.kinds import BY_PLURAL, TOPOLOGY
 from gitopsq.cluster.kube import ClusterConflict, ClusterNotFound
@@ -95,7 +99,6 @@ class AdmissionPass:
         share = max(1.0, options.qps * options.pending_share)
         self._pending_bucket = TokenBucket(share, max(1, int(options.qps)))
         self._pool = ThreadPoolExecutor(max_workers=options.write_workers, thread_name_prefix="admission-write")
-        self.inflight = InFlight(options.admission_senders or options.burst)
 
     def reconfigure(self, options: LoopOptions) -> None:
         """New engine settings (gitopsq.yaml's ``admission`` block): the topology is rebuilt with them."""
@@ -135,12 +138,10 @@ class AdmissionPass:
         # of identical waiting Workloads (decide's window, precomputed); with metrics to feed, also how many of
         # each group wait beyond it. A cache built without an index (unit tests) is read whole.
         metered = self.metrics is not None
-        assumed = self.inflight.snapshot()  # before the cache is read: an answer lands in one or the other
         live, beyond = self.cache.indexed("workloads", lambda ix: (ix.window(window), ix.beyond(window) if metered
                                                                    else {})) or (None, {})
         if live is None:
             live = {w.key: w for w in self.cache.live_views("workloads", read_workload) if w is not None}
-        sending = overlay(live, assumed)  # admitted as far as this pass knows; nothing else is written to them
         for key in self._running.difference(live):  # finished since the last pass: before what its quota allows
             raw = self.cache.get("workloads", key)
             w = read_workload(raw) if raw is not None else None
@@ -167,20 +168,15 @@ class AdmissionPass:
         decisions.evict.update(checked.evict)
         decisions.evict.update(life.evict)
         decisions.evict.update(late.evict)
-        busy = sending | self.inflight.busy()  # decided again once their writes are answered
-        for key in busy.intersection(decisions.evict):
-            del decisions.evict[key]
         for key, deactivate in sorted((life.deactivate | late.deactivate).items()):
-            if key not in busy:
-                self._deactivate(live[key], deactivate, now)
+            self._deactivate(live[key], deactivate, now)
         for key, deactivate in sorted(checked.deactivate.items()):
-            if key not in life.deactivate and key not in life.evict and key not in busy:
+            if key not in life.deactivate and key not in life.evict:
                 self._deactivate(live[key], deactivate, now, event_reason="AdmissionCheckRejected")
-        for key, eviction in sorted(decisions.evict.items()):  # not awaited; their quota is held until answered
-            self.inflight.send_write(key, functools.partial(self._evict, live[key], eviction.kind, eviction.reason,
-                                                            eviction.message, now, eviction.requeue_state))
-        if decisions.evict and self.fault.armed("after-preempt"):
-            self.inflight.drain()
+        for key, eviction in sorted(decisions.evict.items()):
+            self._evict(live[key], eviction.kind, eviction.reason, eviction.message, now,
+                        requeue_state=eviction.requeue_state)
+        if decisions.evict:
             self.fault("after-preempt")
         # In the engine's order (round-robin over ClusterQueues, priority within each) and about a second of
         # the budget per pass: the rest is decided again next pass, with whatever arrived meanwhile.
@@ -189,26 +185,22 @@ class AdmissionPass:
         self._window = next_window(window, [live[key] for key in decisions.admit], decisions.groups)
         self._window_floor = window_floor(decisions.groups)
         self.admissions_written += len(chosen)
-        for i, (key, a) in enumerate(chosen):
-            w = live[key]
-            pod_sets = with_counts(w.pod_sets, a.counts) if a.counts else w.pod_sets  # partial admission: as admitted
-            status = reserved_status(w.raw, a.cluster_queue, pod_sets, a.flavors, a.checks, now)
-            admit = functools.partial(self._admit, w, status, a.cluster_queue, a.flavors, a.checks, now)
-            if i == 0 and self.fault.armed("after-reserve"):
-                admit()
-                self.fault("after-reserve")
-            self.inflight.send(w, status, admit)
+        admissions = [functools.partial(self._admit, live[key], a.cluster_queue, a.flavors, a.checks, now,
+                                        a.counts)
+                      for key, a in chosen]
+        if self.fault.armed("after-reserve") and admissions:
+            admissions[0]()
+            self.fault("after-reserve")
+        self._parallel(admissions)
         self._parallel([functools.partial(self._checks_ready, w, now) for w in live.values()
                         if w.state == ADMITTED and _checks_all_ready(w.raw) and not _admitted(w.raw)])
-        # Pending reasons wait behind admissions (`pending_budget`), sent like them; one not written now (or while
-        # its Workload's last write is out) is, later, if still true.
-        pending = [(key, functools.partial(self._pending, live[key], p.reason, p.message, now))
+        # Pending reasons wait behind admissions (`pending_budget`); one not written now is, later, if still true.
+        pending = [functools.partial(self._pending, live[key], p.reason, p.message, now)
                    for key, p in sorted(decisions.pending.items(), key=lambda kv: (live[kv[0]].created, kv[0]))
-                   if key not in busy and self._pending_due(live[key], p.reason, p.message, now)]
+                   if self._pending_due(live[key], p.reason, p.message, now)]
         budget = self.pending_budget(len(pending))
-        for key, write in pending[:budget]:
-            self.inflight.send_write(key, write)
-        self.backlog = len(pending) - min(len(pending), budget) + self.capped + len(self.inflight)
+        self._parallel(pending[:budget])
+        self.backlog = len(pending) - min(len(pending), budget) + self.capped
         if self.metrics is not None:  # every waiting workload's reason, for the pending-workloads gauges
             self.reasons, self.active, self.lq_active = pending_gauges(decisions, live, beyond, topology)
             self.shares = (decisions.shares, decisions.cohort_shares) if topology.settings.fair_sharing else None
@@ -249,14 +241,7 @@ class AdmissionPass:
             most = max(1, int(min(ceiling, max(qps, (1 + self.options.pass_rest) * qps * self.pass_seconds))))
         if bucket is None:
             return most
-        unsent = self.inflight.unsent  # queued admissions take their tokens when sent
-        return max(0 if unsent else 1, min(most, int(bucket.level()) - unsent))
-
-    def close(self, timeout: float = 10.0) -> None:
-        """Wait for the admissions in flight (their audit records made durable), then stop the write pools."""
-        self.inflight.close(timeout)
-        self.audit.durable()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        return max(1, min(most, int(bucket.level())))
 
     def _parallel(self, calls: Sequence[Callable[[], None]]) -> None:
         """Run independent status writes concurrently; the client's token bucket still bounds the rate."""
@@ -267,7 +252,7 @@ class AdmissionPass:
         for future in [self._pool.submit(call) for call in calls]:
             future.result()
 
-    def _write(self, w: LiveWorkload, status: Mapping[str, Any]) -> bool:
+    def _write(self, w: LiveWorkload, status: dict[str, Any]) -> bool:
         try:
             self.writer.workload_status(w.raw, status)
             return True
@@ -340,9 +325,23 @@ class AdmissionPass:
             if self.metrics is not None:
                 self.metrics.evicted(w, kind, reason, message)
 
-    def _admit(self, w: LiveWorkload, status: Mapping[str, Any], cq: str, flavors: Flavors,  # noqa: PLR0917
-               checks: tuple[str, ...], now: float) -> None:
-        """Write one admission (`reserved_status`), then its event, audit record and metrics."""
+    def _admit(self, w: LiveWorkload, cq: str, flavors: Flavors, checks: tuple[str, ...], now: float,  # noqa: PLR0917
+               counts: Mapping[str, int] | None = None) -> None:
+        conds = self._conditions(w)
+        pod_sets = with_counts(w.pod_sets, counts) if counts else w.pod_sets  # partial admission: as admitted
+        status: dict[str, Any] = {"admission": admission_status(cq, pod_sets, flavors), "conditions": conds}
+        set_condition(conds, "QuotaReserved", "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cq}", now)
+        for kind in ("Evicted", "Preempted"):
+            old = condition(w.raw, kind)
+            if old is not None and old.get("status") == "True":
+                set_condition(conds, kind, "False", "QuotaReserved", f"Previously: {old.get('message', '')}", now)
+        if checks:
+            status["admissionChecks"] = [{"name": c, "state": "Pending", "message": "",
+                                          "lastTransitionTime": iso(now)} for c in checks]
+            set_condition(conds, "Admitted", "False", "UnsatisfiedAdmissionChecks",
+                          "The workload has not all checks ready", now)
+        else:
+            set_condition(conds, "Admitted", "True", "Admitted", "The workload is admitted", now)
         if not self._write(w, status):
             return
         milestones = {"created": w.created, "quotaReserved": now} | ({} if checks else {"admitted": now})

@@ -84,8 +84,7 @@ class Client:
     def __init__(self, api_client: k8s_client.ApiClient, *, qps: float = 50.0, burst: int = 100,
                  backoff: Backoff | None = None, per_kind: bool = True) -> None:
         configuration = copy.copy(api_client.configuration)
-        # ten long-lived watches, the write pools, the event sender, and up to a burst of admissions in flight
-        configuration.connection_pool_maxsize = 48 + burst
+        configuration.connection_pool_maxsize = 48  # ten long-lived watches, the write pools, the event sender
         api_client = k8s_client.ApiClient(configuration)
         self.api_client = api_client
         self.rest = KubeRest(api_client, backoff=backoff or Backoff(deadline=30.0))

@@ -63,26 +63,3 @@ def admission_status(cluster_queue: str, pod_sets: tuple[m.PodSet, ...], flavors
         {"name": ps.name, "flavors": dict(flavors.get(ps.name, {})),
          "resourceUsage": {r: str(q) for r, q in sorted(usage[ps.name].items())}, "count": ps.count}
         for ps in pod_sets]}
-
-
-def reserved_status(raw: Mapping[str, Any], cluster_queue: str, pod_sets: tuple[m.PodSet, ...], flavors: Flavors,  # noqa: PLR0917
-                    checks: tuple[str, ...], now: float) -> dict[str, Any]:
-    """The status patch that reserves quota for ``raw`` in ``cluster_queue`` (Kueue): ``status.admission``,
-    QuotaReserved, an earlier eviction or preemption turned False, and Admitted — at once without admission
-    checks, else once every check in ``checks`` (written Pending here) is Ready."""
-    conds = [dict(c) for c in (raw.get("status") or {}).get("conditions") or ()]
-    status: dict[str, Any] = {"admission": admission_status(cluster_queue, pod_sets, flavors), "conditions": conds}
-    set_condition(conds, "QuotaReserved", "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cluster_queue}",
-                  now)
-    for kind in ("Evicted", "Preempted"):
-        old = condition(raw, kind)
-        if old is not None and old.get("status") == "True":
-            set_condition(conds, kind, "False", "QuotaReserved", f"Previously: {old.get('message', '')}", now)
-    if checks:
-        status["admissionChecks"] = [{"name": c, "state": "Pending", "message": "", "lastTransitionTime": iso(now)}
-                                     for c in checks]
-        set_condition(conds, "Admitted", "False", "UnsatisfiedAdmissionChecks",
-                      "The workload has not all checks ready", now)
-    else:
-        set_condition(conds, "Admitted", "True", "Admitted", "The workload is admitted", now)
-    return status

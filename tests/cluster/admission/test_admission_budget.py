@@ -302,7 +302,7 @@ def test_the_window_keeps_the_engine_within_its_budget(window: int, admitted: li
     pytest.param(0.3, {}, 2.0, 0.6, id="a slow pass (a thousand queues): rests twice as long, a third of the CPU"),
     pytest.param(0.2, {}, 0.5, 0.3, id="... but not past the moment the next pass would end with a full bucket"),
     pytest.param(0.3, {}, 0.5, 0.3, id="... nor below as long as the pass took"),
-    pytest.param(8.0, {}, 2.0, 8.0, id="a pass slowed by a saturated machine backs off as long as it took"),
+    pytest.param(8.0, {}, 2.0, 8.0, id="a pass slowed by a saturated API server backs off as long as it took"),
     pytest.param(0.02, {}, 0.0, 0.08, id="a full bucket still waits the interval: no busy loop"),
     pytest.param(0.35, {"pass_rest": 0.0}, 2.0, 0.0, id="pass_rest 0: back to back"),
     pytest.param(2.0, {"pass_rest": 0.5}, float("inf"), 1.0, id="no bucket: pass_rest alone"),
