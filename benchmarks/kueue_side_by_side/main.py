@@ -117,7 +117,7 @@ def create_namespace(kubeconfig: Path, name: str) -> None:
 
 
 def run_one(name: str, binaries: kueuebuild.KueueBinaries, minimalkueue: Path, generator: Path, *, rate: int,
-            timeout_min: int, work: Path) -> RunFigures:
+            timeout_min: int, work: Path, crds: str = "own") -> RunFigures:
     label = {"kueue": f"Kueue {binaries.version} (minimalkueue)",
              "gitopsq": "gitopsq controller --admission-only"}[name]
     figures = RunFigures(label)
@@ -126,10 +126,11 @@ def run_one(name: str, binaries: kueuebuild.KueueBinaries, minimalkueue: Path, g
     out.mkdir(parents=True)
     rig = Rig.start(prepare(log=False), work / f"rig-{name}")
     try:
-        if name == "kueue":
+        if name == "kueue" or crds == "kueue":
             install_kueue_crds(rig.kubeconfig, binaries.crd_dir)
         else:
             install_gitopsq_crds(rig.kubeconfig)
+        if name == "gitopsq":
             create_namespace(rig.kubeconfig, CONTROLLER_NAMESPACE)
         apiserver = rig.state.apiserver_pid
         api_before = cpu_seconds(apiserver)
@@ -219,6 +220,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=int, default=50,
                         help="both controllers' client: requests/s (burst twice that); 50 is minimalkueue's")
     parser.add_argument("--only", choices=["kueue", "gitopsq"], action="append")
+    parser.add_argument("--crds", choices=["own", "kueue"], default="own",
+                        help="own: each controller on its own CRDs (what ships); kueue: both on Kueue's, to tell how "
+                             "much of the API server's CPU is the schema (Kueue's Workload schema validates every "
+                             "pod template, gitopsq's keeps templates free-form)")
     parser.add_argument("--keep", type=Path, help="keep the runners' output (summary, CSVs, logs) here")
     args = parser.parse_args(argv)
     binaries = kueuebuild.prepare()
@@ -241,7 +246,7 @@ def _compare(config: str, args: argparse.Namespace, binaries: kueuebuild.KueueBi
         for name in args.only or ["kueue", "gitopsq"]:
             sys.stderr.write(f"kueue-side-by-side: {name}: {total} workloads ({config}, scale {args.scale:g})\n")
             figures = run_one(name, binaries, minimalkueue, generator, rate=args.rate, timeout_min=timeout_min,
-                              work=work / datetime.datetime.now().strftime("%H%M%S"))
+                              work=work / datetime.datetime.now().strftime("%H%M%S"), crds=args.crds)
             sys.stderr.write(f"kueue-side-by-side: {name}: done in {figures.wall_s:.0f} s {figures.note}\n")
             # This run's column at once: a comparison stopped half way still leaves the figures of the first.
             sys.stderr.write(table([figures], sorted(figures.admission_ms)) + "\n")
@@ -252,7 +257,8 @@ def _compare(config: str, args: argparse.Namespace, binaries: kueuebuild.KueueBi
     cpu = _cpu_model()
     print(f"Kueue scheduler benchmark, config {config}, scale {args.scale:g} ({total} workloads); "
           f"{now}; {os.cpu_count()} cores ({cpu}), {platform.system()} {platform.release()}; "
-          f"controllers at {args.rate} requests/s, burst {2 * args.rate}")
+          f"controllers at {args.rate} requests/s, burst {2 * args.rate}; CRDs: "
+          + ("each controller's own" if args.crds == "own" else "Kueue's, for both"))
     print()
     print(table(runs, classes))
     for r in runs:
