@@ -254,6 +254,28 @@ def test_invalid_workloads_are_rejected(kueue_clean: Envtest, change: dict[str, 
     assert message in str(refused.value) + " ".join(refused.value.causes)
 
 
+@pytest.mark.parametrize(("condition", "message"), [
+    pytest.param({"reason": "Preempted by a higher priority"}, "conditions[0].reason in body should match",
+                 id="reason-with-spaces"),
+    pytest.param({"reason": ""}, "conditions[0].reason in body should be at least 1 chars long", id="empty-reason"),
+    pytest.param({"type": "Quota Reserved"}, "conditions[0].type in body should match", id="type-with-space"),
+])  # fmt: skip
+def test_condition_shapes_kueue_refuses_are_refused(kueue_clean: Envtest, condition: dict[str, str],
+                                                    message: str) -> None:
+    """Status conditions follow metav1.Condition's validation, as Kueue's CRDs do: a reason or type another
+    controller writes that Kueue's API server would refuse is refused here too (tests/cluster/admission/
+    test_upstream_crds.py runs the loop's own writes against Kueue's CRDs)."""
+    namespace = kueue_clean.new_namespace("cond")
+    _kubectl_apply(kueue_clean, SAMPLE.replace("NS", namespace))
+    written = {"type": "Evicted", "status": "True", "reason": "Preempted", "message": "m",
+               "lastTransitionTime": "2026-01-01T00:00:00Z", **condition}
+    with kueue_clean.api_client() as api, pytest.raises(client.ApiException) as refused:
+        client.CustomObjectsApi(api).patch_namespaced_custom_object_status(
+            GROUP, VERSION, namespace, "workloads", "job-1", {"status": {"conditions": [written]}})
+    assert refused.value.status == 422
+    assert message in str(refused.value.body)
+
+
 def test_local_queue_cluster_queue_is_immutable(kueue_clean: Envtest) -> None:
     """A LocalQueue cannot be re-pointed at another ClusterQueue, as in Kueue."""
     namespace = kueue_clean.new_namespace("lq")
