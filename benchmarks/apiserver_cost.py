@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -39,9 +38,9 @@ import kueuebuild  # noqa: E402
 from envtestrig import Rig, prepare  # noqa: E402
 from kubernetes import client as k8s  # noqa: E402
 from kubernetes import watch  # noqa: E402
+from kueue_side_by_side.main import install_gitopsq_crds, install_kueue_crds  # noqa: E402
 from kueue_side_by_side.measure import cpu_seconds  # noqa: E402
 
-from gitopsq.cluster.crds import install_crds  # noqa: E402
 from gitopsq.cluster.kinds import KUEUE_GROUP, KUEUE_VERSION  # noqa: E402
 from gitopsq.cluster.kube import load_api_client  # noqa: E402
 
@@ -68,18 +67,6 @@ class Sender:
         response.read()
         if response.status >= 300:
             raise RuntimeError(f"{method} {path}: {response.status} {response.data[:300]!r}")
-
-
-def install(rig: Rig, crds: str) -> None:
-    if crds == "kueue":
-        kubectl = ["kubectl", "--kubeconfig", str(rig.kubeconfig)]
-        subprocess.run([*kubectl, "apply", "--server-side", "-f", str(kueuebuild.crd_dir())], check=True,
-                       capture_output=True)
-        subprocess.run([*kubectl, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"],
-                       check=True, capture_output=True)
-    else:
-        with load_api_client(str(rig.kubeconfig)) as api:
-            install_crds(api)
 
 
 def queues(s: Sender, core: k8s.CoreV1Api) -> None:
@@ -179,7 +166,10 @@ def measure(crds: str, requests: int) -> list[tuple[str, float, float]]:
         rig = Rig.start(prepare(log=False), Path(tmp) / "rig")
         stop = threading.Event()
         try:
-            install(rig, crds)
+            if crds == "kueue":
+                install_kueue_crds(rig.kubeconfig, kueuebuild.crd_dir())
+            else:
+                install_gitopsq_crds(rig.kubeconfig)
             with load_api_client(str(rig.kubeconfig)) as api:
                 api.configuration.connection_pool_maxsize = 16
                 core = k8s.CoreV1Api(api)
