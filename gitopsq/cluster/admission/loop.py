@@ -105,7 +105,8 @@ class AdmissionLoop:
                  metrics: AdmissionMetrics | None = None, audit: DecisionSink | None = None,
                  fault: FaultPoint = NO_FAULT) -> None:
         self.options = options or LoopOptions()
-        self.client = Client(api_client, qps=self.options.qps, burst=self.options.burst)
+        self.client = Client(api_client, qps=self.options.qps, burst=self.options.burst,
+                             connections=self.options.connections())
         self.cache = Cache(self.client, views={"workloads": read_workload}, retire={"workloads": _finished},
                            indexes={"workloads": WorkloadIndex()})
         events = EventRecorder(self.client) if self.options.events else None
@@ -119,10 +120,13 @@ class AdmissionLoop:
         self.jobs = JobReconciler(self.cache, self.writer, now=time.time, fault=fault, integrations=(),
                                   pods_ready=self.options.wait_for_pods_ready, pods_left=self._pods_left)
         share = max(1.0, self.options.qps * self.options.queue_status_share)
+        refresh = max(1.0, self.options.qps * min(self.options.queue_status_share,
+                                                  self.options.queue_status_refresh_share))
         self.queues = QueueStatusWriter(self.cache, self.writer, min_interval=self.options.queue_status_interval,
                                         local_interval=self.options.local_queue_status_interval,
                                         workers=self.options.queue_status_workers,
-                                        bucket=TokenBucket(share, max(2, int(share * 2))))
+                                        bucket=TokenBucket(share, max(2, int(share * 2))),
+                                        refresh=TokenBucket(refresh, max(2, int(refresh * 2))))
         self.admission = AdmissionPass(self.cache, self.writer, self.options, metrics, audit=audit, fault=fault)
         self.passes = 0
         self.synced = threading.Event()

@@ -98,7 +98,7 @@ class AdmissionPass:
         self._window_floor = MIN_WINDOW  # at least that many (`window_floor`: fewer when groups are many)
         share = max(1.0, options.qps * options.pending_share)
         self._pending_bucket = TokenBucket(share, max(1, int(options.qps)))
-        self._pool = ThreadPoolExecutor(max_workers=options.write_workers, thread_name_prefix="admission-write")
+        self._pool = ThreadPoolExecutor(max_workers=options.writers(), thread_name_prefix="admission-write")
 
     def reconfigure(self, options: LoopOptions) -> None:
         """New engine settings (gitopsq.yaml's ``admission`` block): the topology is rebuilt with them."""

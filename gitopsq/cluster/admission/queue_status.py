@@ -121,16 +121,21 @@ def _same_conditions(old: list[Mapping[str, Any]], new: list[Mapping[str, Any]])
 class QueueStatusWriter:
     """Writes queue status; a queue is written at most once per ``min_interval`` seconds (LocalQueues: per
     ``local_interval``) unless the change is `urgent`, and all queues together within their own share of the
-    request budget (``bucket``,
-    non-blocking): a burst of admissions costs one status write per queue, not one per workload.
+    request budget (``bucket``, non-blocking): a burst of admissions costs one status write per queue, not one
+    per workload. Writes that only refresh counts and usage also take a token from ``refresh``, a smaller
+    budget: with a thousand busy queues they went out as fast as ``bucket`` allowed, as many as the admissions
+    themselves and as much of the API server's CPU, so a queue's counts now lag by up to queues ÷ refresh rate
+    when all of them change at once, while turning idle or busy (what clients wait for) still goes out at once.
     ``deferred`` tells the loop to come back. With ``workers`` the writes go out on a small pool and the pass
     does not wait for them (a queue whose previous write is still in flight is left for a later pass), so
     admission passes never queue behind status writes."""
 
     def __init__(self, cache: WatchCache, writer: WorkloadWriter, *, min_interval: float = 2.0,
                  clock: Callable[[], float] | None = None, bucket: TokenBucket | None = None,
-                 local_interval: float | None = None, workers: int = 0) -> None:
+                 refresh: TokenBucket | None = None, local_interval: float | None = None,
+                 workers: int = 0) -> None:
         self.cache, self.writer, self.min_interval = cache, writer, min_interval
+        self.refresh = refresh
         self.local_interval = min_interval if local_interval is None else local_interval
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="queue-status") if workers else None
         self._in_flight: dict[str, Future[None]] = {}
@@ -256,7 +261,8 @@ class QueueStatusWriter:
             if flight is not None and not flight.done():
                 self.deferred = True
                 continue
-            if tick - last < interval or (self.bucket is not None and not self.bucket.try_take()):
+            if tick - last < interval or (not at_once and self.refresh is not None and not self.refresh.try_take()) \
+                    or (self.bucket is not None and not self.bucket.try_take()):
                 self.deferred = True
                 continue
             self._written[path] = tick

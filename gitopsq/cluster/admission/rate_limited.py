@@ -82,9 +82,12 @@ class Client:
     """
 
     def __init__(self, api_client: k8s_client.ApiClient, *, qps: float = 50.0, burst: int = 100,
-                 backoff: Backoff | None = None, per_kind: bool = True) -> None:
+                 backoff: Backoff | None = None, per_kind: bool = True, connections: int = 48) -> None:
         configuration = copy.copy(api_client.configuration)
-        configuration.connection_pool_maxsize = 48  # ten long-lived watches, the write pools, the event sender
+        # Every thread that may hold a request open at once (the watches, the write pools, the event sender)
+        # needs its own pooled connection: past the pool's size urllib3 opens a fresh TLS connection per request
+        # and throws it away after.
+        configuration.connection_pool_maxsize = connections
         api_client = k8s_client.ApiClient(configuration)
         self.api_client = api_client
         self.rest = KubeRest(api_client, backoff=backoff or Backoff(deadline=30.0))

@@ -4,6 +4,7 @@ pending reasons only for queue heads, and at most about a second of admissions p
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from typing import Any
 
@@ -310,3 +311,20 @@ def test_the_window_keeps_the_engine_within_its_budget(window: int, admitted: li
 def test_slow_passes_rest_while_tokens_bank(elapsed: float, options: dict[str, Any], fill: float,
                                             rest: float) -> None:
     assert rest_after(elapsed, LoopOptions(**options), fill) == pytest.approx(rest)
+
+
+def test_a_pass_sends_its_whole_batch_at_once() -> None:
+    """A pass's writes all go out together (up to the burst): on an API server saturated by other clients each
+    write takes seconds, and a pass waits for its slowest. Every write here waits until all of them are in
+    flight; a pool smaller than the batch would never get there."""
+    options = LoopOptions(burst=40)
+    admission = AdmissionPass(cache=None, writer=_Writer(40.0), options=options)  # type: ignore[arg-type]
+    in_flight = threading.Barrier(options.burst, timeout=10)
+    admission._parallel([in_flight.wait for _ in range(options.burst)])
+    assert options.writers() == 40 and options.connections() >= 40 + options.queue_status_workers + 10
+
+
+def test_the_client_keeps_a_connection_for_every_concurrent_request() -> None:
+    client = Client(k8s_client.ApiClient(k8s_client.Configuration()), connections=133)
+    assert client.api_client.configuration.connection_pool_maxsize == 133
+    assert client.api_client.rest_client.pool_manager.connection_pool_kw["maxsize"] == 133

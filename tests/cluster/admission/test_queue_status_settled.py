@@ -119,3 +119,47 @@ def test_a_settled_queue_is_skipped_until_its_object_spec_or_tally_changes(monke
     wider = _queues(objects, nominal="8", store=False)  # only the topology changed (the same objects)
     writer.run(wider, 6.0)
     assert built == ["cq", "cq"]  # flavorsReservation and flavorsUsage built again for the new quota
+
+
+def test_count_refreshes_wait_for_their_budget_but_turning_idle_does_not() -> None:
+    """Refreshing counts takes a token from the smaller ``refresh`` budget; turning idle or busy (what clients
+    wait for) goes out with the refresh budget spent."""
+    from gitopsq.cluster.admission.rate_limited import TokenBucket
+
+    clock = [0.0]
+    objects = _Objects()
+    writes = _Writes(objects)
+    refresh = TokenBucket(1.0, 2, clock=lambda: clock[0])
+    writer = QueueStatusWriter(objects, writes, min_interval=0.0, refresh=refresh,  # type: ignore[arg-type]
+                               clock=lambda: clock[0])
+    topology = _queues(objects)
+    cq = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/cq"
+    lq = "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/localqueues/lq"
+
+    def pending() -> tuple[int, int]:
+        return (objects.objects["clusterqueues"]["/cq"]["status"].get("pendingWorkloads", 0),
+                objects.objects["localqueues"]["ns/lq"]["status"].get("pendingWorkloads", 0))
+
+    objects.put("workloads", _workload("w1"))
+    writer.run(topology, 0.0)  # idle -> busy: urgent, no refresh token taken
+    assert sorted(writes.sent) == [cq, lq] and refresh.level() == 2
+    objects.put("workloads", _workload("w2"))
+    writer.run(topology, 0.0)  # a count refresh: both queues, both tokens
+    assert pending() == (2, 2) and len(writes.sent) == 4
+    objects.put("workloads", _workload("w3"))
+    writer.run(topology, 0.0)  # the refresh budget is spent: nothing sent, the loop told to come back
+    assert pending() == (2, 2) and len(writes.sent) == 4 and writer.deferred
+
+    objects.objects["workloads"].clear()  # busy -> idle: sent with the refresh budget still empty
+    writer.run(topology, 0.0)
+    assert pending() == (0, 0) and len(writes.sent) == 6
+    objects.put("workloads", _workload("w4"))
+    objects.put("workloads", _workload("w5"))
+    writer.run(topology, 0.0)  # idle -> busy again: at once
+    assert pending() == (2, 2)
+    objects.put("workloads", _workload("w6"))
+    writer.run(topology, 0.0)
+    assert pending() == (2, 2)  # refresh still waiting for tokens
+    clock[0] = 1.0  # one token back: one of the two queues refreshed, longest-unwritten first
+    writer.run(topology, 1.0)
+    assert sorted(pending()) == [2, 3]
