@@ -13,6 +13,7 @@ from gitopsq.admission.topology import build_topology
 from gitopsq.api.codec import decode
 from gitopsq.cluster.admission import queue_status
 from gitopsq.cluster.admission.queue_status import QueueStatusWriter
+from gitopsq.cluster.admission.rate_limited import TokenBucket
 
 V = "kueue.x-k8s.io/v1beta2"
 
@@ -124,8 +125,6 @@ def test_a_settled_queue_is_skipped_until_its_object_spec_or_tally_changes(monke
 def test_count_refreshes_wait_for_their_budget_but_turning_idle_does_not() -> None:
     """Refreshing counts takes a token from the smaller ``refresh`` budget; turning idle or busy (what clients
     wait for) goes out with the refresh budget spent."""
-    from gitopsq.cluster.admission.rate_limited import TokenBucket
-
     clock = [0.0]
     objects = _Objects()
     writes = _Writes(objects)
