@@ -83,4 +83,6 @@ def test_bombs_are_refused_in_milliseconds(name: str, data: bytes) -> None:
     loaded = load_yaml("f.yaml", data)
     elapsed = time.perf_counter() - started
     assert [f.code for f in loaded.findings] == ["yaml-bomb"] and not loaded.documents
-    assert elapsed < 0.25, f"{elapsed * 1000:.0f} ms"  # measured: under 10 ms; the bound allows a loaded machine
+    # Refused before any expansion: under 10 ms measured, while expanding these bombs takes minutes. The bound only
+    # tells the two apart; 0.25 s failed once at 264 ms on a loaded machine (session 11's clean-clone run).
+    assert elapsed < 2.0, f"{elapsed * 1000:.0f} ms"
