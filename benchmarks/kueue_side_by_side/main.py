@@ -41,6 +41,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import kueuebuild  # noqa: E402
 from envtestrig import Rig, prepare  # noqa: E402
 
+from kueue_side_by_side import probe  # noqa: E402
 from kueue_side_by_side.floor import write_floor  # noqa: E402
 from kueue_side_by_side.measure import (  # noqa: E402
     RunFigures,
@@ -242,6 +243,7 @@ def _compare(config: str, args: argparse.Namespace, binaries: kueuebuild.KueueBi
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         generator, total = scaled_config(config, args.scale, work)
+        speed_before = probe.rate()
         runs = []
         for name in args.only or ["kueue", "gitopsq"]:
             sys.stderr.write(f"kueue-side-by-side: {name}: {total} workloads ({config}, scale {args.scale:g})\n")
@@ -253,12 +255,14 @@ def _compare(config: str, args: argparse.Namespace, binaries: kueuebuild.KueueBi
             runs.append(figures)
     classes = sorted({c for r in runs for c in r.admission_ms}, key=["large", "medium", "small"].index
                      if all(c in ("large", "medium", "small") for r in runs for c in r.admission_ms) else str)
+    speed = probe.describe(speed_before, probe.rate())
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     cpu = _cpu_model()
     print(f"Kueue scheduler benchmark, config {config}, scale {args.scale:g} ({total} workloads); "
           f"{now}; {os.cpu_count()} cores ({cpu}), {platform.system()} {platform.release()}; "
           f"controllers at {args.rate} requests/s, burst {2 * args.rate}; CRDs: "
           + ("each controller's own" if args.crds == "own" else "Kueue's, for both"))
+    print(speed)
     print()
     print(table(runs, classes))
     for r in runs:
