@@ -1,6 +1,6 @@
 """How fast this machine's CPU is right now, printed with every table so that runs on different days compare.
 
-The same two cores have run the same code three to four times slower on one day than on another (session 12,
+The same two cores have run the same code 2.5 to 4 times slower on one day than on another (session 12,
 docs/benchmarks.md: `admission_bench` at 3,500–5,600 decisions per CPU-second against 14,000–15,000), which
 moves every absolute figure of the side-by-side — the wall time against its floor most of all, since the runner's
 creation ramp saturates the machine. The probe is a fixed piece of the controller's own kind of work (a
