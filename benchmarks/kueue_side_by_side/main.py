@@ -1,7 +1,7 @@
 """Kueue's own scheduler benchmark against Kueue's controller and against gitopsq's admission loop.
 
 Usage: benchmarks/kueue-side-by-side [--scale 1.0|0.2] [--config baseline|large-scale|all] [--rate 50|200]
-                                     [--only kueue|gitopsq] [--keep DIR]
+                                     [--only kueue|gitopsq] [--keep DIR] [--stop-after SECONDS]
 
 For each controller, back to back: a fresh test rig (kube-apiserver + etcd, tests/envtest_rig's implementation),
 that controller's CRDs (Kueue's from its module, gitopsq's own), the controller with a client limited to ``--rate``
@@ -12,8 +12,9 @@ it (1,000 requests/s, burst 2,000). gitopsq runs as it ships: ``gitopsq controll
 Helm chart's defaults (leader election on a Lease, metrics and health served, events on); both controllers'
 metrics are scraped once a second. When the runner has written its summary the controller gets SIGINT; its wall
 time, CPU and peak RSS come from wait4, the API server's CPU seconds from /proc/<pid>/stat between the
-controller's start and the summary. The harness also watches every Workload to time its creation and admission,
-and prints each run's write floor (floor.py) and each controller's figures as multiples of it.
+controller's start and the summary. The harness also watches every Workload to time its creation, admission and finish,
+and prints each run's write floor (floor.py), each controller's figures as multiples of it, and the run's first
+minutes as a timeline (timeline.py: when the quota, not the budget, held admissions back).
 ``--scale`` multiplies each workload set's count (0.2: 3,000 Workloads instead of 15,000).
 """
 
@@ -41,7 +42,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import kueuebuild  # noqa: E402
 from envtestrig import Rig, prepare  # noqa: E402
 
-from kueue_side_by_side import probe  # noqa: E402
+from kueue_side_by_side import probe, timeline  # noqa: E402
 from kueue_side_by_side.floor import write_floor  # noqa: E402
 from kueue_side_by_side.measure import (  # noqa: E402
     RunFigures,
@@ -118,7 +119,7 @@ def create_namespace(kubeconfig: Path, name: str) -> None:
 
 
 def run_one(name: str, binaries: kueuebuild.KueueBinaries, minimalkueue: Path, generator: Path, *, rate: int,
-            timeout_min: int, work: Path, crds: str = "own") -> RunFigures:
+            timeout_min: int, work: Path, crds: str = "own", stop_after: float | None = None) -> RunFigures:
     label = {"kueue": f"Kueue {binaries.version} (minimalkueue)",
              "gitopsq": "gitopsq controller --admission-only"}[name]
     figures = RunFigures(label)
@@ -137,8 +138,8 @@ def run_one(name: str, binaries: kueuebuild.KueueBinaries, minimalkueue: Path, g
         api_before = cpu_seconds(apiserver)
         log = (out / f"{name}.log").open("wb")
         metrics_port = free_port()
-        started = time.monotonic()
-        clock = WorkloadClock(rig.kubeconfig, started)
+        started, started_wall = time.monotonic(), time.time()
+        clock = WorkloadClock(rig.kubeconfig, started, started_wall)
         clock.start()
         argv = controller_argv(name, rig.kubeconfig, minimalkueue, rate=rate, metrics_port=metrics_port, work=out)
         controller = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
@@ -153,6 +154,10 @@ def run_one(name: str, binaries: kueuebuild.KueueBinaries, minimalkueue: Path, g
                  "PROJECT_DIR": str(kueuebuild.module_dir(binaries.version) / "Makefile")})
         summary = out / "summary.yaml"
         while not summary.exists() and runner.poll() is None and controller.poll() is None:
+            if stop_after is not None and time.monotonic() - started >= stop_after:
+                figures.stopped_after_s = stop_after
+                runner.kill()  # its creations and finishes stop here; the figures cover the first stop_after s
+                break
             time.sleep(0.2)
         figures.apiserver_cpu_s = cpu_seconds(apiserver) - api_before
         figures.runner_wall_s = time.monotonic() - started
@@ -181,7 +186,7 @@ def run_one(name: str, binaries: kueuebuild.KueueBinaries, minimalkueue: Path, g
         if summary.exists():
             time.sleep(0.5)  # the CSVs follow the summary
             read_runner_output(out, figures)
-        else:
+        elif figures.stopped_after_s is None:
             figures.note = f"runner ended without a summary (exit {runner.returncode}); see {out}/runner.log"
         if name == "gitopsq":
             figures.requests = gitopsq_requests(out / f"{name}.log")
@@ -226,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
                              "much of the API server's CPU is the schema (Kueue's Workload schema validates every "
                              "pod template, gitopsq's keeps templates free-form)")
     parser.add_argument("--keep", type=Path, help="keep the runners' output (summary, CSVs, logs) here")
+    parser.add_argument("--stop-after", type=float, metavar="SECONDS",
+                        help="end each run this long after the controller started, summary or not: the first "
+                             "minutes (the creations and what the quota let through) without the rest")
     args = parser.parse_args(argv)
     binaries = kueuebuild.prepare()
     minimalkueue = kueuebuild.minimalkueue_at_rate(args.rate, 2 * args.rate)
@@ -248,7 +256,8 @@ def _compare(config: str, args: argparse.Namespace, binaries: kueuebuild.KueueBi
         for name in args.only or ["kueue", "gitopsq"]:
             sys.stderr.write(f"kueue-side-by-side: {name}: {total} workloads ({config}, scale {args.scale:g})\n")
             figures = run_one(name, binaries, minimalkueue, generator, rate=args.rate, timeout_min=timeout_min,
-                              work=work / datetime.datetime.now().strftime("%H%M%S"), crds=args.crds)
+                              work=work / datetime.datetime.now().strftime("%H%M%S"), crds=args.crds,
+                              stop_after=args.stop_after)
             sys.stderr.write(f"kueue-side-by-side: {name}: done in {figures.wall_s:.0f} s {figures.note}\n")
             # This run's column at once: a comparison stopped half way still leaves the figures of the first.
             sys.stderr.write(table([figures], sorted(figures.admission_ms)) + "\n")
@@ -271,6 +280,12 @@ def _compare(config: str, args: argparse.Namespace, binaries: kueuebuild.KueueBi
         if r.times is not None and r.times.error:
             print(f"\n{r.controller}: the harness's Workload watch restarted {r.times.watch_restarts} times; "
                   f"last error: {r.times.error}")
+        if r.stopped_after_s is not None:
+            print(f"\n{r.controller}: stopped {r.stopped_after_s:g} s after the controller started (--stop-after): "
+                  "no runner summary, the controller's and API server's figures cover that time")
+        if r.times is not None:
+            print(f"\n{r.controller}: Workloads created, holding quota and finished, by their own timestamps\n\n"
+                  f"{timeline.describe(r.times.stamps)}")
         if r.requests:
             print(f"\n{r.controller}: {r.requests}")
         if r.apiserver_requests:

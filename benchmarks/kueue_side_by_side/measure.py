@@ -47,6 +47,7 @@ class RunFigures:
     mean_admission_ms: float = 0.0  # the runner's time to admission, averaged over every Workload of the run
     floor: Floor | None = None
     times: WorkloadTimes | None = None  # the harness's own watch
+    stopped_after_s: float | None = None  # ended early by --stop-after (no summary, not a failure)
     scrapes: ScrapeFigures | None = None
     by_reason: str = ""  # the controller's own eviction and preemption counters at the last scrape (`by_reason`)
 

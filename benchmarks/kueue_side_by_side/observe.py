@@ -1,4 +1,4 @@
-"""What the harness watches during a run: Workload creation and admission times, and the controller's metrics.
+"""What the harness watches during a run: Workload creation, admission and finish times, and the controller's metrics.
 
 Both run in threads of the harness process (not the controller's), on their own client: one watch of every
 Workload (the API server sends each event once more, to this watch) and one GET of /metrics a second, as a
@@ -8,6 +8,7 @@ harsher setting).
 
 from __future__ import annotations
 
+import datetime
 import threading
 import time
 import urllib.request
@@ -17,19 +18,43 @@ from typing import Any
 
 
 @dataclass(slots=True)
-class WorkloadTimes:
+class Stamps:
+    """When the objects say things happened (creationTimestamp, the ``QuotaReserved`` and ``Finished`` conditions'
+    lastTransitionTime): whole seconds, but free of the watch's lag — on a saturated machine the harness's watch
+    fell minutes behind the creations (session 13)."""
+
     created: dict[str, float] = field(default_factory=dict)  # ns/name → seconds since the controller started
     admitted: dict[str, float] = field(default_factory=dict)
+    finished: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class WorkloadTimes:
+    created: dict[str, float] = field(default_factory=dict)  # ns/name → seconds since the controller started
+    admitted: dict[str, float] = field(default_factory=dict)  # ... when the watch first saw it so
+    stamps: Stamps = field(default_factory=Stamps)
     watch_restarts: int = 0
     error: str = ""
 
 
-class WorkloadClock:
-    """Watches Workloads (Kueue's v1beta2 first, else v1beta1) from ``zero`` (a time.monotonic reading)."""
+def _stamp(value: object, zero_wall: float) -> float | None:
+    """An RFC 3339 time as seconds since ``zero_wall`` (a time.time reading); None if absent or unreadable."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(value).timestamp() - zero_wall
+    except ValueError:
+        return None
 
-    def __init__(self, kubeconfig: Path, zero: float) -> None:
+
+class WorkloadClock:
+    """Watches Workloads (Kueue's v1beta2 first, else v1beta1) from ``zero`` (a time.monotonic reading, taken
+    with the time.time reading ``zero_wall``)."""
+
+    def __init__(self, kubeconfig: Path, zero: float, zero_wall: float | None = None) -> None:
         self.times = WorkloadTimes()
         self._kubeconfig, self._zero = kubeconfig, zero
+        self._zero_wall = time.time() - (time.monotonic() - zero) if zero_wall is None else zero_wall
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="workload-clock", daemon=True)
 
@@ -81,10 +106,15 @@ class WorkloadClock:
         now = time.monotonic() - self._zero
         self.times.created.setdefault(key, now)
         status = obj.get("status") or {}
-        if key not in self.times.admitted and (status.get("admission") or any(
-                c.get("type") == "QuotaReserved" and c.get("status") == "True"
-                for c in status.get("conditions") or ())):
+        true = {c.get("type"): c.get("lastTransitionTime") for c in status.get("conditions") or ()
+                if c.get("status") == "True"}
+        if key not in self.times.admitted and (status.get("admission") or "QuotaReserved" in true):
             self.times.admitted[key] = now
+        stamps = self.times.stamps
+        for seen, value in ((stamps.created, meta.get("creationTimestamp")),
+                            (stamps.admitted, true.get("QuotaReserved")), (stamps.finished, true.get("Finished"))):
+            if key not in seen and (at := _stamp(value, self._zero_wall)) is not None:
+                seen[key] = at
 
 
 def _served_version(api_client: Any) -> str:
