@@ -51,10 +51,9 @@ class WorkloadClock:
     """Watches Workloads (Kueue's v1beta2 first, else v1beta1) from ``zero`` (a time.monotonic reading, taken
     with the time.time reading ``zero_wall``)."""
 
-    def __init__(self, kubeconfig: Path, zero: float, zero_wall: float | None = None) -> None:
+    def __init__(self, kubeconfig: Path, zero: float, zero_wall: float) -> None:
         self.times = WorkloadTimes()
-        self._kubeconfig, self._zero = kubeconfig, zero
-        self._zero_wall = time.time() - (time.monotonic() - zero) if zero_wall is None else zero_wall
+        self._kubeconfig, self._zero, self._zero_wall = kubeconfig, zero, zero_wall
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="workload-clock", daemon=True)
 

@@ -1,4 +1,4 @@
-"""A run's first minutes as the harness's watch saw them: Workloads created, holding quota, finished, over time.
+"""A run's first minutes by the Workloads' own timestamps: how many were created, holding quota, finished, over time.
 
 Kueue's runner creates every Workload of a config as fast as its client allows (large scale: 50,000 in about a
 minute at 1,000 requests/s) while its controller, five reconcile workers, writes each admitted Workload's
@@ -35,7 +35,7 @@ class Point:
 
 @dataclass(frozen=True, slots=True)
 class Ramp:
-    creations_end_s: float  # when the last Workload was first seen
+    creations_end_s: float  # when the last Workload was created
     admitted: int  # by then
     finished: int  # by then
     quota_stall_s: float  # longest stretch before then with Workloads waiting and no new admission
