@@ -19,6 +19,9 @@ from gitopsq.cluster.admission.workload_status import parse_time
 
 pytestmark = pytest.mark.envtest
 
+DELAY = 8  # the Retry check's requeueAfterSeconds
+
+
 def _check_yaml(name: str) -> str:
     return f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: AdmissionCheck\nmetadata: {{name: {name}}}\n" \
            "spec: {controllerName: example.com/capacity}\n"
@@ -42,7 +45,7 @@ def _reserved(cluster: FullCluster, ns: str, name: str) -> dict[str, Any] | None
 
 def test_retry_evicts_resets_checks_and_requeues_after_the_delay(full_admission: RunningLoop,
                                                                  node_pools: NodePools) -> None:
-    """A check in Retry (requeueAfterSeconds 3) evicts the reserving Workload with Kueue's reason and message,
+    """A check in Retry (requeueAfterSeconds 8) evicts the reserving Workload with Kueue's reason and message,
     resets its checks to Pending with the retry counted, keeps it out of the queue until the delay is over, then
     reserves again; a Ready answer then starts the Job and its pods run."""
     cluster: FullCluster = node_pools.cluster
@@ -54,8 +57,10 @@ def test_retry_evicts_resets_checks_and_requeues_after_the_delay(full_admission:
         wl = wait_for("quota reserved with a Pending check", lambda: _reserved(cluster, ns, "trainer"), timeout=30)
         assert [c["state"] for c in wl["status"]["admissionChecks"]] == ["Pending"]
         # requeueAt is the check's lastTransitionTime, in whole seconds as the API writes it, plus the delay (as
-        # Kueue computes it): up to a second earlier than 3 s after this call, so the wait is checked against it
-        retried = parse_time(set_check_state(cluster, wl, "Retry", "no capacity yet", requeue_after=3))
+        # Kueue computes it): up to a second earlier than the delay after this call, so the wait is checked against
+        # it. The delay is long enough for the released state to outlast eviction and release on a slow machine:
+        # with 3 s, a pass of 2 s once released and reserved again before the poll saw the moment in between.
+        retried = parse_time(set_check_state(cluster, wl, "Retry", "no capacity yet", requeue_after=DELAY))
         evicted = wait_for("evicted by the check", lambda: (c := cond(workload_of(cluster, ns, "trainer"), "Evicted"))
                            and c["status"] == "True" and c)
         assert evicted["reason"] == "AdmissionCheck"
@@ -68,9 +73,9 @@ def test_retry_evicts_resets_checks_and_requeues_after_the_delay(full_admission:
         assert (state["state"], state.get("retryCount")) == ("Pending", 1)
         assert state["message"] == "Reset to Pending after eviction. Previously: Retry"
         requeue_at = parse_time(released["status"]["requeueState"]["requeueAt"])
-        assert requeue_at == retried + 3
+        assert requeue_at == retried + DELAY
         again = wait_for("reserved again after the delay", lambda: (w := _reserved(cluster, ns, "trainer"))
-                         and cond(w, "Requeued")["reason"] == "BackoffFinished" and w, timeout=30)
+                         and cond(w, "Requeued")["reason"] == "BackoffFinished" and w, timeout=30 + DELAY)
         assert time.time() >= requeue_at, "requeued before the check's requeueAfterSeconds"
         assert job(cluster, ns, "trainer")["spec"]["suspend"] is True
         set_check_state(cluster, again, "Ready", "capacity found")
