@@ -50,20 +50,6 @@ def _finished(view: LiveWorkload) -> bool:
     return view.state == FINISHED
 
 
-def rest_after(elapsed: float, options: LoopOptions, fill: float = float("inf")) -> float:
-    """Seconds to wait before the next pass while work waits for tokens: until ``pass_interval`` after this pass
-    started, and after a slow pass ``pass_rest`` times as long as it took, shortened so that the Workload token
-    bucket, which fills in ``fill`` seconds, is not full before the next pass (as long as this one) ends — tokens
-    beyond the burst are lost, and with them admissions — but never below as long as the pass took. A thousand
-    ClusterQueues make passes of about 0.3 s whose CPU hardly depends on how many they admit: resting twice as
-    long writes the same tokens in two thirds of the passes. A pass slowed down by a saturated API server (5–17 s
-    while Kueue's large-scale runner creates 50,000 Workloads) still backs off as long as it took: in the two
-    runs that rested less (no back-off; twice the pass's CPU time), the runner's recorder fell behind on the
-    saturated machine and dropped 26,611 and 47,590 events."""
-    rest = min(elapsed * options.pass_rest, max(fill - elapsed, elapsed))
-    return max(options.pass_interval - elapsed, rest, 0.0)
-
-
 class Progress:
     """One ``admission progress`` log line every ``every`` seconds while passes run: passes, their mean and
     longest duration, the mean CPU time of a pass on the loop's thread (the rest of a pass's duration is waiting:
@@ -186,7 +172,7 @@ class AdmissionLoop:
                     self._wait_for_change(stop, wait)
                     time.sleep(0.02)  # let a burst of watch events land before the next pass
                 else:  # work waits for tokens: small frequent passes, not a busy loop
-                    stop.wait(rest_after(time.monotonic() - started, self.options, self._fill_seconds()))
+                    stop.wait(self.admission.pace.rest(time.monotonic() - started, self._fill_seconds()))
         finally:
             events = self.events
             _log.info("admission loop stopped", passes=self.passes, requests=dict(self.client.counts),

@@ -57,13 +57,13 @@ class LoopOptions:
     queue_status_interval: float = 2.0  # a ClusterQueue's status, at most this often (turning idle/busy: at once)
     queue_status_workers: int = 4  # queue status writes go out on their own pool; passes do not wait for them
     local_queue_status_interval: float = 5.0  # a LocalQueue's status, at most this often
-    write_workers: int = 0  # concurrent status writes within a pass; 0: the burst (a pass's batch at once)
+    write_workers: int = 0  # concurrent status writes within a pass; 0: twice the burst (a pass's batch at once)
     queue_status_share: float = 1.0  # fraction of qps that queue status writes may use (their own kinds' buckets)
     queue_status_refresh_share: float = 0.2  # ... of which count/usage refreshes (not turning idle/busy or Active)
     pending_heads: int = 1  # per ClusterQueue, how many pending workloads (in queue order) get their reason written
     admissions_per_pass: int = 0  # admission writes per pass at most; 0: the Workload client's burst
     pass_interval: float = 0.1  # while work waits for tokens, a pass starts at most this often
-    pass_rest: float = 2.0  # ... and after a slow pass this many times as long, short of a full bucket (`rest_after`)
+    pass_rest: float = 2.0  # ... and after a slow pass this many times as long, short of a full bucket (`pace`)
     pending_share: float = 0.1  # fraction of qps for pending reasons while admissions are being written
     settings: Settings = field(default_factory=Settings)
     events: bool = True
@@ -72,11 +72,12 @@ class LoopOptions:
     integration_recheck: float = 10.0  # seconds between looks for an enabled integration's CRD not yet served
 
     def writers(self) -> int:
-        """Status writes a pass sends at once. The whole batch (up to the burst) by default: a pass waits for
-        its slowest write, and on an API server saturated by other clients each write takes seconds, so with
-        16 at a time a 100-admission pass took 5 s (10 admissions/s while Kueue's benchmark runner created
-        its 50,000 Workloads); the token bucket, not the pool, bounds the rate."""
-        return self.write_workers or max(1, self.burst)
+        """Status writes a pass sends at once. The whole batch (up to twice the burst: the tokens banked and
+        `pace.ahead`) by default: a pass waits for its slowest write, and on an API server saturated by other
+        clients each write takes seconds, so with 16 at a time a 100-admission pass took 5 s (10 admissions/s
+        while Kueue's benchmark runner created its 50,000 Workloads); the token bucket, not the pool, bounds the
+        rate, and a write waiting for its token has reserved it, so the refill is not lost meanwhile."""
+        return self.write_workers or max(1, 2 * self.burst)
 
     def connections(self) -> int:
         """Pooled connections the loop's client keeps: every watch (up to 24 kinds), the pass's writers, the

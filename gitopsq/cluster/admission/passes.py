@@ -20,6 +20,7 @@ from typing import Any
 from gitopsq import logs
 from gitopsq.admission.topology import Topology
 from gitopsq.cluster.admission import checks as admission_checks
+from gitopsq.cluster.admission import pace
 from gitopsq.cluster.admission.decisions import MIN_WINDOW, Decisions, decide, next_window, window_floor
 from gitopsq.cluster.admission.integrations import INTEGRATIONS
 from gitopsq.cluster.admission.lifecycle import DEACTIVATION_TARGET, Deactivate, lifecycle, reactivated
@@ -93,7 +94,7 @@ class AdmissionPass:
         self.backlog = 0  # pending reasons and admissions left for the next pass
         self.capped = 0  # admissions decided but left for the next pass
         self.admissions_written = 0  # admission writes attempted, all passes (progress log)
-        self.pass_seconds = 0.0  # how long the last pass took (`admission_cap`)
+        self.pace = pace.Pace(options)  # how many admissions a pass writes, how long the loop rests after it
         self._window = MIN_WINDOW  # waiting Workloads per group the next pass gives the engine (`next_window`)
         self._window_floor = MIN_WINDOW  # at least that many (`window_floor`: fewer when groups are many)
         share = max(1.0, options.qps * options.pending_share)
@@ -103,6 +104,7 @@ class AdmissionPass:
     def reconfigure(self, options: LoopOptions) -> None:
         """New engine settings (gitopsq.yaml's ``admission`` block): the topology is rebuilt with them."""
         self.options = options
+        self.pace.options = options
         self._topology = None
 
     def topology(self) -> Topology:
@@ -132,7 +134,7 @@ class AdmissionPass:
         now = self.clock()
         started = time.monotonic()
         topology = self.topology()
-        cap = self.admission_cap()
+        cap = self.admission_cap(started)
         window = max(self._window_floor, min(cap, self._window))
         # The index hands over only what the engine needs: quota holders and the oldest ``window`` of each group
         # of identical waiting Workloads (decide's window, precomputed); with metrics to feed, also how many of
@@ -191,6 +193,8 @@ class AdmissionPass:
         if self.fault.armed("after-reserve") and admissions:
             admissions[0]()
             self.fault("after-reserve")
+        bucket = self.writer.workload_bucket
+        self.pace.issue(time.monotonic(), started, len(admissions), bucket.level() if bucket is not None else None)
         self._parallel(admissions)
         self._parallel([functools.partial(self._checks_ready, w, now) for w in live.values()
                         if w.state == ADMITTED and _checks_all_ready(w.raw) and not _admitted(w.raw)])
@@ -211,7 +215,7 @@ class AdmissionPass:
         if self.metrics is not None:
             self.metrics.attempt(len(decisions.admit), len(decisions.pending), time.monotonic() - started)
         self.last = decisions
-        self.pass_seconds = time.monotonic() - started
+        self.pace.done(started, time.monotonic())
         return decisions
 
     def pending_budget(self, due: int) -> int:
@@ -225,23 +229,12 @@ class AdmissionPass:
             budget += 1
         return budget
 
-    def admission_cap(self) -> int:
-        """How many admissions this pass writes: the Workload tokens banked, at least one, at most
-        ``admissions_per_pass`` or what the budget refills over a pass as long as the last one and its rest
-        (`loop.rest_after`: ``pass_rest`` times as long; a second's worth at least, the burst at most). More than
-        it banked would sit out the refill while freed quota waits; less would leave budget unused when passes are
-        slow (a thousand ClusterQueues: up to 2 s). Fast passes take a
-        second's worth: a larger batch fills the cohorts with whatever was decided first, which high-priority work
-        arriving a moment later reclaims (Kueue's baseline, earlier pending rule: 82 evictions; 304 with the burst)."""
+    def admission_cap(self, started: float | None = None) -> int:
+        """`pace.Pace.cap` with this pass's bucket (``started``: this pass's start, monotonic)."""
         bucket = self.writer.workload_bucket
-        qps = self.options.qps
-        most = self.options.admissions_per_pass
-        if not most:
-            ceiling = bucket.burst if bucket is not None else 2 * qps
-            most = max(1, int(min(ceiling, max(qps, (1 + self.options.pass_rest) * qps * self.pass_seconds))))
-        if bucket is None:
-            return most
-        return max(1, min(most, int(bucket.level())))
+        burst = bucket.burst if bucket is not None else max(1, int(2 * self.options.qps))
+        return self.pace.cap(time.monotonic() if started is None else started,
+                             bucket.level() if bucket is not None else None, burst)
 
     def _parallel(self, calls: Sequence[Callable[[], None]]) -> None:
         """Run independent status writes concurrently; the client's token bucket still bounds the rate."""

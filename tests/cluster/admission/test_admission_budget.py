@@ -14,6 +14,7 @@ from envtest_rig import Envtest
 from kubernetes import client as k8s_client
 from running_loop import FAST, RunningLoop
 
+from gitopsq.cluster.admission import pace
 from gitopsq.cluster.admission.decisions import (
     ENGINE_BUDGET,
     MIN_WINDOW,
@@ -26,10 +27,10 @@ from gitopsq.cluster.admission.decisions import (
     window_floor,
 )
 from gitopsq.cluster.admission.live_workload import read_workload, topology_of
-from gitopsq.cluster.admission.loop import rest_after
 from gitopsq.cluster.admission.options import LoopOptions
+from gitopsq.cluster.admission.pace import Pace, ahead, rest_after, token_wait
 from gitopsq.cluster.admission.passes import AdmissionPass
-from gitopsq.cluster.admission.rate_limited import Client, resource_of
+from gitopsq.cluster.admission.rate_limited import Client, TokenBucket, resource_of
 from gitopsq.cluster.admission.watch_cache import Cache
 
 
@@ -236,7 +237,7 @@ def test_a_pass_writes_what_the_bucket_holds(tokens: float, seconds: float, opti
     its rest (a second's worth at least, the client's burst at most), so it never sits out the bucket's refill
     while freed quota waits for the next pass, nor leaves budget unused when passes are slow."""
     admission = AdmissionPass(cache=None, writer=_Writer(tokens), options=LoopOptions(**options))  # type: ignore[arg-type]
-    admission.pass_seconds = seconds
+    admission.pace.busy = seconds
     assert admission.admission_cap() == cap
 
 
@@ -313,15 +314,109 @@ def test_slow_passes_rest_while_tokens_bank(elapsed: float, options: dict[str, A
     assert rest_after(elapsed, LoopOptions(**options), fill) == pytest.approx(rest)
 
 
+@pytest.mark.parametrize(("elapsed", "waited", "fill", "rest"), [
+    pytest.param(1.7, 0.5, 2.0, 0.7, id="busy 1.2 s: rests 1.2 s, of which the 0.5 s waited for tokens is taken"),
+    pytest.param(1.7, 0.0, 2.0, 1.7, id="the same pass without the wait: busy 1.7 s, rests as long"),
+    pytest.param(3.0, 2.0, 2.0, 0.0, id="a wait longer than the rest: the next pass at once"),
+    pytest.param(0.05, 0.04, 2.0, 0.05, id="pass_interval still holds"),
+])
+def test_waiting_for_tokens_counts_as_rest(elapsed: float, waited: float, fill: float, rest: float) -> None:
+    """A pass whose writes waited for their tokens rested meanwhile: it rests as long as it was busy calls for,
+    less that wait — so writing ahead of the tokens does not stretch the time between passes."""
+    assert rest_after(elapsed, LoopOptions(), fill, waited) == pytest.approx(rest)
+
+
+@pytest.mark.parametrize(("gap", "decide", "extra"), [
+    pytest.param(None, 0.4, 0, id="the last pass issued nothing: nothing ahead"),
+    pytest.param(0.8, 0.35, 0, id="fast passes (0.4 s, rest 0.8 s): the refill stays within the burst"),
+    pytest.param(1.55, 0.5, 2, id="passes of 0.5 s: two tokens past the burst before the next issue"),
+    pytest.param(2.4, 1.0, 70, id="passes of 1.2 s on a busy machine: 70 past the burst"),
+    pytest.param(6.0, 0.3, 100, id="a saturated API server (answers in 3 s): another burst at most"),
+])
+def test_a_pass_writes_ahead_what_the_refill_would_lose(gap: float | None, decide: float, extra: int) -> None:
+    """Past the tokens banked, a pass writes what the bucket would refill beyond its burst between this pass's
+    issue and the next (taken to be as far apart as the last two): those writes wait in line for their tokens."""
+    assert ahead(50.0, 100, gap, decide) == extra
+
+
+@pytest.mark.parametrize(("batch", "level", "seconds"), [
+    pytest.param(60, 100.0, 0.0, id="banked: no wait"),
+    pytest.param(170, 100.0, 1.4, id="70 ahead of the tokens: the last waits 1.4 s at 50/s"),
+    pytest.param(10, -5.0, 0.2, id="a bucket already in debt counts as empty"),
+])
+def test_token_wait_is_the_last_writes_wait(batch: int, level: float, seconds: float) -> None:
+    assert token_wait(batch, level, 50.0) == pytest.approx(seconds)
+
+
+def _simulate(options: LoopOptions, *, decide: float, after: float, latency: float,
+              seconds: float = 120.0) -> tuple[float, list[int]]:
+    """Passes paced by `Pace` against the real token bucket on a simulated clock, with unlimited admissible
+    work: each pass decides for ``decide`` s, issues its batch at once (every write reserves its token and waits
+    from the issue on, as concurrent writers do), is answered ``latency`` s after its token, then works ``after``
+    s more (pending reasons, statuses) and rests. Returns admissions per second and the batches."""
+    clock = [0.0]
+    waits: list[float] = []
+    bucket = TokenBucket(options.qps, options.burst, clock=lambda: clock[0], sleep=waits.append)
+    paced = Pace(options)
+    batches: list[int] = []
+    while clock[0] < seconds:
+        started = clock[0]
+        cap = paced.cap(started, bucket.level(), bucket.burst)
+        clock[0] += decide
+        paced.issue(clock[0], started, cap, bucket.level())
+        waits.clear()
+        for _ in range(cap):
+            bucket.take()
+        clock[0] += max(waits, default=0.0) + latency + after
+        batches.append(cap)
+        paced.done(started, clock[0])
+        clock[0] += paced.rest(clock[0] - started, (bucket.burst - bucket.level()) / options.qps)
+    return sum(batches) / clock[0], batches
+
+
+@pytest.mark.parametrize(("timing", "without", "with_ahead"), [
+    pytest.param((0.8, 0.1, 0.1), 40.0, 49.0, id="passes of 1 s: 40/s -> the budget"),
+    pytest.param((1.0, 0.15, 0.05), 36.0, 49.0, id="passes of 1.2 s (a busy machine): 35/s -> the budget"),
+    pytest.param((1.5, 0.3, 0.1), 26.0, 40.0, id="passes of 1.9 s: 26/s -> 40/s (ahead is at most a burst)"),
+    pytest.param((0.3, 0.1, 3.0), 15.0, 28.0, id="answers in 3 s (a saturated API server): twice the batch"),
+])
+def test_sustained_slow_passes_keep_the_budget(monkeypatch: pytest.MonkeyPatch, timing: tuple[float, float, float],
+                                               without: float, with_ahead: float) -> None:
+    """While work waits for tokens and passes are slow (``timing``: decide, after, latency as `_simulate` takes
+    them), writing ahead keeps the bucket from filling between issues: near the full 50/s where writing only what
+    is banked loses a fifth or more (the rest after a pass is as long as it was busy, so banked tokens alone
+    cover a cycle of two seconds at most); and never above the client's budget (burst + qps × time: the bucket
+    itself enforces it)."""
+    decide, after, latency = timing
+    options = LoopOptions()
+    rate, batches = _simulate(options, decide=decide, after=after, latency=latency)
+    assert with_ahead <= rate <= options.qps + options.burst / 120.0
+    assert max(batches) <= 2 * options.burst
+    monkeypatch.setattr(pace, "ahead", lambda *_: 0)
+    lost, _ = _simulate(options, decide=decide, after=after, latency=latency)
+    assert lost <= without
+
+
+def test_fast_passes_write_nothing_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Passes of 0.4 s (a thousand ClusterQueues on an idle machine): the refill between issues stays within the
+    burst, so the batches are exactly those written without `ahead` — the baseline's pacing is untouched."""
+    options = LoopOptions()
+    rate, batches = _simulate(options, decide=0.35, after=0.03, latency=0.02)
+    monkeypatch.setattr(pace, "ahead", lambda *_: 0)
+    same_rate, same = _simulate(options, decide=0.35, after=0.03, latency=0.02)
+    assert batches == same and rate == same_rate
+    assert rate >= 49.0
+
+
 def test_a_pass_sends_its_whole_batch_at_once() -> None:
     """A pass's writes all go out together (up to the burst): on an API server saturated by other clients each
     write takes seconds, and a pass waits for its slowest. Every write here waits until all of them are in
     flight; a pool smaller than the batch would never get there."""
     options = LoopOptions(burst=40)
     admission = AdmissionPass(cache=None, writer=_Writer(40.0), options=options)  # type: ignore[arg-type]
-    in_flight = threading.Barrier(options.burst, timeout=10)
-    admission._parallel([in_flight.wait for _ in range(options.burst)])
-    assert options.writers() == 40 and options.connections() >= 40 + options.queue_status_workers + 10
+    in_flight = threading.Barrier(2 * options.burst, timeout=10)
+    admission._parallel([in_flight.wait for _ in range(2 * options.burst)])
+    assert options.writers() == 80 and options.connections() >= 80 + options.queue_status_workers + 10
 
 
 def test_the_client_keeps_a_connection_for_every_concurrent_request() -> None:
