@@ -53,33 +53,37 @@ def _finished(view: LiveWorkload) -> bool:
 class Progress:
     """One ``admission progress`` log line every ``every`` seconds while passes run: passes, their mean and
     longest duration, the mean CPU time of a pass on the loop's thread (the rest of a pass's duration is waiting:
-    for writes, for the interpreter lock), admissions written, seconds spent waiting for tokens (what to look at
-    when admissions seem slow)."""
+    for writes, for the interpreter lock), admissions written, admissions decided but left for a later pass
+    (``capped``: the budget, not quota, held them back), seconds requests spent waiting for tokens, and Workload
+    tokens the bucket discarded full (``tokens_unused``: budget lost while ``capped`` says work waited) — what to
+    look at when admissions seem slow."""
 
     def __init__(self, client: Client, every: float = 10.0) -> None:
         self.client, self.every = client, every
         self._since = time.monotonic()
         self._passes = 0
         self._busy = self._longest = self._cpu = 0.0
-        self._admissions = 0
-        self._waited = 0.0
+        self._admissions = self._capped = 0
+        self._waited = self._unused = 0.0
 
-    def passed(self, seconds: float, admissions_written: int, cpu: float = 0.0) -> None:
+    def passed(self, seconds: float, admissions_written: int, cpu: float = 0.0, capped: int = 0) -> None:
         self._passes += 1
+        self._capped += capped
         self._busy += seconds
         self._cpu += cpu
         self._longest = max(self._longest, seconds)
         now = time.monotonic()
         if now - self._since < self.every:
             return
-        waited = self.client.waited
+        waited, unused = self.client.waited, self.client.bucket.unused
         _log.info("admission progress", passes=self._passes, mean_pass_ms=round(1000 * self._busy / self._passes),
                     longest_pass_ms=round(1000 * self._longest),
                     mean_pass_cpu_ms=round(1000 * self._cpu / self._passes),
-                    admissions=admissions_written - self._admissions,
-                    throttled_seconds=round(waited - self._waited, 1), seconds=round(now - self._since, 1))
+                    admissions=admissions_written - self._admissions, capped=self._capped,
+                    throttled_seconds=round(waited - self._waited, 1), tokens_unused=round(unused - self._unused),
+                    seconds=round(now - self._since, 1))
         self._since, self._passes, self._busy, self._longest, self._cpu = now, 0, 0.0, 0.0, 0.0
-        self._admissions, self._waited = admissions_written, waited
+        self._admissions, self._waited, self._unused, self._capped = admissions_written, waited, unused, 0
 
 
 class AdmissionLoop:
@@ -162,13 +166,15 @@ class AdmissionLoop:
             while not stop.is_set():
                 self.cache.changed.clear()
                 started, cpu = time.monotonic(), time.thread_time()
-                if may_write():
+                ran = may_write()
+                if ran:
                     self.once()
                 self.progress.passed(time.monotonic() - started, self.admission.admissions_written,
-                                     time.thread_time() - cpu)
+                                     time.thread_time() - cpu, self.admission.capped if ran else 0)
                 if self.writer.writes_since_pass == 0 and not self.admission.backlog:
                     wait = min(self.options.resync, self.options.queue_status_interval) if self.queues.deferred \
                         else self.options.resync
+                    self.admission.pace.idle()
                     self._wait_for_change(stop, wait)
                     time.sleep(0.02)  # let a burst of watch events land before the next pass
                 else:  # work waits for tokens: small frequent passes, not a busy loop

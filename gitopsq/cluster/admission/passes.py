@@ -134,7 +134,7 @@ class AdmissionPass:
         now = self.clock()
         started = time.monotonic()
         topology = self.topology()
-        cap = self.admission_cap(started)
+        cap = self.admission_cap()
         window = max(self._window_floor, min(cap, self._window))
         # The index hands over only what the engine needs: quota holders and the oldest ``window`` of each group
         # of identical waiting Workloads (decide's window, precomputed); with metrics to feed, also how many of
@@ -229,12 +229,12 @@ class AdmissionPass:
             budget += 1
         return budget
 
-    def admission_cap(self, started: float | None = None) -> int:
-        """`pace.Pace.cap` with this pass's bucket (``started``: this pass's start, monotonic)."""
+    def admission_cap(self) -> int:
+        """`pace.Pace.cap` with this pass's Workload bucket."""
         bucket = self.writer.workload_bucket
-        burst = bucket.burst if bucket is not None else max(1, int(2 * self.options.qps))
-        return self.pace.cap(time.monotonic() if started is None else started,
-                             bucket.level() if bucket is not None else None, burst)
+        if bucket is None:
+            return self.pace.cap(None, max(1, int(2 * self.options.qps)))
+        return self.pace.cap(bucket.level(), bucket.burst)
 
     def _parallel(self, calls: Sequence[Callable[[], None]]) -> None:
         """Run independent status writes concurrently; the client's token bucket still bounds the rate."""

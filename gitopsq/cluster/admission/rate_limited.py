@@ -32,13 +32,12 @@ class TokenBucket:
         self._last = clock()
         self._lock = threading.Lock()
         self.waited = 0.0  # seconds spent blocked (reported by the benchmark)
+        self.unused = 0.0  # refill discarded at the burst: budget nobody used (the loop's progress log)
 
     def try_take(self) -> bool:
         """Take a token if one is banked, without waiting."""
         with self._lock:
-            now = self._clock()
-            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
-            self._last = now
+            self._refill()
             if self._tokens < 1.0:
                 return False
             self._tokens -= 1.0
@@ -47,16 +46,20 @@ class TokenBucket:
     def level(self) -> float:
         """Tokens banked right now (negative while requests queue for tokens)."""
         with self._lock:
-            now = self._clock()
-            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
-            self._last = now
+            self._refill()
             return self._tokens
+
+    def _refill(self) -> None:
+        """Add what accrued since the last look, up to the burst (the lock held)."""
+        now = self._clock()
+        tokens = self._tokens + (now - self._last) * self.qps
+        self._tokens = min(self.burst, tokens)
+        self.unused += tokens - self._tokens
+        self._last = now
 
     def take(self) -> None:
         with self._lock:
-            now = self._clock()
-            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
-            self._last = now
+            self._refill()
             self._tokens -= 1.0
             wait = -self._tokens / self.qps if self._tokens < 0 else 0.0
         if wait > 0:

@@ -37,6 +37,21 @@ def test_token_bucket(qps: float, burst: int, requests: int, waited: float) -> N
     assert sum(slept) == pytest.approx(waited) == pytest.approx(bucket.waited)
 
 
+def test_token_bucket_counts_the_refill_it_discards() -> None:
+    """A full bucket's refill is budget nobody used (the progress log's ``tokens_unused``); a bucket in debt
+    discards nothing while it fills again."""
+    clock = [0.0]
+    bucket = TokenBucket(50, 100, clock=lambda: clock[0], sleep=lambda _: None)
+    clock[0] = 3.0
+    assert bucket.level() == 100 and bucket.unused == pytest.approx(150)
+    for _ in range(130):
+        bucket.take()
+    clock[0] = 4.5
+    assert bucket.level() == pytest.approx(45) and bucket.unused == pytest.approx(150)
+    clock[0] = 6.5
+    assert bucket.level() == 100 and bucket.unused == pytest.approx(195)
+
+
 @pytest.mark.envtest
 def test_pending_reason_unchanged_means_no_status_write(kueue_clean: Envtest) -> None:
     """A workload that keeps waiting for the same reason is not rewritten on later passes, even when its

@@ -4,6 +4,7 @@ pending reasons only for queue heads, and at most about a second of admissions p
 from __future__ import annotations
 
 import dataclasses
+import random
 import threading
 import time
 from typing import Any
@@ -28,7 +29,7 @@ from gitopsq.cluster.admission.decisions import (
 )
 from gitopsq.cluster.admission.live_workload import read_workload, topology_of
 from gitopsq.cluster.admission.options import LoopOptions
-from gitopsq.cluster.admission.pace import Pace, ahead, rest_after, token_wait
+from gitopsq.cluster.admission.pace import SPREAD, Pace, ahead, rest_after, token_wait
 from gitopsq.cluster.admission.passes import AdmissionPass
 from gitopsq.cluster.admission.rate_limited import Client, TokenBucket, resource_of
 from gitopsq.cluster.admission.watch_cache import Cache
@@ -326,17 +327,38 @@ def test_waiting_for_tokens_counts_as_rest(elapsed: float, waited: float, fill: 
     assert rest_after(elapsed, LoopOptions(), fill, waited) == pytest.approx(rest)
 
 
-@pytest.mark.parametrize(("gap", "decide", "extra"), [
-    pytest.param(None, 0.4, 0, id="the last pass issued nothing: nothing ahead"),
-    pytest.param(0.8, 0.35, 0, id="fast passes (0.4 s, rest 0.8 s): the refill stays within the burst"),
-    pytest.param(1.55, 0.5, 2, id="passes of 0.5 s: two tokens past the burst before the next issue"),
-    pytest.param(2.4, 1.0, 70, id="passes of 1.2 s on a busy machine: 70 past the burst"),
-    pytest.param(6.0, 0.3, 100, id="a saturated API server (answers in 3 s): another burst at most"),
+@pytest.mark.parametrize(("span", "extra"), [
+    pytest.param(None, 0, id="the last pass issued nothing: nothing ahead"),
+    pytest.param(1.55, 0, id="fast passes (0.4 s, rest 0.8 s): the refill stays within the burst"),
+    pytest.param(2.05, 2, id="passes of 0.5 s: two tokens past the burst before the next issue"),
+    pytest.param(3.4, 70, id="passes of 1.2 s on a busy machine: 70 past the burst"),
+    pytest.param(6.3, 100, id="a saturated API server (answers in 3 s): another burst at most"),
 ])
-def test_a_pass_writes_ahead_what_the_refill_would_lose(gap: float | None, decide: float, extra: int) -> None:
-    """Past the tokens banked, a pass writes what the bucket would refill beyond its burst between this pass's
-    issue and the next (taken to be as far apart as the last two): those writes wait in line for their tokens."""
-    assert ahead(50.0, 100, gap, decide) == extra
+def test_a_pass_writes_ahead_what_the_refill_would_lose(span: float | None, extra: int) -> None:
+    """Past the tokens banked, a pass writes what the bucket would refill beyond its burst over the span from
+    its start to the next pass's issue: those writes wait in line for their tokens."""
+    assert ahead(50.0, 100, span) == extra
+
+
+def test_the_span_expected_is_the_smoothed_mean_and_its_spread() -> None:
+    """Each issue after an issuing pass samples a span (that pass's time to its issue and the time to this one);
+    `Pace` expects their smoothed mean plus `SPREAD` smoothed deviations (TCP's round-trip estimator); a pass
+    issuing nothing, or the loop idling, starts over."""
+    paced = Pace(LoopOptions())
+    assert paced.expected_span() is None
+    paced.issue(1.0, 0.0, 10, 100.0)  # decided for 1 s
+    assert paced.expected_span() is None  # one issue, no span yet
+    paced.issue(3.0, 2.5, 10, 100.0)  # 1 s + 2 s to this issue; decided for 0.5 s
+    assert paced.expected_span() == pytest.approx(3.0)
+    paced.issue(6.5, 5.0, 10, 100.0)  # 0.5 + 3.5 = 4.0: mean 3 + 1/8, deviation 1/4
+    assert paced.expected_span() == pytest.approx(3.125 + SPREAD * 0.25)
+    paced.issue(7.0, 6.9, 0, 100.0)
+    assert paced.expected_span() is None
+    paced.issue(8.0, 7.5, 10, 100.0)
+    paced.issue(9.5, 9.0, 10, 100.0)
+    assert paced.expected_span() == pytest.approx(2.0)
+    paced.idle()
+    assert paced.expected_span() is None and paced.cap(100.0, 100) == 50  # a second's worth, nothing ahead
 
 
 @pytest.mark.parametrize(("batch", "level", "seconds"), [
@@ -348,26 +370,32 @@ def test_token_wait_is_the_last_writes_wait(batch: int, level: float, seconds: f
     assert token_wait(batch, level, 50.0) == pytest.approx(seconds)
 
 
-def _simulate(options: LoopOptions, *, decide: float, after: float, latency: float,
-              seconds: float = 120.0) -> tuple[float, list[int]]:
+def _simulate(options: LoopOptions, *, decide: float, after: float, latency: float, jitter: float = 0.0,
+              seconds: float = 600.0) -> tuple[float, list[int]]:
     """Passes paced by `Pace` against the real token bucket on a simulated clock, with unlimited admissible
     work: each pass decides for ``decide`` s, issues its batch at once (every write reserves its token and waits
     from the issue on, as concurrent writers do), is answered ``latency`` s after its token, then works ``after``
-    s more (pending reasons, statuses) and rests. Returns admissions per second and the batches."""
+    s more (pending reasons, statuses) and rests. Each of the three varies by up to ± ``jitter`` of itself
+    (seeded: the same run every time). Returns admissions per second and the batches."""
     clock = [0.0]
     waits: list[float] = []
     bucket = TokenBucket(options.qps, options.burst, clock=lambda: clock[0], sleep=waits.append)
     paced = Pace(options)
     batches: list[int] = []
+    draw = random.Random(21)
+
+    def varied(seconds: float) -> float:
+        return seconds * draw.uniform(1 - jitter, 1 + jitter)
+
     while clock[0] < seconds:
         started = clock[0]
-        cap = paced.cap(started, bucket.level(), bucket.burst)
-        clock[0] += decide
+        cap = paced.cap(bucket.level(), bucket.burst)
+        clock[0] += varied(decide)
         paced.issue(clock[0], started, cap, bucket.level())
         waits.clear()
         for _ in range(cap):
             bucket.take()
-        clock[0] += max(waits, default=0.0) + latency + after
+        clock[0] += max(waits, default=0.0) + varied(latency) + varied(after)
         batches.append(cap)
         paced.done(started, clock[0])
         clock[0] += paced.rest(clock[0] - started, (bucket.burst - bucket.level()) / options.qps)
@@ -377,7 +405,7 @@ def _simulate(options: LoopOptions, *, decide: float, after: float, latency: flo
 @pytest.mark.parametrize(("timing", "without", "with_ahead"), [
     pytest.param((0.8, 0.1, 0.1), 40.0, 49.0, id="passes of 1 s: 40/s -> the budget"),
     pytest.param((1.0, 0.15, 0.05), 36.0, 49.0, id="passes of 1.2 s (a busy machine): 35/s -> the budget"),
-    pytest.param((1.5, 0.3, 0.1), 26.0, 40.0, id="passes of 1.9 s: 26/s -> 40/s (ahead is at most a burst)"),
+    pytest.param((1.5, 0.3, 0.1), 27.0, 40.0, id="passes of 1.9 s: 26/s -> 41/s (ahead is at most a burst)"),
     pytest.param((0.3, 0.1, 3.0), 15.0, 28.0, id="answers in 3 s (a saturated API server): twice the batch"),
 ])
 def test_sustained_slow_passes_keep_the_budget(monkeypatch: pytest.MonkeyPatch, timing: tuple[float, float, float],
@@ -390,7 +418,7 @@ def test_sustained_slow_passes_keep_the_budget(monkeypatch: pytest.MonkeyPatch, 
     decide, after, latency = timing
     options = LoopOptions()
     rate, batches = _simulate(options, decide=decide, after=after, latency=latency)
-    assert with_ahead <= rate <= options.qps + options.burst / 120.0
+    assert with_ahead <= rate <= options.qps + options.burst / 600.0
     assert max(batches) <= 2 * options.burst
     monkeypatch.setattr(pace, "ahead", lambda *_: 0)
     lost, _ = _simulate(options, decide=decide, after=after, latency=latency)
@@ -398,14 +426,35 @@ def test_sustained_slow_passes_keep_the_budget(monkeypatch: pytest.MonkeyPatch, 
 
 
 def test_fast_passes_write_nothing_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Passes of 0.4 s (a thousand ClusterQueues on an idle machine): the refill between issues stays within the
-    burst, so the batches are exactly those written without `ahead` — the baseline's pacing is untouched."""
+    """Passes of 0.4 s (a thousand ClusterQueues on an idle machine), varying by a fifth: the refill between
+    issues stays within the burst, so the batches are exactly those written without `ahead` — the baseline's
+    pacing is untouched."""
     options = LoopOptions()
-    rate, batches = _simulate(options, decide=0.35, after=0.03, latency=0.02)
+    rate, batches = _simulate(options, decide=0.35, after=0.03, latency=0.02, jitter=0.2)
     monkeypatch.setattr(pace, "ahead", lambda *_: 0)
-    same_rate, same = _simulate(options, decide=0.35, after=0.03, latency=0.02)
+    same_rate, same = _simulate(options, decide=0.35, after=0.03, latency=0.02, jitter=0.2)
     assert batches == same and rate == same_rate
     assert rate >= 49.0
+
+
+@pytest.mark.parametrize(("timing", "without", "with_ahead"), [
+    pytest.param((0.8, 0.1, 0.1), 47.5, 49.3, id="passes of 1 s: 47/s -> 49.5/s"),
+    pytest.param((0.6, 0.1, 0.6), 47.0, 49.2, id="1.3 s, half of it waiting for answers: 46.7/s -> 49.5/s"),
+    pytest.param((1.0, 0.15, 0.05), 46.7, 48.5, id="passes of 1.2 s (a busy machine): 46/s -> 49/s"),
+])
+def test_irregular_slow_passes_keep_the_budget(monkeypatch: pytest.MonkeyPatch, timing: tuple[float, float, float],
+                                               without: float, with_ahead: float) -> None:
+    """Passes that vary by half their length (a busy machine): sized for the mean span alone (`SPREAD` 0), the
+    pace loses the refill of every longer one; with the spread it keeps near the full 50/s while a burst ahead
+    covers the span — and never above the client's budget (burst + qps × time: the bucket enforces it)."""
+    decide, after, latency = timing
+    options = LoopOptions()
+    rate, batches = _simulate(options, decide=decide, after=after, latency=latency, jitter=0.5)
+    assert with_ahead <= rate <= options.qps + options.burst / 600.0
+    assert max(batches) <= 2 * options.burst
+    monkeypatch.setattr(pace, "SPREAD", 0.0)
+    mean_only, _ = _simulate(options, decide=decide, after=after, latency=latency, jitter=0.5)
+    assert mean_only <= without
 
 
 def test_a_pass_sends_its_whole_batch_at_once() -> None:
