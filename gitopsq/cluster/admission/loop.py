@@ -54,7 +54,8 @@ class Progress:
     """One ``admission progress`` log line every ``every`` seconds while passes run: passes, their mean and
     longest duration, the mean CPU time of a pass on the loop's thread (the rest of a pass's duration is waiting:
     for writes, for the interpreter lock), admissions written, admissions decided but left for a later pass
-    (``capped``: the budget, not quota, held them back), seconds requests spent waiting for tokens, and Workload
+    (``capped``: the budget, not quota, held them back), the slowest answer to a pass's admissions past their
+    tokens (`pace.SLOW_ANSWERS`), seconds requests spent waiting for tokens, and Workload
     tokens the bucket discarded full (``tokens_unused``: budget lost while ``capped`` says work waited) — what to
     look at when admissions seem slow."""
 
@@ -64,11 +65,13 @@ class Progress:
         self._passes = 0
         self._busy = self._longest = self._cpu = 0.0
         self._admissions = self._capped = 0
-        self._waited = self._unused = 0.0
+        self._waited = self._unused = self._answer = 0.0
 
-    def passed(self, seconds: float, admissions_written: int, cpu: float = 0.0, capped: int = 0) -> None:
+    def passed(self, seconds: float, admissions_written: int, cpu: float = 0.0, capped: int = 0,
+               answer: float = 0.0) -> None:
         self._passes += 1
         self._capped += capped
+        self._answer = max(self._answer, answer)
         self._busy += seconds
         self._cpu += cpu
         self._longest = max(self._longest, seconds)
@@ -80,10 +83,12 @@ class Progress:
                     longest_pass_ms=round(1000 * self._longest),
                     mean_pass_cpu_ms=round(1000 * self._cpu / self._passes),
                     admissions=admissions_written - self._admissions, capped=self._capped,
+                    slowest_answer_ms=round(1000 * self._answer),
                     throttled_seconds=round(waited - self._waited, 1), tokens_unused=round(unused - self._unused),
                     seconds=round(now - self._since, 1))
         self._since, self._passes, self._busy, self._longest, self._cpu = now, 0, 0.0, 0.0, 0.0
         self._admissions, self._waited, self._unused, self._capped = admissions_written, waited, unused, 0
+        self._answer = 0.0
 
 
 class AdmissionLoop:
@@ -170,7 +175,8 @@ class AdmissionLoop:
                 if ran:
                     self.once()
                 self.progress.passed(time.monotonic() - started, self.admission.admissions_written,
-                                     time.thread_time() - cpu, self.admission.capped if ran else 0)
+                                     time.thread_time() - cpu, self.admission.capped if ran else 0,
+                                     self.admission.pace.answer if ran else 0.0)
                 if self.writer.writes_since_pass == 0 and not self.admission.backlog:
                     wait = min(self.options.resync, self.options.queue_status_interval) if self.queues.deferred \
                         else self.options.resync

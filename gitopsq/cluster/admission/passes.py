@@ -196,6 +196,8 @@ class AdmissionPass:
         bucket = self.writer.workload_bucket
         self.pace.issue(time.monotonic(), started, len(admissions), bucket.level() if bucket is not None else None)
         self._parallel(admissions)
+        if admissions:
+            self.pace.answered(time.monotonic())
         self._parallel([functools.partial(self._checks_ready, w, now) for w in live.values()
                         if w.state == ADMITTED and _checks_all_ready(w.raw) and not _admitted(w.raw)])
         # Pending reasons wait behind admissions (`pending_budget`); one not written now is, later, if still true.
