@@ -56,7 +56,7 @@ class Progress:
     for writes, for the interpreter lock), admissions written, admissions decided but left for a later pass
     (``capped``: the budget, not quota, held them back), the slowest answer to a pass's admissions past their
     tokens (`pace.SLOW_ANSWERS`), seconds requests spent waiting for tokens, and Workload
-    tokens the bucket discarded full (``tokens_unused``: budget lost while ``capped`` says work waited) — what to
+    tokens the bucket discarded full (``unused_budget``: budget lost while ``capped`` says work waited) — what to
     look at when admissions seem slow."""
 
     def __init__(self, client: Client, every: float = 10.0) -> None:
@@ -79,12 +79,13 @@ class Progress:
         if now - self._since < self.every:
             return
         waited, unused = self.client.waited, self.client.bucket.unused
+        # unused_budget, not "tokens_…": the log redacts keys that look like credentials
         _log.info("admission progress", passes=self._passes, mean_pass_ms=round(1000 * self._busy / self._passes),
                     longest_pass_ms=round(1000 * self._longest),
                     mean_pass_cpu_ms=round(1000 * self._cpu / self._passes),
                     admissions=admissions_written - self._admissions, capped=self._capped,
                     slowest_answer_ms=round(1000 * self._answer),
-                    throttled_seconds=round(waited - self._waited, 1), tokens_unused=round(unused - self._unused),
+                    throttled_seconds=round(waited - self._waited, 1), unused_budget=round(unused - self._unused),
                     seconds=round(now - self._since, 1))
         self._since, self._passes, self._busy, self._longest, self._cpu = now, 0, 0.0, 0.0, 0.0
         self._admissions, self._waited, self._unused, self._capped = admissions_written, waited, unused, 0

@@ -38,7 +38,7 @@ def test_token_bucket(qps: float, burst: int, requests: int, waited: float) -> N
 
 
 def test_token_bucket_counts_the_refill_it_discards() -> None:
-    """A full bucket's refill is budget nobody used (the progress log's ``tokens_unused``); a bucket in debt
+    """A full bucket's refill is budget nobody used (the progress log's ``unused_budget``); a bucket in debt
     discards nothing while it fills again."""
     clock = [0.0]
     bucket = TokenBucket(50, 100, clock=lambda: clock[0], sleep=lambda _: None)

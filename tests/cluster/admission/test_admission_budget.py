@@ -4,6 +4,7 @@ pending reasons only for queue heads, and at most about a second of admissions p
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 import threading
 import time
@@ -15,6 +16,7 @@ from envtest_rig import Envtest
 from kubernetes import client as k8s_client
 from running_loop import FAST, RunningLoop
 
+from gitopsq import logs
 from gitopsq.cluster.admission import pace
 from gitopsq.cluster.admission.decisions import (
     ENGINE_BUDGET,
@@ -28,6 +30,7 @@ from gitopsq.cluster.admission.decisions import (
     window_floor,
 )
 from gitopsq.cluster.admission.live_workload import read_workload, topology_of
+from gitopsq.cluster.admission.loop import Progress
 from gitopsq.cluster.admission.options import LoopOptions
 from gitopsq.cluster.admission.pace import SLOW_ANSWERS, SPREAD, Pace, ahead, rest_after, token_wait
 from gitopsq.cluster.admission.passes import AdmissionPass
@@ -491,3 +494,21 @@ def test_the_client_keeps_a_connection_for_every_concurrent_request() -> None:
     client = Client(k8s_client.ApiClient(k8s_client.Configuration()), connections=133)
     assert client.api_client.configuration.connection_pool_maxsize == 133
     assert client.api_client.rest_client.pool_manager.connection_pool_kw["maxsize"] == 133
+
+
+def test_the_progress_line_shows_what_held_admissions_back(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every interval the loop logs what it admitted, what the budget held back (``capped``), the slowest
+    answer and the budget the Workload bucket discarded full — readable, not taken for a credential by the
+    log's redaction (a field named after tokens was)."""
+    logs.configure(json=True)
+    client = Client(k8s_client.ApiClient(k8s_client.Configuration()))
+    progress = Progress(client, every=0.0)
+    client.bucket.unused = 37.4
+    progress.passed(1.5, 120, 0.5, capped=80, answer=0.25)
+    line = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
+    assert line["event"] == "admission progress"
+    assert (line["admissions"], line["capped"], line["slowest_answer_ms"], line["unused_budget"]) == (120, 80, 250, 37)
+    assert line["mean_pass_ms"] == 1500 and line["mean_pass_cpu_ms"] == 500
+    progress.passed(0.5, 150, 0.1)
+    line = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
+    assert (line["admissions"], line["capped"], line["unused_budget"]) == (30, 0, 0)  # per interval
