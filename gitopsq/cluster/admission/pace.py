@@ -81,10 +81,10 @@ class Pace:
     the mean plus `SPREAD` mean deviations, both smoothed as TCP smooths its round-trip time (Jacobson: gains 1/8
     and 1/4): regular fast passes still write nothing ahead, irregular slow ones cover most of their spread.
 
-    Nothing goes ahead after a pass whose admissions the API server took `SLOW_ANSWERS` or more to answer: the
-    server, not the loop, is then what is slow, and more writes in flight only queue there (Kueue's large-scale
-    runner saturating it with 50,000 creations: a pass of 200 writes took 37 s where passes of 100 took 4–9 s,
-    and the back-off after it another 33 s without an admission)."""
+    Nothing goes ahead after a pass whose admissions the API server took `SLOW_ANSWERS` or more to answer, and the
+    samples start over: the server, not the loop, is then what is slow, and more writes in flight only queue
+    there (Kueue's large-scale runner saturating it with 50,000 creations: a pass of 200 writes took 37 s where
+    passes of 100 took 4–9 s, and the back-off after it another 33 s without an admission)."""
 
     def __init__(self, options: LoopOptions) -> None:
         self.options = options
@@ -119,9 +119,13 @@ class Pace:
         self.token_wait = token_wait(batch, level, self.options.qps) if level is not None else 0.0
 
     def answered(self, at: float) -> None:
-        """The last of the admissions this pass issued was answered at ``at``."""
+        """The last of the admissions this pass issued was answered at ``at``. A slow answer ends the run of
+        samples: spans measured while the server was saturated (passes and back-offs of 5–30 s) say nothing of
+        the loop's own pace once it answers quickly again."""
         if self._issued is not None:
             self.answer = max(0.0, at - self._issued - self.token_wait)
+            if self.answer >= SLOW_ANSWERS:
+                self.idle()
 
     def idle(self) -> None:
         """The loop waits for a change (no work waiting for tokens): the next pass starts a new run of samples."""

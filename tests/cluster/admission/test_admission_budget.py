@@ -375,9 +375,13 @@ def test_nothing_goes_ahead_while_the_api_server_answers_slowly() -> None:
     paced.issue(8.0, 7.0, 100, 100.0)
     paced.answered(8.0 + SLOW_ANSWERS)
     assert paced.answer == pytest.approx(SLOW_ANSWERS) and paced.cap(0.0, 100) == 1  # nothing ahead
+    assert paced.expected_span() is None  # and the spans measured so far are forgotten
     paced.issue(12.0, 11.0, 100, 40.0)
     paced.answered(12.0 + 1.2 + 0.3)  # 1.2 s for the tokens, 0.3 s for the answer
-    assert paced.answer == pytest.approx(0.3) and paced.cap(0.0, 100) > 1
+    assert paced.answer == pytest.approx(0.3) and paced.cap(0.0, 100) == 1  # one quick answer: no span yet
+    paced.issue(15.0, 14.0, 100, 40.0)
+    paced.answered(15.0 + 1.2 + 0.3)
+    assert paced.expected_span() == pytest.approx(4.0) and paced.cap(0.0, 100) == 100  # ahead again
     _, batches = _simulate(LoopOptions(), decide=0.3, after=0.1, latency=3.0, jitter=0.5)
     assert max(batches) <= 100  # answers in 3 s (the runner's creations saturating the server): the burst at most
 
