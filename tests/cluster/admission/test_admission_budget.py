@@ -429,25 +429,38 @@ def _simulate(options: LoopOptions, *, decide: float, after: float, latency: flo
     return sum(batches) / clock[0], batches
 
 
-@pytest.mark.parametrize(("timing", "without", "with_ahead"), [
-    pytest.param((0.8, 0.1, 0.1), 40.0, 49.0, id="passes of 1 s: 40/s -> the budget"),
-    pytest.param((1.0, 0.15, 0.05), 36.0, 49.0, id="passes of 1.2 s (a busy machine): 35/s -> the budget"),
-    pytest.param((1.5, 0.3, 0.1), 27.0, 40.0, id="passes of 1.9 s: 26/s -> 41/s (ahead is at most a burst)"),
+_NOTHING_AHEAD = ("ahead", lambda *_: 0)  # what the pace did before: write what is banked
+_MEAN_ONLY = ("SPREAD", 0.0)  # expect the mean span, no deviations
+
+
+@pytest.mark.parametrize(("timing", "jitter", "knocked_out", "rates"), [
+    pytest.param((0.8, 0.1, 0.1), 0.0, _NOTHING_AHEAD, (40.0, 49.0), id="passes of 1 s: 40/s -> the budget"),
+    pytest.param((1.0, 0.15, 0.05), 0.0, _NOTHING_AHEAD, (36.0, 49.0),
+                 id="passes of 1.2 s (a busy machine): 35/s -> the budget"),
+    pytest.param((1.5, 0.3, 0.1), 0.0, _NOTHING_AHEAD, (27.0, 40.0),
+                 id="passes of 1.9 s: 26/s -> 41/s (ahead is at most a burst)"),
+    pytest.param((0.8, 0.1, 0.1), 0.5, _MEAN_ONLY, (47.5, 49.3), id="irregular, 1 s: the mean alone 47/s -> 49.5/s"),
+    pytest.param((0.6, 0.1, 0.6), 0.5, _MEAN_ONLY, (47.0, 49.2),
+                 id="irregular, 1.3 s, half of it waiting for answers: 46.7/s -> 49.5/s"),
+    pytest.param((1.0, 0.15, 0.05), 0.5, _MEAN_ONLY, (46.7, 48.5), id="irregular, 1.2 s: 46/s -> 49/s"),
 ])
-def test_sustained_slow_passes_keep_the_budget(monkeypatch: pytest.MonkeyPatch, timing: tuple[float, float, float],
-                                               without: float, with_ahead: float) -> None:
+def test_slow_passes_keep_the_budget(monkeypatch: pytest.MonkeyPatch, timing: tuple[float, float, float],
+                                     jitter: float, knocked_out: tuple[str, Any], rates: tuple[float, float]) -> None:
     """While work waits for tokens and passes are slow (``timing``: decide, after, latency as `_simulate` takes
     them), writing ahead keeps the bucket from filling between issues: near the full 50/s where writing only what
     is banked loses a fifth or more (the rest after a pass is as long as it was busy, so banked tokens alone
-    cover a cycle of two seconds at most); and never above the client's budget (burst + qps × time: the bucket
-    itself enforces it)."""
+    cover a cycle of two seconds at most). Passes that vary by half their length (``jitter``) need the spread as
+    well: sized for the mean span alone, the pace loses the refill of every longer one. Never above the client's
+    budget (burst + qps × time: the bucket itself enforces it). ``rates``: at most the first with
+    ``knocked_out``, at least the second with it."""
     decide, after, latency = timing
+    without, with_it = rates
     options = LoopOptions()
-    rate, batches = _simulate(options, decide=decide, after=after, latency=latency)
-    assert with_ahead <= rate <= options.qps + options.burst / 600.0
+    rate, batches = _simulate(options, decide=decide, after=after, latency=latency, jitter=jitter)
+    assert with_it <= rate <= options.qps + options.burst / 600.0
     assert max(batches) <= 2 * options.burst
-    monkeypatch.setattr(pace, "ahead", lambda *_: 0)
-    lost, _ = _simulate(options, decide=decide, after=after, latency=latency)
+    monkeypatch.setattr(pace, *knocked_out)
+    lost, _ = _simulate(options, decide=decide, after=after, latency=latency, jitter=jitter)
     assert lost <= without
 
 
@@ -462,25 +475,6 @@ def test_fast_passes_write_nothing_ahead(monkeypatch: pytest.MonkeyPatch) -> Non
     assert batches == same and rate == same_rate
     assert rate >= 49.0
 
-
-@pytest.mark.parametrize(("timing", "without", "with_ahead"), [
-    pytest.param((0.8, 0.1, 0.1), 47.5, 49.3, id="passes of 1 s: 47/s -> 49.5/s"),
-    pytest.param((0.6, 0.1, 0.6), 47.0, 49.2, id="1.3 s, half of it waiting for answers: 46.7/s -> 49.5/s"),
-    pytest.param((1.0, 0.15, 0.05), 46.7, 48.5, id="passes of 1.2 s (a busy machine): 46/s -> 49/s"),
-])
-def test_irregular_slow_passes_keep_the_budget(monkeypatch: pytest.MonkeyPatch, timing: tuple[float, float, float],
-                                               without: float, with_ahead: float) -> None:
-    """Passes that vary by half their length (a busy machine): sized for the mean span alone (`SPREAD` 0), the
-    pace loses the refill of every longer one; with the spread it keeps near the full 50/s while a burst ahead
-    covers the span — and never above the client's budget (burst + qps × time: the bucket enforces it)."""
-    decide, after, latency = timing
-    options = LoopOptions()
-    rate, batches = _simulate(options, decide=decide, after=after, latency=latency, jitter=0.5)
-    assert with_ahead <= rate <= options.qps + options.burst / 600.0
-    assert max(batches) <= 2 * options.burst
-    monkeypatch.setattr(pace, "SPREAD", 0.0)
-    mean_only, _ = _simulate(options, decide=decide, after=after, latency=latency, jitter=0.5)
-    assert mean_only <= without
 
 
 def test_a_pass_sends_its_whole_batch_at_once() -> None:
