@@ -478,9 +478,9 @@ def test_fast_passes_write_nothing_ahead(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_a_pass_sends_its_whole_batch_at_once() -> None:
-    """A pass's writes all go out together (up to the burst): on an API server saturated by other clients each
-    write takes seconds, and a pass waits for its slowest. Every write here waits until all of them are in
-    flight; a pool smaller than the batch would never get there."""
+    """A pass's writes all go out together (up to twice the burst: banked and ahead): on an API server saturated
+    by other clients each write takes seconds, and a pass waits for its slowest. Every write here waits until all
+    of them are in flight; a pool smaller than the batch would never get there."""
     options = LoopOptions(burst=40)
     admission = AdmissionPass(cache=None, writer=_Writer(40.0), options=options)  # type: ignore[arg-type]
     in_flight = threading.Barrier(2 * options.burst, timeout=10)
