@@ -55,9 +55,9 @@ class Progress:
     longest duration, the mean CPU time of a pass on the loop's thread (the rest of a pass's duration is waiting:
     for writes, for the interpreter lock), admissions written, admissions decided but left for a later pass
     (``capped``: the budget, not quota, held them back), the slowest answer to a pass's admissions past their
-    tokens (`pace.SLOW_ANSWERS`), seconds requests spent waiting for tokens, and Workload
-    tokens the bucket discarded full (``unused_budget``: budget lost while ``capped`` says work waited) — what to
-    look at when admissions seem slow."""
+    tokens (`pace.SLOW_ANSWERS`), seconds requests spent waiting for tokens, and Workload tokens the bucket
+    discarded full (``unused_budget``: budget lost while ``capped`` says work waited) — what to look at when
+    admissions seem slow."""
 
     def __init__(self, client: Client, every: float = 10.0) -> None:
         self.client, self.every = client, every

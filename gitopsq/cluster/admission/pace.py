@@ -28,19 +28,20 @@ def ahead(qps: float, burst: int, span: float | None) -> int:
 
 
 def admission_cap(banked: float | None, burst: int, options: LoopOptions, busy: float, extra: int) -> int:
-    """How many admissions a pass writes: the Workload tokens ``banked`` (None: no bucket) plus ``extra``
-    (`ahead`), at least one; without ``extra`` at most ``admissions_per_pass`` or what the budget refills over a
-    pass as busy as the last one and its rest (`rest_after`: ``pass_rest`` times as long; a second's worth at
-    least, the burst at most). More than it banked, unasked, would sit out the refill while freed quota waits;
-    less would leave budget unused when passes are slow (a thousand ClusterQueues: up to 2 s). Fast passes take a
-    second's worth: a larger batch fills the cohorts with whatever was decided first, which high-priority work
-    arriving a moment later reclaims (Kueue's baseline, earlier pending rule: 82 evictions; 304 with the burst)."""
+    """How many admissions a pass writes: the Workload tokens ``banked`` (None: no bucket, so nothing to write
+    ahead of) plus ``extra`` (`ahead`), at least one; without ``extra`` at most ``admissions_per_pass`` or what
+    the budget refills over a pass as busy as the last one and its rest (`rest_after`: ``pass_rest`` times as
+    long; a second's worth at least, the burst at most). More than it banked, unasked, would sit out the refill
+    while freed quota waits; less would leave budget unused when passes are slow (a thousand ClusterQueues: up to
+    2 s). Fast passes take a second's worth: a larger batch fills the cohorts with whatever was decided first,
+    which high-priority work arriving a moment later reclaims (Kueue's baseline, earlier pending rule: 82
+    evictions; 304 with the burst)."""
     qps = options.qps
     most = options.admissions_per_pass
     if most:
         return most if banked is None else max(1, min(most, int(banked)))
     most = max(1, int(min(burst, max(qps, (1 + options.pass_rest) * qps * busy))))
-    return most + extra if banked is None else max(1, min(most, int(banked)) + extra)
+    return most if banked is None else max(1, min(most, int(banked)) + extra)
 
 
 def token_wait(batch: int, level: float, qps: float) -> float:
@@ -71,9 +72,9 @@ SLOW_ANSWERS = 1.0  # seconds the API server took to answer a pass's admissions 
 
 
 class Pace:
-    """The last passes' timings that the next pass's cap and rest depend on; told when a pass starts, issues its
-    admissions and ends, and when the loop idles (monotonic seconds), so the pacing runs the same on a test's
-    clock.
+    """The last passes' timings that the next pass's cap and rest depend on; told when a pass issues its
+    admissions, when they are answered, when the pass ends, and when the loop idles (monotonic seconds), so the
+    pacing runs the same on a test's clock.
 
     The span `ahead` covers — a pass's time to its issue plus the time from there to the next issue — is not known
     when the pass starts, and passes vary (±50 % on a busy machine): sized to the mean it still loses the refill of
