@@ -20,7 +20,7 @@ import argparse
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from kubernetes import client as k8s_client
 
@@ -55,9 +55,10 @@ class Progress:
     longest duration, the mean CPU time of a pass on the loop's thread (the rest of a pass's duration is waiting:
     for writes, for the interpreter lock), admissions written, admissions decided but left for a later pass
     (``capped``: the budget, not quota, held them back), the slowest answer to a pass's admissions past their
-    tokens (`pace.SLOW_ANSWERS`), seconds requests spent waiting for tokens, and Workload tokens the bucket
-    discarded full (``unused_budget``: budget lost while ``capped`` says work waited) — what to look at when
-    admissions seem slow."""
+    tokens (`pace.SLOW_ANSWERS`), seconds requests spent waiting for tokens, Workload tokens the bucket
+    discarded full (``unused_budget``: budget lost while ``capped`` says work waited), and how long a pass waited
+    on average for each kind of write (``mean_writes_ms``, `passes.WRITE_PHASES`: what a slow pass was made of) —
+    what to look at when admissions seem slow."""
 
     def __init__(self, client: Client, every: float = 10.0) -> None:
         self.client, self.every = client, every
@@ -66,10 +67,13 @@ class Progress:
         self._busy = self._longest = self._cpu = 0.0
         self._admissions = self._capped = 0
         self._waited = self._unused = self._answer = 0.0
+        self._writes: dict[str, float] = {}
 
-    def passed(self, seconds: float, admissions_written: int, cpu: float = 0.0, capped: int = 0,
-               answer: float = 0.0) -> None:
+    def passed(self, seconds: float, admissions_written: int, cpu: float = 0.0, *, capped: int = 0,
+               answer: float = 0.0, writes: Mapping[str, float] | None = None) -> None:
         self._passes += 1
+        for phase, spent in (writes or {}).items():
+            self._writes[phase] = self._writes.get(phase, 0.0) + spent
         self._capped += capped
         self._answer = max(self._answer, answer)
         self._busy += seconds
@@ -86,10 +90,12 @@ class Progress:
                     admissions=admissions_written - self._admissions, capped=self._capped,
                     slowest_answer_ms=round(1000 * self._answer),
                     throttled_seconds=round(waited - self._waited, 1), unused_budget=round(unused - self._unused),
+                    mean_writes_ms={phase: round(1000 * spent / self._passes) for phase, spent in self._writes.items()},
                     seconds=round(now - self._since, 1))
         self._since, self._passes, self._busy, self._longest, self._cpu = now, 0, 0.0, 0.0, 0.0
         self._admissions, self._waited, self._unused, self._capped = admissions_written, waited, unused, 0
         self._answer = 0.0
+        self._writes = {}
 
 
 class AdmissionLoop:
@@ -176,8 +182,9 @@ class AdmissionLoop:
                 if ran:
                     self.once()
                 self.progress.passed(time.monotonic() - started, self.admission.admissions_written,
-                                     time.thread_time() - cpu, self.admission.capped if ran else 0,
-                                     self.admission.pace.answer if ran else 0.0)
+                                     time.thread_time() - cpu, capped=self.admission.capped if ran else 0,
+                                     answer=self.admission.pace.answer if ran else 0.0,
+                                     writes=self.admission.write_seconds if ran else None)
                 if self.writer.writes_since_pass == 0 and not self.admission.backlog:
                     wait = min(self.options.resync, self.options.queue_status_interval) if self.queues.deferred \
                         else self.options.resync

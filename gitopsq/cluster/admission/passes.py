@@ -54,6 +54,10 @@ from gitopsq.errors import ClusterError
 _log = logs.get("admission")
 
 PENDING_ABOVE = 0.9  # pending reasons use only Workload tokens above this fraction of the burst (`pending_budget`)
+# What a pass waits for its writes on, in `AdmissionPass.write_seconds`: evictions and deactivations, admissions,
+# pending reasons, and the rest (requeues, checks-ready admissions). A pass waits for every answer, so while the API
+# server is slow these, not the decision, make up the pass (and the rest after it).
+WRITE_PHASES = ("evictions", "admissions", "pending_reasons", "other")
 
 
 def _checks_all_ready(raw: Mapping[str, Any]) -> bool:
@@ -93,6 +97,7 @@ class AdmissionPass:
         self._ready = ReadyWatch(metrics, clock()) if metrics is not None else None
         self.backlog = 0  # pending reasons and admissions left for the next pass
         self.capped = 0  # admissions decided but left for the next pass
+        self.write_seconds = dict.fromkeys(WRITE_PHASES, 0.0)  # the last pass's waits for its writes, by phase
         self.admissions_written = 0  # admission writes attempted, all passes (progress log)
         self.pace = pace.Pace(options)  # how many admissions a pass writes, how long the loop rests after it
         self._window = MIN_WINDOW  # waiting Workloads per group the next pass gives the engine (`next_window`)
@@ -133,6 +138,7 @@ class AdmissionPass:
     def run(self) -> Decisions:
         now = self.clock()
         started = time.monotonic()
+        self.write_seconds = dict.fromkeys(WRITE_PHASES, 0.0)
         topology = self.topology()
         cap = self.admission_cap()
         window = max(self._window_floor, min(cap, self._window))
@@ -154,13 +160,13 @@ class AdmissionPass:
         pods_ready = self.options.wait_for_pods_ready
         if pods_ready.enable:  # backing-off Workloads stay out; those whose wait is over are requeued (pods_ready.py)
             live, due = queue_view(live, now, pods_ready)
-            self._parallel([functools.partial(self._requeue, w, now) for w in due])
+            self._timed("other", [functools.partial(self._requeue, w, now) for w in due])
         live, due = admission_checks.queue_view(live, now)  # a Retry check's backoff: out, then requeued
-        self._parallel([functools.partial(self._requeue, w, now) for w in due])
+        self._timed("other", [functools.partial(self._requeue, w, now) for w in due])
         woken = reactivated(live)  # active again after a deactivation: requeued first, admitted in a later pass
         if woken:
             live = {k: w for k, w in live.items() if w not in woken}
-            self._parallel([functools.partial(self._requeue, w, now, reason="Reactivated") for w in woken])
+            self._timed("other", [functools.partial(self._requeue, w, now, reason="Reactivated") for w in woken])
         decisions = decide(topology, live, now, self.options.pending_heads, window=window,
                            explain_all=self.metrics is not None, enough=cap)
         block_admissions(decisions, live, pods_ready)  # blockAdmission: nothing new while a gang is not ready
@@ -170,6 +176,7 @@ class AdmissionPass:
         decisions.evict.update(checked.evict)
         decisions.evict.update(life.evict)
         decisions.evict.update(late.evict)
+        evicting = time.monotonic()
         for key, deactivate in sorted((life.deactivate | late.deactivate).items()):
             self._deactivate(live[key], deactivate, now)
         for key, deactivate in sorted(checked.deactivate.items()):
@@ -178,6 +185,8 @@ class AdmissionPass:
         for key, eviction in sorted(decisions.evict.items()):
             self._evict(live[key], eviction.kind, eviction.reason, eviction.message, now,
                         requeue_state=eviction.requeue_state)
+        if decisions.evict or life.deactivate or late.deactivate or checked.deactivate:
+            self.write_seconds["evictions"] += time.monotonic() - evicting
         if decisions.evict:
             self.fault("after-preempt")
         # In the engine's order (round-robin over ClusterQueues, priority within each) and about a second of
@@ -195,17 +204,17 @@ class AdmissionPass:
             self.fault("after-reserve")
         bucket = self.writer.workload_bucket
         self.pace.issue(time.monotonic(), started, len(admissions), bucket.level() if bucket is not None else None)
-        self._parallel(admissions)
+        self._timed("admissions", admissions)
         if admissions:
             self.pace.answered(time.monotonic())
-        self._parallel([functools.partial(self._checks_ready, w, now) for w in live.values()
-                        if w.state == ADMITTED and _checks_all_ready(w.raw) and not _admitted(w.raw)])
+        self._timed("other", [functools.partial(self._checks_ready, w, now) for w in live.values()
+                              if w.state == ADMITTED and _checks_all_ready(w.raw) and not _admitted(w.raw)])
         # Pending reasons wait behind admissions (`pending_budget`); one not written now is, later, if still true.
         pending = [functools.partial(self._pending, live[key], p.reason, p.message, now)
                    for key, p in sorted(decisions.pending.items(), key=lambda kv: (live[kv[0]].created, kv[0]))
                    if self._pending_due(live[key], p.reason, p.message, now)]
         budget = self.pending_budget(len(pending))
-        self._parallel(pending[:budget])
+        self._timed("pending_reasons", pending[:budget])
         self.backlog = len(pending) - min(len(pending), budget) + self.capped
         if self.metrics is not None:  # every waiting workload's reason, for the pending-workloads gauges
             self.reasons, self.active, self.lq_active = pending_gauges(decisions, live, beyond, topology)
@@ -237,6 +246,14 @@ class AdmissionPass:
         if bucket is None:
             return self.pace.cap(None, max(1, int(2 * self.options.qps)))
         return self.pace.cap(bucket.level(), bucket.burst)
+
+    def _timed(self, phase: str, calls: Sequence[Callable[[], None]]) -> None:
+        """`_parallel`, its wall time counted in ``write_seconds[phase]``."""
+        if not calls:
+            return
+        started = time.monotonic()
+        self._parallel(calls)
+        self.write_seconds[phase] += time.monotonic() - started
 
     def _parallel(self, calls: Sequence[Callable[[], None]]) -> None:
         """Run independent status writes concurrently; the client's token bucket still bounds the rate."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from typing import Any
 
 import pytest
 from cluster_rig import admitted, apply, cond, create_job, job_manifest, queue_setup, rest, wait_for, workload_of
@@ -125,3 +126,40 @@ def test_no_write_leaves_without_leadership() -> None:
     with pytest.raises(NotLeading):
         writer.patch("jobs", "/apis/batch/v1/namespaces/a/jobs/x", {"spec": {"suspend": True}}, "Job/a/x")
     assert sent == []
+
+
+@pytest.mark.envtest
+def test_a_pass_times_its_waits_for_writes_by_kind(kueue_clean: Envtest) -> None:
+    """Each pass counts how long it waited on the API server's answers to each kind of write (the progress line's
+    ``mean_writes_ms``): admitting a Workload, writing another's pending reason and evicting one for a
+    higher-priority arrival show up as such, a pass counts no wait for a kind it did not write, and the waits fit
+    inside the pass."""
+    env = kueue_clean
+    ns = env.new_namespace("phases")
+    apply(env, queue_setup(ns, "phases-cq", priority_classes={"urgent": 100}, preemption="LowerPriority"))
+    seen: list[tuple[float, dict[str, float]]] = []
+    with RunningLoop(env, FAST) as running:
+        progress = running.loop.progress
+        record = progress.passed
+
+        def passed(seconds: float, admitted: int, cpu: float = 0.0, **more: Any) -> None:
+            seen.append((seconds, dict(more.get("writes") or {})))
+            record(seconds, admitted, cpu, **more)
+
+        progress.passed = passed  # type: ignore[method-assign]
+        create_job(env, job_manifest(ns, "holder", "queue", {"cpu": "1"}))
+        wait_for("holder admitted", lambda: admitted(env, ns, "holder"))
+        create_job(env, job_manifest(ns, "waiter", "queue", {"cpu": "1"}))
+        wait_for("waiter pending", lambda: (c := cond(workload_of(env, ns, "waiter"), "QuotaReserved"))
+                 and c["reason"] == "WaitingForQuota")
+        before_urgent = len(seen)
+        create_job(env, job_manifest(ns, "urgent", "queue", {"cpu": "1"},
+                                     labels={"kueue.x-k8s.io/priority-class": "urgent"}))
+        wait_for("urgent admitted", lambda: admitted(env, ns, "urgent"), timeout=30)
+    ran = [(seconds, writes) for seconds, writes in seen if writes]
+    assert ran and all(set(writes) == {"evictions", "admissions", "pending_reasons", "other"} for _, writes in ran)
+    assert any(writes["admissions"] > 0 for _, writes in ran)
+    assert any(writes["pending_reasons"] > 0 for _, writes in ran)
+    assert all(writes["evictions"] == 0 for _, writes in seen[:before_urgent] if writes)
+    assert any(writes.get("evictions", 0) > 0 for _, writes in seen[before_urgent:])
+    assert all(sum(writes.values()) <= seconds for seconds, writes in ran)
