@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import re
 import threading
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from gitopsq import logs
+from gitopsq.cluster.apply import Backoff
 from gitopsq.cluster.leader import LeaderElector
 
 _log = logs.get("controller")
@@ -81,11 +83,28 @@ class Controller:
                 _log.error("leadership hook failed", hook=type(hook).__name__, error=str(err))
         stop = threading.Event()
         self._leadership_stop = stop
-        self._threads = [threading.Thread(target=r.run, args=(stop, self.may_write), name=f"gitopsq-{r.name}",
+        self._threads = [threading.Thread(target=self._guarded, args=(r, stop), name=f"gitopsq-{r.name}",
                                           daemon=True) for r in self.runnables]
         for thread in self._threads:
             thread.start()
         _log.info("runnables started", runnables=[r.name for r in self.runnables])
+
+    def _guarded(self, runnable: Runnable, stop: threading.Event) -> None:
+        """Run ``runnable`` for this term; one that raises is logged (where, what) and run again after a backoff
+        (1 s doubling to a minute) while the term lasts — a thread dying on its own would leave a replica that
+        holds the Lease and does nothing."""
+        delays = iter(Backoff(initial=1.0, maximum=60.0, deadline=float("inf")).delays())
+        while not stop.is_set():
+            try:
+                runnable.run(stop, self.may_write)
+                return
+            except Exception as err:
+                frame = traceback.extract_tb(err.__traceback__)[-1] if err.__traceback__ else None
+                delay = next(delays, 60.0)
+                _log.error("runnable failed; restarting it", runnable=runnable.name,
+                           error=f"{type(err).__name__}: {err}",
+                           at=f"{frame.filename}:{frame.lineno}" if frame else "", delay=delay)
+                stop.wait(delay)
 
     def _stop_runnables(self) -> None:
         if self._leadership_stop is None:

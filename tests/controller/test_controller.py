@@ -10,10 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cluster_rig import admitted, create_job, job_manifest, rest
 from controller_process import ControllerProcess, applied_revision, killed_at_end, wait_for
 from envtest_rig import Envtest
 from queue_repo import QueueRepo, cpu_of, cq_live, get, template_repo
 
+from gitopsq.cluster.kube import ClusterConflict
 from gitopsq.webhook.push import sign
 
 pytestmark = pytest.mark.envtest
@@ -58,6 +60,54 @@ def test_two_replicas_one_writer_and_hand_over_on_sigterm(kueue_clean: Envtest, 
     wait_for(lambda: applied_revision(kueue_clean, repo) == new_sha, message="standby applies")
     assert lease_holder(kueue_clean, repo) == standby.identity
     assert cpu_of(cq_live(kueue_clean, repo.team_a)) == "12"
+
+
+def _steal(env: Envtest, repo: QueueRepo) -> bool:
+    """Write another holder on the Lease for 3 s (False when a renewal got in between: try again)."""
+    path = f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/lease-{repo.tag}"
+    lease = get(env, path)
+    assert lease is not None
+    lease["spec"].update(holderIdentity="thief", leaseDurationSeconds=3,
+                         renewTime=time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime()))
+    try:
+        rest(env).request("PUT", path, body=lease, retry=False)
+    except ClusterConflict:
+        return False
+    return True
+
+
+def _count(proc: ControllerProcess, event: str) -> int:
+    return sum(1 for e in proc.events() if e.get("event") == event)
+
+
+def test_a_replica_that_loses_the_lease_and_takes_it_back_admits_and_syncs_again(
+        kueue_clean: Envtest, repo: QueueRepo, tmp_path: Path, processes: list[ControllerProcess]) -> None:
+    """Another holder on the Lease stops the runnables at the next renewal; once it expires the replica leads
+    again, and both loops work again: a queued Job is admitted (a new term builds the admission loop's watches
+    afresh) and a new commit is applied — no runnable failed."""
+    sha = repo._git("rev-parse", "HEAD")
+    proc = ControllerProcess(kueue_clean, repo, tmp_path, "flapping", "--interval", "1s")
+    processes.append(proc)
+    wait_for(lambda: applied_revision(kueue_clean, repo) == sha, message="first sync")
+    create_job(kueue_clean, job_manifest(repo.team_a, "before", "main", {"cpu": "1"}))
+    wait_for(lambda: admitted(kueue_clean, repo.team_a, "before"), message="admission in the first term")
+
+    assert lease_holder(kueue_clean, repo) == proc.identity
+    wait_for(lambda: _steal(kueue_clean, repo), message="another holder written over the renewals")
+    wait_for(lambda: _count(proc, "runnables stopped") >= 1, message="runnables stopped under another holder")
+    wait_for(lambda: _count(proc, "runnables started") >= 2, message="leading again once the Lease expired")
+    assert lease_holder(kueue_clean, repo) == proc.identity
+
+    create_job(kueue_clean, job_manifest(repo.team_a, "after", "main", {"cpu": "1"}))
+    wait_for(lambda: admitted(kueue_clean, repo.team_a, "after"), message="admission in the second term")
+    assert _count(proc, "admission loop leads again") == 1
+    repo.write("queues/team-a.yaml", repo.cq(repo.team_a, cpu="7") + repo.lq(repo.team_a))
+    new_sha = repo.commit("after the second term began")
+    wait_for(lambda: applied_revision(kueue_clean, repo) == new_sha, message="sync in the second term")
+    assert cpu_of(cq_live(kueue_clean, repo.team_a)) == "7"
+    assert _count(proc, "runnable failed; restarting it") == 0
+    assert "Traceback" not in proc.log.read_text(errors="replace")
+    assert proc.stop() == 0
 
 
 def test_webhook_triggers_a_sync_only_when_signed(kueue_clean: Envtest, repo: QueueRepo, tmp_path: Path,

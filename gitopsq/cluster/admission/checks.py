@@ -40,6 +40,12 @@ def states(raw: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return list((raw.get("status") or {}).get("admissionChecks") or ())
 
 
+def all_ready(raw: Mapping[str, Any]) -> bool:
+    """Whether the Workload has admission checks and every one is Ready."""
+    checks = states(raw)
+    return bool(checks) and all(c.get("state") == "Ready" for c in checks)
+
+
 def message(checks: Sequence[Mapping[str, Any]], state: str) -> str:
     """Kueue's words for the checks in ``state``: ``AdmissionCheck(s) in <state> state: "a" (msg); "b"``."""
     parts = [f'"{c.get("name", "")}" ({c["message"]})' if c.get("message") else f'"{c.get("name", "")}"'

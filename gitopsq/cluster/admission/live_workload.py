@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from gitopsq.admission.topology import Settings, Topology, build_topology
 from gitopsq.api import model as m
@@ -17,6 +17,7 @@ from gitopsq.api.reader import Reader
 from gitopsq.api.workload_codec import decode_pod_sets
 from gitopsq.cluster.admission.partial import assigned_counts, with_counts
 from gitopsq.cluster.admission.workload_status import Flavors, condition, is_true, parse_time
+from gitopsq.cluster.kinds import BY_PLURAL, TOPOLOGY
 
 FINISHED, ADMITTED, EVICTING, PENDING, INACTIVE = "finished", "admitted", "evicting", "pending", "inactive"
 QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
@@ -137,3 +138,20 @@ def topology_of(objects: Iterable[Mapping[str, Any]], settings: Settings | None 
     return build_topology(decoded, settings)
 
 
+class QueueSource(Protocol):
+    """What `queue_objects` reads: the watch cache (ports.WatchCache) has it."""
+
+    def watches(self, name: str) -> bool: ...
+
+    def items(self, name: str) -> list[dict[str, Any]]: ...
+
+
+def queue_objects(cache: QueueSource) -> list[dict[str, Any]]:
+    """The topology's objects from the watch cache, with the apiVersion and kind that watch and list items lack
+    (the codec needs them)."""
+    out: list[dict[str, Any]] = []
+    for name in TOPOLOGY:
+        if cache.watches(name):
+            kind = BY_PLURAL[name]
+            out.extend({**o, "apiVersion": kind.api_version, "kind": kind.kind} for o in cache.items(name))
+    return out

@@ -99,7 +99,12 @@ class Progress:
 
 
 class AdmissionLoop:
-    """The controller runnable (gitopsq.controller.Runnable): run(stop, may_write)."""
+    """The controller runnable (gitopsq.controller.Runnable): run(stop, may_write), once per leadership term.
+
+    A term's end closes what watched and wrote for it (the watches, the queue status and write pools, the event
+    recorder), so every later term builds them afresh and starts from a new LIST: a replica whose Lease renewal
+    ran past its deadline on a saturated API server leads again two seconds later, and its loop must admit
+    again, not die on a watch thread that cannot start twice."""
 
     name = "admission"
 
@@ -109,12 +114,24 @@ class AdmissionLoop:
         self.options = options or LoopOptions()
         self.client = Client(api_client, qps=self.options.qps, burst=self.options.burst,
                              connections=self.options.connections())
+        self.metrics = metrics
+        self._audit, self._fault = audit, fault
+        self.passes = 0
+        self.synced = threading.Event()
+        self._configure: AdmissionSettings | None = None  # set by `configure`, applied before the next pass
+        self._configure_lock = threading.Lock()
+        self._term = threading.Lock()  # held by the running term: the next one waits for its parts to close
+        self._terms = 0
+        self._build()
+
+    def _build(self) -> None:
+        """The parts one leadership term watches and writes with, on the loop's current options."""
+        metrics, audit, fault = self.metrics, self._audit, self._fault
         self.cache = Cache(self.client, views={"workloads": read_workload}, retire={"workloads": _finished},
                            indexes={"workloads": WorkloadIndex()})
         events = EventRecorder(self.client) if self.options.events else None
         self.events = events
         self.writer = Writer(self.client, self.cache, events)
-        self.metrics = metrics
         self.integrations = IntegrationWatch(self.client, self.cache, select(self.options.integrations),
                                              every=self.options.integration_recheck,
                                              report=getattr(metrics, "integration_active", None))
@@ -130,11 +147,7 @@ class AdmissionLoop:
                                         bucket=TokenBucket(share, max(2, int(share * 2))),
                                         refresh=TokenBucket(refresh, max(2, int(refresh * 2))))
         self.admission = AdmissionPass(self.cache, self.writer, self.options, metrics, audit=audit, fault=fault)
-        self.passes = 0
-        self.synced = threading.Event()
         self.progress = Progress(self.client)
-        self._configure: AdmissionSettings | None = None  # set by `configure`, applied before the next pass
-        self._configure_lock = threading.Lock()
 
     def configure(self, admission: AdmissionSettings) -> None:
         """gitopsq.yaml's ``admission`` block of a newly applied revision: the engine's settings and
@@ -168,6 +181,20 @@ class AdmissionLoop:
                    if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
 
     def run(self, stop: threading.Event, may_write: Callable[[], bool]) -> None:
+        while not self._term.acquire(timeout=0.5):  # the last term's thread is still closing its parts
+            if stop.is_set():
+                return
+        try:
+            if self._terms:
+                self.synced.clear()
+                self._build()
+                _log.info("admission loop leads again", term=self._terms + 1)
+            self._terms += 1
+            self._run_term(stop, may_write)
+        finally:
+            self._term.release()
+
+    def _run_term(self, stop: threading.Event, may_write: Callable[[], bool]) -> None:
         self.writer.may_write = may_write
         self.cache.start()
         try:
@@ -200,6 +227,7 @@ class AdmissionLoop:
                         events_sent=events.sent if events else 0, events_dropped=events.dropped if events else 0)
             self.queues.close()
             self.cache.stop()
+            self.admission.close()
             if self.events is not None:
                 self.events.close()
 

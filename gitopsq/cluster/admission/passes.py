@@ -29,6 +29,7 @@ from gitopsq.cluster.admission.live_workload import (
     EVICTING,
     FINISHED,
     LiveWorkload,
+    queue_objects,
     read_workload,
     topology_of,
 )
@@ -43,11 +44,12 @@ from gitopsq.cluster.admission.workload_status import (
     Flavors,
     admission_status,
     condition,
+    is_true,
     iso,
     set_condition,
 )
 from gitopsq.cluster.admission.writer import workload_path
-from gitopsq.cluster.kinds import BY_PLURAL, TOPOLOGY
+from gitopsq.cluster.kinds import TOPOLOGY
 from gitopsq.cluster.kube import ClusterConflict, ClusterNotFound
 from gitopsq.errors import ClusterError
 
@@ -58,16 +60,6 @@ PENDING_ABOVE = 0.9  # pending reasons use only Workload tokens above this fract
 # pending reasons, and the rest (requeues, checks-ready admissions). A pass waits for every answer, so while the API
 # server is slow these, not the decision, make up the pass (and the rest after it).
 WRITE_PHASES = ("evictions", "admissions", "pending_reasons", "other")
-
-
-def _checks_all_ready(raw: Mapping[str, Any]) -> bool:
-    checks = (raw.get("status") or {}).get("admissionChecks") or ()
-    return bool(checks) and all(c.get("state") == "Ready" for c in checks)
-
-
-def _admitted(raw: Mapping[str, Any]) -> bool:
-    c = condition(raw, "Admitted")
-    return c is not None and c.get("status") == "True"
 
 
 def _owned_by_job(w: LiveWorkload) -> bool:
@@ -115,7 +107,7 @@ class AdmissionPass:
     def topology(self) -> Topology:
         generation = self._topology_key()
         if self._topology is None or generation != self._topology_generation:
-            topology = topology_of(_with_kinds(self.cache), self.options.settings)
+            topology = topology_of(queue_objects(self.cache), self.options.settings)
             if self.cache.watches("admissionchecks"):  # an AdmissionCheck not Active makes its queues inactive
                 topology = admission_checks.with_inactive_checks(
                     topology, admission_checks.inactive_checks(self.cache.items("admissionchecks")))
@@ -207,8 +199,9 @@ class AdmissionPass:
         self._timed("admissions", admissions)
         if admissions:
             self.pace.answered(time.monotonic())
-        self._timed("other", [functools.partial(self._checks_ready, w, now) for w in live.values()
-                              if w.state == ADMITTED and _checks_all_ready(w.raw) and not _admitted(w.raw)])
+        ready = [w for w in live.values() if w.state == ADMITTED and admission_checks.all_ready(w.raw)]
+        self._timed("other", [functools.partial(self._checks_ready, w, now) for w in ready
+                              if not is_true(w.raw, "Admitted")])
         # Pending reasons wait behind admissions (`pending_budget`); one not written now is, later, if still true.
         pending = [functools.partial(self._pending, live[key], p.reason, p.message, now)
                    for key, p in sorted(decisions.pending.items(), key=lambda kv: (live[kv[0]].created, kv[0]))
@@ -246,6 +239,10 @@ class AdmissionPass:
         if bucket is None:
             return self.pace.cap(None, max(1, int(2 * self.options.qps)))
         return self.pace.cap(bucket.level(), bucket.burst)
+
+    def close(self) -> None:
+        """End the write pool (the term is over; writes still in flight finish first)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
     def _timed(self, phase: str, calls: Sequence[Callable[[], None]]) -> None:
         """`_parallel`, its wall time counted in ``write_seconds[phase]``."""
@@ -400,12 +397,3 @@ class AdmissionPass:
             if old is None or old.get("reason") != reason:
                 self.writer.event(w.raw, "Workload", reason, message, warning=True)
 
-
-def _with_kinds(cache: WatchCache) -> list[dict[str, Any]]:
-    """Watch and list items lack apiVersion/kind; the codec needs them."""
-    out: list[dict[str, Any]] = []
-    for name in TOPOLOGY:
-        if cache.watches(name):
-            kind = BY_PLURAL[name]
-            out.extend({**o, "apiVersion": kind.api_version, "kind": kind.kind} for o in cache.items(name))
-    return out

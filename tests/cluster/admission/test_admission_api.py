@@ -4,6 +4,7 @@ optimistic concurrency on status writes, and watches that survive an API server 
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from typing import Any
 
@@ -12,6 +13,7 @@ from cluster_rig import admitted, apply, cond, create_job, job_manifest, queue_s
 from envtest_rig import Envtest
 from running_loop import FAST, RunningLoop
 
+from gitopsq.cluster.admission.loop import AdmissionLoop
 from gitopsq.cluster.admission.rate_limited import Client, TokenBucket
 from gitopsq.cluster.admission.watch_cache import Cache
 from gitopsq.cluster.admission.writer import NotLeading, Writer
@@ -163,3 +165,30 @@ def test_a_pass_times_its_waits_for_writes_by_kind(kueue_clean: Envtest) -> None
     assert all(writes["evictions"] == 0 for _, writes in seen[:before_urgent] if writes)
     assert any(writes.get("evictions", 0) > 0 for _, writes in seen[before_urgent:])
     assert all(sum(writes.values()) <= seconds for seconds, writes in ran)
+
+
+@pytest.mark.envtest
+def test_the_loop_runs_again_in_a_later_term(kueue_clean: Envtest) -> None:
+    """A run that ended (its leadership term did) closed its watches and pools; the next run builds them afresh,
+    syncs from a new LIST and admits — the second term of one AdmissionLoop object."""
+    env = kueue_clean
+    ns = env.new_namespace("terms")
+    apply(env, queue_setup(ns, "terms-cq", cpu="2"))
+    api = env.api_client()
+    loop = AdmissionLoop(api, FAST)
+    try:
+        for name in ("first-term", "second-term"):
+            stop = threading.Event()
+            thread = threading.Thread(target=loop.run, args=(stop, lambda: True), daemon=True)
+            thread.start()
+            try:
+                assert loop.synced.wait(30), f"{name}: the cache never synced"
+                create_job(env, job_manifest(ns, name, "queue", {"cpu": "1"}))
+                wait_for(f"{name} admitted", lambda n=name: admitted(env, ns, n))
+            finally:
+                stop.set()
+                loop.cache.changed.set()
+                thread.join(30)
+            assert not thread.is_alive()
+    finally:
+        api.close()
