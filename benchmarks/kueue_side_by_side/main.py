@@ -206,15 +206,21 @@ def apiserver_metrics(kubeconfig: Path, out: Path) -> str:
 
 
 def gitopsq_requests(log: Path) -> str:
-    """The request counts the admission loop logs when it stops."""
+    """The request counts the admission loop logs when it stops (the client's, over every leadership term), and
+    how many terms the run had: a Lease renewal past its deadline on the saturated server ends one, and the next
+    starts from a new LIST, so such a run is not comparable with one that kept the Lease."""
     import json
 
-    for line in reversed(log.read_text(errors="replace").splitlines()):
+    lines = log.read_text(errors="replace").splitlines()
+    terms = sum(1 for line in lines if '"runnables started"' in line)
+    lost = f"; LEASE LOST {terms - 1} time(s): {terms} leadership terms" if terms > 1 else ""
+    for line in reversed(lines):
         if "admission loop stopped" in line:
             record = json.loads(line)
             kinds = ", ".join(f"{k} {v}" for k, v in sorted(record.get("by_kind", {}).items()))
             return (f"{record['passes']} passes; requests: {kinds}; events sent {record.get('events_sent')}, "
-                    f"dropped {record.get('events_dropped')}; {record['throttled_seconds']} s waiting for tokens")
+                    f"dropped {record.get('events_dropped')}; {record['throttled_seconds']} s waiting for tokens"
+                    + lost)
     return ""
 
 
