@@ -17,6 +17,7 @@ quota: the next pass recomputes from what the API server holds.
 from __future__ import annotations
 
 import argparse
+import functools
 import signal
 import threading
 import time
@@ -56,12 +57,14 @@ class Progress:
     for writes, for the interpreter lock), admissions written, admissions decided but left for a later pass
     (``capped``: the budget, not quota, held them back), the slowest answer to a pass's admissions past their
     tokens (`pace.SLOW_ANSWERS`), seconds requests spent waiting for tokens, Workload tokens the bucket
-    discarded full (``unused_budget``: budget lost while ``capped`` says work waited), and how long a pass waited
-    on average for each kind of write (``mean_writes_ms``, `passes.WRITE_PHASES`: what a slow pass was made of) —
-    what to look at when admissions seem slow."""
+    discarded full (``unused_budget``: budget lost while ``capped`` says work waited), how long a pass waited
+    on average for each kind of write (``mean_writes_ms``, `passes.WRITE_PHASES`: what a slow pass was made of),
+    and how many Workloads the watch has shown waiting, holding quota and finished (``seen``: against what the
+    API server holds, the watch's lag) — what to look at when admissions seem slow."""
 
-    def __init__(self, client: Client, every: float = 10.0) -> None:
-        self.client, self.every = client, every
+    def __init__(self, client: Client, every: float = 10.0,
+                 seen: Callable[[], Mapping[str, int] | None] = lambda: None) -> None:
+        self.client, self.every, self.seen = client, every, seen
         self._since = time.monotonic()
         self._passes = 0
         self._busy = self._longest = self._cpu = 0.0
@@ -91,6 +94,7 @@ class Progress:
                     slowest_answer_ms=round(1000 * self._answer),
                     throttled_seconds=round(waited - self._waited, 1), unused_budget=round(unused - self._unused),
                     mean_writes_ms={phase: round(1000 * spent / self._passes) for phase, spent in self._writes.items()},
+                    seen=self.seen(),
                     seconds=round(now - self._since, 1))
         self._since, self._passes, self._busy, self._longest, self._cpu = now, 0, 0.0, 0.0, 0.0
         self._admissions, self._waited, self._unused, self._capped = admissions_written, waited, unused, 0
@@ -147,7 +151,8 @@ class AdmissionLoop:
                                         bucket=TokenBucket(share, max(2, int(share * 2))),
                                         refresh=TokenBucket(refresh, max(2, int(refresh * 2))))
         self.admission = AdmissionPass(self.cache, self.writer, self.options, metrics, audit=audit, fault=fault)
-        self.progress = Progress(self.client)
+        seen = functools.partial(self.cache.indexed, "workloads", WorkloadIndex.counts)
+        self.progress = Progress(self.client, seen=seen)
 
     def configure(self, admission: AdmissionSettings) -> None:
         """gitopsq.yaml's ``admission`` block of a newly applied revision: the engine's settings and

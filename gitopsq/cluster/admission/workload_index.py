@@ -122,6 +122,10 @@ class WorkloadIndex:
         """Finished Workloads per (namespace, LocalQueue) and per ClusterQueue."""
         return dict(self.finished_lq), dict(self.finished_cq)
 
+    def counts(self) -> dict[str, int]:
+        """How many Workloads the watch has shown waiting, holding quota and finished so far."""
+        return {"pending": len(self.pending_views), "holding": len(self.holding), "finished": len(self._finished_of)}
+
     def tally(self) -> tuple[list[LiveWorkload], dict[tuple[str, str], int]]:
         """The quota holders, and the number of pending Workloads per (namespace, LocalQueue)."""
         counts: dict[tuple[str, str], int] = {}

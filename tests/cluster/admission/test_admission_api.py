@@ -154,6 +154,8 @@ def test_a_pass_times_its_waits_for_writes_by_kind(kueue_clean: Envtest) -> None
         create_job(env, job_manifest(ns, "waiter", "queue", {"cpu": "1"}))
         wait_for("waiter pending", lambda: (c := cond(workload_of(env, ns, "waiter"), "QuotaReserved"))
                  and c["reason"] == "WaitingForQuota")
+        wait_for("the watch shows one waiting and one holding quota",
+                 lambda: running.loop.progress.seen() == {"pending": 1, "holding": 1, "finished": 0})
         before_urgent = len(seen)
         create_job(env, job_manifest(ns, "urgent", "queue", {"cpu": "1"},
                                      labels={"kueue.x-k8s.io/priority-class": "urgent"}))

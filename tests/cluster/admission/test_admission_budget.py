@@ -500,7 +500,8 @@ def test_the_progress_line_shows_what_held_admissions_back(capsys: pytest.Captur
     log's redaction (a field named after tokens was)."""
     logs.configure(json=True)
     client = Client(k8s_client.ApiClient(k8s_client.Configuration()))
-    progress = Progress(client, every=0.0)
+    seen = {"pending": 40, "holding": 3, "finished": 7}
+    progress = Progress(client, every=0.0, seen=lambda: seen)
     client.bucket.unused = 37.4
     progress.passed(1.5, 120, 0.5, capped=80, answer=0.25,
                     writes={"evictions": 0.0, "admissions": 0.75, "pending_reasons": 0.2, "other": 0.0})
@@ -509,6 +510,7 @@ def test_the_progress_line_shows_what_held_admissions_back(capsys: pytest.Captur
     assert (line["admissions"], line["capped"], line["slowest_answer_ms"], line["unused_budget"]) == (120, 80, 250, 37)
     assert line["mean_pass_ms"] == 1500 and line["mean_pass_cpu_ms"] == 500
     assert line["mean_writes_ms"] == {"evictions": 0, "admissions": 750, "pending_reasons": 200, "other": 0}
+    assert line["seen"] == {"pending": 40, "holding": 3, "finished": 7}
     progress.passed(0.5, 150, 0.1)
     line = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
     assert (line["admissions"], line["capped"], line["unused_budget"]) == (30, 0, 0)  # per interval

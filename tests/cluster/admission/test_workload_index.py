@@ -107,3 +107,19 @@ def test_beyond_counts_what_the_window_leaves_out_per_group() -> None:
     (group, n), = index.beyond(2).items()
     assert n == 3 and group[:2] == ("team", "q")
     assert index.beyond(5) == {}
+
+
+def test_counts_say_what_the_watch_has_shown_so_far() -> None:
+    """Waiting, holding and finished Workloads as the index holds them (the progress line's ``seen``): a state
+    change moves one between them, a deletion takes it out."""
+    index = WorkloadIndex()
+    for i in range(3):
+        put(index, raw(f"p{i}", i))
+    put(index, raw("h", 5, admitted=True))
+    assert index.counts() == {"pending": 3, "holding": 1, "finished": 0}
+    put(index, raw("h", 5, finished=True))
+    put(index, raw("p0", 0, admitted=True))
+    assert index.counts() == {"pending": 2, "holding": 1, "finished": 1}
+    index.update("team/h", None, None)
+    index.update("team/p1", None, None)
+    assert index.counts() == {"pending": 1, "holding": 1, "finished": 0}
