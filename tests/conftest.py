@@ -1,4 +1,13 @@
-"""Root conftest: registers the test rig plugins: real Kubernetes (tests/envtest_rig.py) and a real Gitea
+"""Root conftest: isolates the run from the machine's HOME and git configuration (tests/machine_isolation.py),
+then registers the test rig plugins: real Kubernetes (tests/envtest_rig.py) and a real Gitea
 (tests/forge_rig.py). Keep it minimal."""
 
+import machine_isolation
+
+_ISOLATED_HOME = machine_isolation.isolate()  # before any plugin or test module imports pygit2 or reads HOME
+
 pytest_plugins = ["envtest_rig", "forge_rig"]
+
+
+def pytest_unconfigure() -> None:
+    machine_isolation.remove(_ISOLATED_HOME)

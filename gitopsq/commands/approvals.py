@@ -9,6 +9,7 @@ is worth against the trusted gitopsq.yaml (its first parent's), as the controlle
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +23,8 @@ from gitopsq.commands.review import TOKEN_ENV
 from gitopsq.errors import EXIT_OK, EXIT_REJECTED, RuntimeFailure, UsageError
 
 PUSH_ATTEMPTS = 3  # another merge's recorder may push the notes ref meanwhile: fetch, re-add, push again
+FALLBACK_NAME = "gitopsq"  # the notes commit's identity when no flag names one and no recorder lists the key
+IDENTITY_EMAIL = "gitopsq@localhost"  # as the audit writer's commits: an address that reaches nobody
 
 
 @group(name="approvals")
@@ -42,16 +45,22 @@ def command() -> None:
 @click.option("--push", "remote", default="origin", show_default=True, metavar="REMOTE",
               help="Remote (name or URL) to push the notes ref to.")
 @click.option("--no-push", is_flag=True, help="Only write the note locally.")
+@click.option("--committer-name", metavar="NAME",
+              help="Name on the notes commit (default: the approvalRecorders entry listing the key, else gitopsq).")
+@click.option("--committer-email", metavar="EMAIL", default=IDENTITY_EMAIL, show_default=True,
+              help="Email on the notes commit.")
 def record(*, repo: str, rev: str, forge: str, forge_url: str | None, forge_repo: str, forge_token_file: str | None,
-           pr: int | None, key_file: str, remote: str, no_push: bool) -> None:
+           pr: int | None, key_file: str, remote: str, no_push: bool, committer_name: str | None,
+           committer_email: str) -> None:
     """Record the approvals of the pull request REV merged as a signed note on REV, and push it."""
     from gitopsq.forge import open_forge
     from gitopsq.forge.http import load_token
     from gitopsq.forge.notes import NOTES_REF, check_key, payload_line, sign
 
-    check_key(key_file)
+    public_key = check_key(key_file)
     root = Path(locate(repo))
     sha = _git(root, "rev-parse", "--verify", f"{rev}^{{commit}}").strip()
+    identity = _identity(committer_name or _recorder_name(root, sha, public_key) or FALLBACK_NAME, committer_email)
     client = open_forge(forge, forge_url, forge_repo, load_token(forge_token_file, TOKEN_ENV))
     number = pr if pr is not None else client.pull_request_of(sha)
     if number is None:
@@ -65,7 +74,7 @@ def record(*, repo: str, rev: str, forge: str, forge_url: str | None, forge_repo
     for attempt in range(1, PUSH_ATTEMPTS + 1):
         if not no_push:  # take the remote's notes first, so this note adds to them
             _git(root, "fetch", "-q", remote, f"+{NOTES_REF}:{NOTES_REF}", check=False)
-        _git(root, "notes", "--ref", NOTES_REF, "add", "-f", "-F", "-", sha, stdin=text)
+        _git(root, "notes", "--ref", NOTES_REF, "add", "-f", "-F", "-", sha, stdin=text, env=identity)
         if no_push:
             break
         pushed = _run(root, "push", "-q", remote, f"{NOTES_REF}:{NOTES_REF}")
@@ -104,13 +113,34 @@ def show(ctx: click.Context, *, repo: str, rev: str, output: str) -> None:
     ctx.exit(EXIT_OK if verdict.verified else EXIT_REJECTED)
 
 
-def _run(root: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def _recorder_name(root: Path, sha: str, public_key: str) -> str | None:
+    """The approvalRecorders entry of the trusted gitopsq.yaml (``sha``'s first parent's) that lists the key."""
+    from gitopsq.forge.note_source import trusted_recorders
+    from gitopsq.source import open_any
+
+    wanted = public_key.split()[:2]
+    for name, keys in trusted_recorders(open_any(str(root)), sha).items():
+        if any(key.split()[:2] == wanted for key in keys):
+            return name
+    return None
+
+
+def _identity(name: str, email: str) -> dict[str, str]:
+    """Who writes the notes commit, set in the environment so that no git configuration (the machine's global
+    one included, which a CI runner seldom has) is needed or consulted."""
+    return {**os.environ, "GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name,
+            "GIT_COMMITTER_EMAIL": email}
+
+
+def _run(root: Path, *args: str, stdin: str | None = None,
+         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", *args], cwd=root, input=stdin, capture_output=True, text=True, timeout=120,
-                          check=False)
+                          check=False, env=env)
 
 
-def _git(root: Path, *args: str, stdin: str | None = None, check: bool = True) -> str:
-    done = _run(root, *args, stdin=stdin)
+def _git(root: Path, *args: str, stdin: str | None = None, check: bool = True,
+         env: dict[str, str] | None = None) -> str:
+    done = _run(root, *args, stdin=stdin, env=env)
     if check and done.returncode != 0:
         raise RuntimeFailure(f"git {args[0]} failed in {root}: {done.stderr.strip()}")
     return done.stdout

@@ -55,15 +55,7 @@ class NoteApprovals:
         return found
 
     def _recorders(self, sha: str) -> dict[str, list[str]]:
-        try:
-            parents = self.source.commit_info(sha).parents
-            base = parents[0] if parents else sha
-            data = self.source.read_file(base, CONFIG_PATH)
-        except Exception:  # an unreadable trust model trusts no recorder
-            return {}
-        if data is None:
-            return {}
-        return recorder_keys(parse_config(data, read_file=revision_reader(self.source, base)).config)
+        return trusted_recorders(self.source, sha)
 
     def pull_request_of(self, sha: str) -> int | None:
         found = self.verdict(sha)
@@ -160,6 +152,19 @@ def with_notes(forge: Forge | None, source: Any) -> Any:
 
 def _unreachable(err: ForgeError) -> bool:
     return err.status is None or err.status >= 500 or err.status == 429
+
+
+def trusted_recorders(source: Any, sha: str) -> dict[str, list[str]]:
+    """name → SSH public keys of the recorders the trusted gitopsq.yaml for ``sha`` (its first parent's) lists."""
+    try:
+        parents = source.commit_info(sha).parents
+        base = parents[0] if parents else sha
+        data = source.read_file(base, CONFIG_PATH)
+    except Exception:  # an unreadable trust model trusts no recorder
+        return {}
+    if data is None:
+        return {}
+    return recorder_keys(parse_config(data, read_file=revision_reader(source, base)).config)
 
 
 def _read_note(source: Any, sha: str) -> bytes | None:

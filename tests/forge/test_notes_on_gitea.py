@@ -42,7 +42,12 @@ class Merged:
 
 
 def gitopsq(scene: Scene, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "GITOPSQ_CACHE_DIR": str(scene.home / "cli-cache")}
+    """The CLI as a CI runner runs it: an empty HOME, no system git configuration, no git identity anywhere."""
+    home = scene.home / "empty-home"
+    home.mkdir(exist_ok=True)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("GIT_")}, "HOME": str(home),
+           "XDG_CONFIG_HOME": str(home / ".config"), "GIT_CONFIG_NOSYSTEM": "1",
+           "GITOPSQ_CACHE_DIR": str(scene.home / "cli-cache")}
     return subprocess.run([sys.executable, "-m", "gitopsq", *args], cwd=scene.root, env=env, capture_output=True,
                           text=True, timeout=120, check=False)
 
@@ -107,6 +112,10 @@ def test_the_note_stands_in_for_the_forge_and_a_tampered_one_is_refused(gitea: G
     done = record_note(gitea, merged)
     assert done.returncode == 0, done.stderr
     assert f"recorded {merged.scene.slug}#{merged.pr} approved by maintainer" in done.stderr
+    # the notes commit names the recorder gitopsq.yaml lists for the key, not any machine's git identity
+    scene = merged.scene
+    assert scene.git("log", "-1", "--format=%an <%ae> / %cn <%ce>", NOTES_REF) == \
+        "ci <gitopsq@localhost> / ci <gitopsq@localhost>"
 
     record = synced_record(gitea, merged, tmp_path / "cache-1")
     (approval,) = record["approvals"]
@@ -126,7 +135,6 @@ def test_the_note_stands_in_for_the_forge_and_a_tampered_one_is_refused(gitea: G
     shown = gitopsq(merged.scene, "approvals", "show", f"{gitea.url}/{merged.scene.slug}.git", "--rev", merged.merge)
     assert shown.returncode == 0 and "verified (recorder ci)" in shown.stdout
 
-    scene = merged.scene
     scene.git("fetch", "-q", gitea.push_url("member", ORG, NAME), f"+{NOTES_REF}:{NOTES_REF}")
     text = scene.git("notes", "--ref", NOTES_REF, "show", merged.merge)
     forged = text.replace('"login":"maintainer"', '"login":"member"', 1)
