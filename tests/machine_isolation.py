@@ -7,7 +7,9 @@ What the rigs build once per machine (Kubernetes, Kueue, Gitea, kustomize, helm;
 stays shared through explicit paths, fixed here from the real HOME before it is replaced, so an isolated run
 reuses them instead of building again.
 
-xdist's workers inherit the controller's environment: the isolation is done once per run, not per worker.
+xdist's workers inherit the controller's environment, so the machine is read once per run; each worker then gets
+a HOME of its own inside the run's, so caches kept under HOME (repository caches, webhook certificates) are never
+written by two workers at once.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ DROPPED_PREFIXES = ("GIT_", "GNUPG", "SSH_AUTH_SOCK", "SSH_AGENT_PID", "GITOPSQ_
 def isolate(environ: os._Environ[str] | dict[str, str] = os.environ) -> Path | None:
     """Point HOME and git's configuration at a new empty directory; returns it (None when already isolated)."""
     if environ.get(MARK):
+        worker = environ.get("PYTEST_XDIST_WORKER")
+        if worker and environ.get("HOME") == environ[MARK]:
+            _set_home(environ, Path(environ[MARK]) / worker)
         return None
     real_home = Path(environ.get("HOME") or Path.home())
     for variable, folder in BUILD_CACHES.items():
@@ -42,8 +47,14 @@ def isolate(environ: os._Environ[str] | dict[str, str] = os.environ) -> Path | N
     for name in [n for n in environ if n.startswith(DROPPED_PREFIXES)]:
         del environ[name]
     home = Path(tempfile.mkdtemp(prefix="gitopsq-test-home-"))
+    environ[MARK] = str(home)
+    _set_home(environ, home)
+    return home
+
+
+def _set_home(environ: os._Environ[str] | dict[str, str], home: Path) -> None:
+    home.mkdir(parents=True, exist_ok=True)
     environ.update({
-        MARK: str(home),
         "HOME": str(home),
         "XDG_CONFIG_HOME": str(home / ".config"),
         "XDG_CACHE_HOME": str(home / ".cache"),
@@ -52,7 +63,6 @@ def isolate(environ: os._Environ[str] | dict[str, str] = os.environ) -> Path | N
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_TERMINAL_PROMPT": "0",
     })
-    return home
 
 
 def remove(home: Path | None) -> None:
