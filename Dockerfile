@@ -21,10 +21,15 @@ WORKDIR /src
 RUN apt-get update \
  && apt-get install -y --no-install-recommends gcc libc6-dev \
  && rm -rf /var/lib/apt/lists/*
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY gitopsq ./gitopsq
+# The commit `gitopsq --version` names (the build context has no .git):
+#   docker build --build-arg GITOPSQ_COMMIT=$(git rev-parse HEAD) .
+ARG GITOPSQ_COMMIT=""
+# The image installs the same wheel a user installs (docs/install.md), built here from the sources.
 RUN python -m venv /opt/gitopsq \
- && /opt/gitopsq/bin/pip install --no-compile . \
+ && GITOPSQ_COMMIT="${GITOPSQ_COMMIT}" /opt/gitopsq/bin/pip wheel --no-deps --wheel-dir /tmp/dist . \
+ && /opt/gitopsq/bin/pip install --no-compile /tmp/dist/gitopsq-*.whl \
  && /opt/gitopsq/bin/pip install --no-compile --target /opt/build-tools "mypy>=1.10" "setuptools>=65" \
  && PYTHONPATH=/opt/build-tools /opt/gitopsq/bin/python -m gitopsq.native_build build \
  && /opt/gitopsq/bin/python -m gitopsq.native_build status | grep -q "compiled (mypyc" \

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from gitopsq import __version__, logs
+from gitopsq import logs
 from gitopsq.commands.groups import SuggestingGroup
 from gitopsq.errors import EXIT_RUNTIME, EXIT_USAGE, GitopsqError
 
@@ -31,6 +31,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "audit": ("audit", "Audit trail tools (`audit verify`, `audit export`)."),
     "approvals": ("approvals", "Approvals of merged pull requests as signed git notes (`record`, `show`)."),
     "demo": ("demo", "The no-cluster tour on the embedded repository template."),
+    "init": ("init", "Write the repository template as a new Git repository, ready to push."),
     "install-crds": ("install_crds", "Install gitopsq's Kueue-compatible CRDs into the cluster."),
 }
 
@@ -60,8 +61,18 @@ def _module_exists(module: str) -> bool:
     return importlib.util.find_spec(f"gitopsq.commands.{module}") is not None
 
 
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from gitopsq.version import version_line  # reads the build record or the checkout: only when asked
+
+    click.echo(version_line())
+    ctx.exit()
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="gitopsq")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version and the commit it was built from, and exit.")
 def cli() -> None:
     """gitopsq: GitOps for Kueue-style batch queues."""
 

@@ -97,15 +97,14 @@ class DemoOutcome:
 
 
 def find_template(explicit: Path | None = None) -> Path:
-    """The template to copy: ``explicit``, else the package's embedded copy, else ``repo-template/`` beside it."""
-    package = Path(__file__).resolve().parent
-    candidates = [explicit] if explicit is not None else [package / "data" / "repo-template",
-                                                           package.parent / "repo-template"]
-    for candidate in candidates:
-        if candidate is not None and (candidate / "gitopsq.yaml").is_file():
-            return candidate
-    where = ", ".join(str(c) for c in candidates if c is not None)
-    raise UsageError(f"no repository template found (looked for gitopsq.yaml in {where}); pass --template DIR")
+    """The template to copy: ``explicit``, else the copy the package carries (``gitopsq/data/repo-template``;
+    ``repo-template/`` at the project's root is a link to it)."""
+    candidate = explicit if explicit is not None else Path(__file__).resolve().parent / "data" / "repo-template"
+    if (candidate / "gitopsq.yaml").is_file():
+        return candidate
+    hint = "" if explicit is not None else " (this installation of gitopsq lacks its data files: reinstall it)"
+    raise UsageError(f"no repository template found (looked for gitopsq.yaml in {candidate}){hint}; "
+                     "pass --template DIR")
 
 
 def prepare_directory(directory: Path) -> Path:
@@ -117,8 +116,10 @@ def prepare_directory(directory: Path) -> Path:
     return directory
 
 
-def make_repository(template: Path, target: Path, when: datetime) -> str:
-    """Copy ``template`` to ``target`` as a fresh Git repository with one commit on ``main``; its id."""
+def make_repository(template: Path, target: Path, when: datetime, who: tuple[str, str] = PLATFORM_ADMIN,
+                    committer: tuple[str, str] | None = None) -> str:
+    """Copy ``template`` to ``target`` as a fresh Git repository with one commit on ``main``, authored by ``who``
+    (and committed by ``committer``, default ``who``); its id."""
     def ignore(directory: str, names: list[str]) -> set[str]:
         top = Path(directory) == template  # the fleet layout is a repository of its own (step 7)
         return {n for n in names if n in (".git", "__pycache__") or (top and n == FLEET_DIR)}
@@ -128,8 +129,9 @@ def make_repository(template: Path, target: Path, when: datetime) -> str:
     repo.index.add_all()
     repo.index.write()
     tree = repo.index.write_tree()
-    signature = pygit2.Signature(*PLATFORM_ADMIN, int(when.timestamp()), 0)
-    commit = repo.create_commit("refs/heads/main", signature, signature,
+    author = pygit2.Signature(*who, int(when.timestamp()), 0)
+    by = pygit2.Signature(*committer, int(when.timestamp()), 0) if committer is not None else author
+    commit = repo.create_commit("refs/heads/main", author, by,
                                 "Queue definitions from the gitopsq repository template\n", tree, [])
     return str(commit)
 

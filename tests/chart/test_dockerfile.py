@@ -76,4 +76,20 @@ def test_build_context_is_allow_listed() -> None:
     assert {"!pyproject.toml", "!README.md", "!gitopsq/"} <= set(lines)
     sources = [src for word, rest in instructions() if word == "COPY" and "--from" not in rest
                for src in rest.split()[:-1]]
-    assert sources and set(sources) <= {"pyproject.toml", "README.md", "gitopsq"}, sources
+    assert sources and set(sources) <= {"pyproject.toml", "setup.py", "README.md", "gitopsq"}, sources
+    assert "!setup.py" in lines  # it records the build's commit (gitopsq --version)
+
+
+def test_the_image_installs_the_wheel_users_install() -> None:
+    """The build stage builds gitopsq's wheel from the sources and installs that wheel, never the source tree, so
+    the image holds what `pip install gitopsq-*.whl` gives a user (the template and data files included); the
+    commit it names comes in as a build argument."""
+    runs = [rest for word, rest in instructions() if word == "RUN"]
+    builds = [m for r in runs for m in re.finditer(r"\bpip wheel\b[^&]*--no-deps[^&]*--wheel-dir (\S+) \.(?:\s|$)", r)]
+    assert len(builds) == 1, runs
+    wheels = builds[0].group(1)
+    installs = [" ".join(m.group(1).split())
+                for r in runs for m in re.finditer(r"/opt/gitopsq/bin/pip install\b([^&]*)", r)]
+    assert [i for i in installs if "mypy" not in i] == [f"--no-compile {wheels}/gitopsq-*.whl"], installs
+    assert not any(re.search(r"pip install[^&]*(?:\s\.(?:\s|$)|-e\s)", r) for r in runs), runs
+    assert "GITOPSQ_COMMIT" in build_args() and 'GITOPSQ_COMMIT="${GITOPSQ_COMMIT}"' in builds[0].string

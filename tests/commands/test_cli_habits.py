@@ -131,7 +131,8 @@ def test_queue_repository_inside_another_project_is_found_by_its_config(capsys: 
     monkeypatch.chdir(TEMPLATE / "teams")
     code, out, err = run(capsys, "check", ".")
     assert code == 0, out + err
-    assert out.splitlines()[-1].startswith(f"✓ {TEMPLATE} at WORKTREE: 26 objects")
+    # repo-template/ links to gitopsq/data/repo-template: a working directory is always the resolved path
+    assert out.splitlines()[-1].startswith(f"✓ {TEMPLATE.resolve()} at WORKTREE: 26 objects")
 
 
 def test_outside_any_repository_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str],
