@@ -12,11 +12,11 @@ from gitopsq import logs
 from gitopsq.api.model import ObjectKey
 from gitopsq.cluster.status import SourceState, StatusStore, build_status, suspended_status
 from gitopsq.errors import GitopsqError, SourceError
+from gitopsq.reconcile.inventory import Inventory, InventoryFormatError
+from gitopsq.reconcile.pairing import Plan, inventory_after
 from gitopsq.sync.health import status_field, summary
-from gitopsq.sync.inventory import Inventory, InventoryFormatError
-from gitopsq.sync.model import SyncOptions, SyncResult, Validated
-from gitopsq.sync.plan import Plan, inventory_after
 from gitopsq.sync.report import audit_records, drift_message
+from gitopsq.sync.values import SyncOptions, SyncResult, Validated
 from gitopsq.sync.whole import Attempt
 
 INVENTORY_UNREADABLE = "InventoryUnreadable"  # the Ready/Stalled reason of a GitSource whose inventory is broken

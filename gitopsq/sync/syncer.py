@@ -31,14 +31,14 @@ from gitopsq.cluster.apply import Execution, Executor, KubeRest, read_live, read
 from gitopsq.cluster.status import SourceRef, SourceState, StatusStore, build_status
 from gitopsq.errors import GitopsqError, SourceError
 from gitopsq.progress import NullProgress, Progress
+from gitopsq.reconcile.inventory import Inventory, InventoryFormatError, version_of
+from gitopsq.reconcile.pairing import Plan, build_plan, inventory_after, key_of_document
 from gitopsq.source.port import Source
 from gitopsq.sync.health import ObjectHealth, checked, summary, wait_healthy
-from gitopsq.sync.inventory import Inventory, InventoryFormatError, version_of
-from gitopsq.sync.model import SyncOptions, SyncOutcome, SyncResult, Validated, Validator
 from gitopsq.sync.outcomes import HEALTH_PENDING, OutcomeReports
-from gitopsq.sync.plan import Plan, build_plan, inventory_after, key_of_document
 from gitopsq.sync.report import audit_records
 from gitopsq.sync.validate import check_pipeline_validator, within_paths
+from gitopsq.sync.values import SyncOptions, SyncOutcome, SyncResult, Validated, Validator
 from gitopsq.sync.whole import attempt, keys_of, rollback_plan
 
 TARGETED_READ_LIMIT = 200  # above this many changed objects, LISTs beat one GET each
