@@ -27,7 +27,7 @@ from gitopsq.errors import GitopsqError
 from gitopsq.manifests import check_revision
 from gitopsq.reconcile.inventory import Inventory, InventoryFormatError
 from gitopsq.reconcile.pairing import build_plan, key_of_document
-from gitopsq.sync.syncer import SOURCE_LABEL, source_label_value
+from gitopsq.sync.labels import SOURCE_LABEL, source_label_value
 from gitopsq.sync.validate import from_report, within_paths
 from gitopsq.sync.whole import keys_of
 

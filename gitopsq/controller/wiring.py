@@ -36,9 +36,10 @@ from gitopsq.forge.reviews import approvals_reader
 from gitopsq.metrics import KueueMetrics, SyncMetrics, serve
 from gitopsq.source import open_source
 from gitopsq.sync.audit import SyncAuditRecords
+from gitopsq.sync.labels import default_source_name
 from gitopsq.sync.loop import SyncLoop
 from gitopsq.sync.repo_config import audit_config, repo_config
-from gitopsq.sync.syncer import Syncer, default_source_name
+from gitopsq.sync.syncer import Syncer
 from gitopsq.sync.values import SyncOptions
 from gitopsq.webhook.push import GitWebhook, read_secret
 
