@@ -42,7 +42,7 @@ sys.path.insert(0, str(REPO / "hack" / "envtest"))
 
 from envtestrig import Rig, prepare  # noqa: E402
 
-from gitopsq.cluster.admission.watch_cache import _events  # noqa: E402
+from gitopsq.admission_loop.watch_cache import _events  # noqa: E402
 from gitopsq.cluster.apply import KubeRest  # noqa: E402
 from gitopsq.cluster.crds import install_crds  # noqa: E402
 from gitopsq.cluster.kube import ClusterConflict, load_api_client  # noqa: E402

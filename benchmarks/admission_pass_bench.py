@@ -22,9 +22,9 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from admission_loop_bench import queue_objects  # noqa: E402
 
-from gitopsq.cluster.admission.decisions import decide  # noqa: E402
-from gitopsq.cluster.admission.live_workload import read_workload, topology_of  # noqa: E402
-from gitopsq.cluster.admission.workload_status import iso  # noqa: E402
+from gitopsq.admission_loop.decisions import decide  # noqa: E402
+from gitopsq.admission_loop.live_workload import read_workload, topology_of  # noqa: E402
+from gitopsq.admission_loop.workload_status import iso  # noqa: E402
 
 CLASSES = (("small", 1, 50), ("medium", 5, 100), ("large", 20, 200))
 

@@ -36,8 +36,8 @@ from gitopsq.cluster.apply import KubeRest  # noqa: E402
 from gitopsq.cluster.kube import load_api_client  # noqa: E402
 from gitopsq.cluster.status import SourceRef  # noqa: E402
 from gitopsq.source import open_source  # noqa: E402
-from gitopsq.sync.model import SyncOptions  # noqa: E402
 from gitopsq.sync.syncer import Syncer  # noqa: E402
+from gitopsq.sync.values import SyncOptions  # noqa: E402
 
 CONFIG = """apiVersion: gitopsq.dev/v1alpha1
 kind: RepositoryConfig

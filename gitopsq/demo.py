@@ -36,7 +36,7 @@ import pygit2
 from gitopsq import logs
 from gitopsq.admission.topology import STRATEGIES, Settings
 from gitopsq.audit import AuditTrail, TrailSettings, records
-from gitopsq.audit.approvals import commit_info
+from gitopsq.audit.git_approvals import commit_info
 from gitopsq.errors import GitopsqError, UsageError
 from gitopsq.kustomize.runner import find_command
 from gitopsq.manifests.config import CONFIG_PATH, parse_config

@@ -1,5 +1,5 @@
 """Shared builders and helpers of the rig tests (no tests here): Kueue objects, Jobs, REST reads, waiting. The
-admission loop's own (a running loop, its fixture) are in cluster/admission/running_loop.py."""
+admission loop's own (a running loop, its fixture) are in admission_loop/running_loop.py."""
 
 from __future__ import annotations
 

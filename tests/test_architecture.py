@@ -1,4 +1,4 @@
-"""Architecture rules: the functional core stays pure, every module sits under a layer contract, no import cycles."""
+"""Architecture rules: the functional core stays pure, every folder is one layer, no import runs back up, no cycles."""
 
 from __future__ import annotations
 
@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CORE = ("api", "manifests", "policy", "plan", "admission", "simulate")
+CONTRACTS = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
+# The pure core: the packages the contract forbidding I/O libraries names (one list, in pyproject.toml).
+CORE = tuple(name.removeprefix("gitopsq.") for contract in CONTRACTS
+             if "kubernetes" in contract.get("forbidden_modules", []) for name in contract["source_modules"])
 BANNED_CALLS = {"open", "print", "input"}
 BANNED_ATTRS = {("time", "time"), ("time", "monotonic"), ("datetime", "now"), ("datetime", "utcnow"), ("os", "environ"),
                 ("os", "getenv"), ("random", "random"), ("random", "randint"), ("random", "choice")}
@@ -146,9 +149,8 @@ def test_no_import_cycle_anywhere() -> None:
 
 
 def _contract_names() -> set[str]:
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
     names: set[str] = set()
-    for contract in config["contracts"]:
+    for contract in CONTRACTS:
         for key in ("source_modules", "forbidden_modules", "modules", "containers"):
             names.update(contract.get(key, []))
         for layer in contract.get("layers", []):
@@ -163,22 +165,58 @@ def test_contract_names_are_real_modules() -> None:
 
 
 def test_every_module_is_under_a_contract() -> None:
-    """Each gitopsq module is named by an import-linter contract, itself or through a package that contains it.
-
-    A package whose parts sit in different layers (sync, cluster, webhook, controller) is not named itself; its
-    __init__ must then import nothing of gitopsq, as must the root package (it only holds ``__version__``).
-    """
+    """Each gitopsq module is named by an import-linter contract, itself or through a package that contains it;
+    the root package is named by none and imports nothing of gitopsq (it only holds ``__version__``)."""
     mods = _modules()
     named = _contract_names()
-
-    def covered(name: str) -> bool:
-        if any(name == n or name.startswith(n + ".") for n in named):
-            return True
-        parts = [m for m in mods if m.rpartition(".")[0] == name]
-        return bool(parts) and not _imports(name, mods[name], mods) and all(covered(m) for m in parts)
-
-    uncovered = [name for name in mods if not covered(name)]
+    uncovered = [name for name in mods if name != "gitopsq" and not any(name == n or name.startswith(n + ".")
+                                                                        for n in named)]
     assert uncovered == []
+    assert _imports("gitopsq", mods["gitopsq"], mods) == set()
+
+
+# --- every folder is one layer ---------------------------------------------------------------------------------
+
+def _layers() -> list[list[str]]:
+    """The whole-package layers contract, top to bottom: each layer the packages (or top-level modules) it holds."""
+    whole = [c for c in CONTRACTS if c["type"] == "layers" and c["layers"][0] == "gitopsq.__main__"]
+    assert len(whole) == 1
+    return [[part.strip() for part in re.split(r"[|:]", layer)] for layer in whole[0]["layers"]]
+
+
+def _top(name: str) -> str:
+    return ".".join(name.split(".")[:2])
+
+
+def _package_graph() -> dict[str, set[str]]:
+    """Imports between gitopsq's top-level packages and modules (function-local and TYPE_CHECKING ones too)."""
+    mods = _modules()
+    graph: dict[str, set[str]] = {_top(name): set() for name in mods if name != "gitopsq"}
+    for name, path in mods.items():
+        if name != "gitopsq":
+            graph[_top(name)] |= {_top(hit) for hit in _imports(name, path, mods) if _top(hit) != _top(name)}
+    return graph
+
+
+def test_each_top_level_package_is_one_layer() -> None:
+    """The layers contract names whole top-level packages, each exactly once: no package is split across layers."""
+    named = [part for layer in _layers() for part in layer]
+    assert [n for n in named if n.count(".") != 1] == []
+    assert sorted(named) == sorted(set(named))
+    assert sorted(named) == sorted(_package_graph())
+
+
+def test_no_import_runs_back_up() -> None:
+    """Every import between top-level packages goes to a lower layer, never to its own or a higher one."""
+    rank = {part: index for index, layer in enumerate(_layers()) for part in layer}
+    upward = sorted(f"{source} -> {target}" for source, targets in _package_graph().items() for target in targets
+                    if rank[target] <= rank[source])
+    assert upward == []
+
+
+def test_no_package_cycle() -> None:
+    """No top-level package imports itself back through others."""
+    assert _cycles(_package_graph()) == []
 
 
 def test_no_module_over_400_lines_without_a_reason() -> None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from gitopsq.audit.approvals import independent_approvals
+from gitopsq.audit.git_approvals import independent_approvals
 from gitopsq.audit.records import parse_time
 
 

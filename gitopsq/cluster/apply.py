@@ -28,9 +28,9 @@ from gitopsq.api.model import ObjectKey
 from gitopsq.cluster.kinds import kind_of
 from gitopsq.cluster.kube import ClusterConflict, ClusterNotFound, ClusterUnavailable, api_errors
 from gitopsq.errors import ClusterError
-from gitopsq.sync.normalize import FIELD_MANAGER
-from gitopsq.sync.ordering import apply_rank
-from gitopsq.sync.plan import ApplyAction, Plan, PruneAction
+from gitopsq.reconcile.normalize import FIELD_MANAGER
+from gitopsq.reconcile.ordering import apply_rank
+from gitopsq.reconcile.pairing import ApplyAction, Plan, PruneAction
 
 APPLY_CONTENT_TYPE: Final = "application/apply-patch+yaml"
 NOT_LEADER: Final = "not written: this replica is no longer the leader"

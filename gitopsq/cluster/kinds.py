@@ -4,7 +4,7 @@ Each `Kind` says where its objects live on the API server (group, version, plura
 shell uses it: ``watched`` kinds get an informer in the admission loop's cache (in the order of `KINDS`),
 ``topology`` kinds are the queue objects the admission core's topology is built from, and ``synced`` kinds may
 be applied, read or pruned by a sync. Job kinds (batch/v1 Job, JobSet, ...) are watched when their integration
-runs (gitopsq/cluster/admission/integrations/registry.py), not listed here as watched. Short names are the ones the CRDs
+runs (gitopsq/admission_loop/integrations/registry.py), not listed here as watched. Short names are the ones the CRDs
 (gitopsq/data/crds) and Kubernetes declare. Adding a kind is one line in `KINDS`.
 """
 

@@ -4,7 +4,7 @@ One GitSource per synced source holds Flux/kstatus-style status:
 - conditions ``Ready``, ``Reconciling``, ``Stalled`` (kstatus: ``Reconciling`` and ``Stalled`` are present only
   while true; ``observedGeneration`` advances only when the result is final, Ready or Stalled);
 - ``lastAttemptedRevision``, ``lastAppliedRevision``, ``lastRejection`` (revision, time, findings);
-- ``inventory`` (gitopsq.sync.inventory), from which the next sync prunes;
+- ``inventory`` (gitopsq.reconcile.inventory), from which the next sync prunes;
 - ``health``: how many of the applied queues were checked and found healthy, and the ones that were not;
 - while ``spec.suspend`` is true, a ``Suspended`` condition (the others keep their last value).
 The status is written with a JSON merge patch of the fields that changed on the status subresource, and only
@@ -26,7 +26,7 @@ from gitopsq.cluster.apply import APPLY_CONTENT_TYPE, KubeRest
 from gitopsq.cluster.kinds import GIT_SOURCE
 from gitopsq.cluster.kube import ClusterNotFound
 from gitopsq.errors import ClusterError
-from gitopsq.sync.normalize import FIELD_MANAGER
+from gitopsq.reconcile.normalize import FIELD_MANAGER
 
 CLUSTER_LABEL: Final = "gitopsq.dev/cluster"  # on the GitSource and Events of a per-cluster controller
 GROUP: Final = "gitopsq.dev"

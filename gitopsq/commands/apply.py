@@ -48,8 +48,9 @@ def command(ctx: click.Context, *, repo: str, rev: str, dry_run: bool, prune: bo
     from gitopsq.controller.manager import parse_duration
     from gitopsq.progress import for_stderr
     from gitopsq.source import open_any
-    from gitopsq.sync.model import SyncOptions
-    from gitopsq.sync.syncer import Syncer, default_source_name
+    from gitopsq.sync.labels import default_source_name
+    from gitopsq.sync.syncer import Syncer
+    from gitopsq.sync.values import SyncOptions
 
     if allow_empty and not prune:
         raise UsageError("--allow-empty only makes sense with --prune")

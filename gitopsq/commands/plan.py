@@ -21,11 +21,11 @@ from gitopsq.api import model as m
 from gitopsq.api.codec import encode
 from gitopsq.commands.check import DiskCache, cache_file
 from gitopsq.commands.clusters import choose, declared_clusters
+from gitopsq.commands.plan_post import post_plan, post_target
 from gitopsq.commands.policy import backend_from_env
 from gitopsq.commands.repo import locate
 from gitopsq.commands.review import ReviewTarget, read_reviews, review_target
 from gitopsq.errors import ClusterError, ScenarioError, SourceError, UsageError
-from gitopsq.forge.post import post_plan, post_target
 from gitopsq.kustomize import default_renderer
 from gitopsq.manifests import CONFIG_PATH, check_revision
 from gitopsq.manifests.config import parse_config
@@ -46,7 +46,7 @@ def settings_of(config: RepoConfig | None) -> Settings | None:
     """The repository's ``admission`` block as engine settings (None: not declared)."""
     if config is None or not config.admission.declared:
         return None
-    from gitopsq.cluster.admission.options import engine_settings  # the live loop's reading, feature gates included
+    from gitopsq.admission_loop.options import engine_settings  # the live loop's reading, feature gates included
 
     return engine_settings(config.admission)
 
@@ -92,7 +92,7 @@ class _Unlined(_ScenarioParser):
 def cluster_workloads(kubeconfig: str) -> tuple[CurrentWorkload, ...]:
     """Every unfinished, active Workload of the cluster, with its admission (ClusterError when unreachable)."""
     # Imported on use for CLI start-up time: the Kubernetes client only with --cluster.
-    from gitopsq.cluster.admission.live_workload import ADMITTED, EVICTING, PENDING, read_workload
+    from gitopsq.admission_loop.live_workload import ADMITTED, EVICTING, PENDING, read_workload
     from gitopsq.cluster.apply import Backoff, KubeRest
     from gitopsq.cluster.kube import load_api_client
 

@@ -19,7 +19,7 @@ from gitopsq.commands.groups import group
 from gitopsq.errors import EXIT_OK, EXIT_REJECTED, UsageError
 from gitopsq.policy import available_backends, load_policies, parse_policies, run_policy_tests
 from gitopsq.policy.backend import BACKEND_NAMES, default_backend_name
-from gitopsq.policy.model import Policy
+from gitopsq.policy.language import Policy
 from gitopsq.policy.testing import TestReport
 
 POLICY_TEST_JSON_VERSION = 1

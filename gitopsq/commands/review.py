@@ -49,8 +49,8 @@ def read_reviews(target: ReviewTarget, head: str) -> list[dict[str, Any]]:
     (an older head, or no commit named) is said on stderr. ForgeError (exit 3) when the forge refuses."""
     # Imported on use for CLI start-up time.
     from gitopsq.forge import open_forge
-    from gitopsq.forge.approvals import approvals_at_head
     from gitopsq.forge.http import load_token
+    from gitopsq.forge.reviews import approvals_at_head
 
     client = open_forge(target.forge, target.url, target.slug, load_token(target.token_file, TOKEN_ENV),
                         timeout=TIMEOUT)

@@ -25,9 +25,9 @@ from gitopsq.cluster.kube import ClusterNotFound, load_api_client
 from gitopsq.cluster.status import CLUSTER_LABEL, SourceRef
 from gitopsq.errors import GitopsqError
 from gitopsq.manifests import check_revision
-from gitopsq.sync.inventory import Inventory, InventoryFormatError
-from gitopsq.sync.plan import build_plan, key_of_document
-from gitopsq.sync.syncer import SOURCE_LABEL, source_label_value
+from gitopsq.reconcile.inventory import Inventory, InventoryFormatError
+from gitopsq.reconcile.pairing import build_plan, key_of_document
+from gitopsq.sync.labels import SOURCE_LABEL, source_label_value
 from gitopsq.sync.validate import from_report, within_paths
 from gitopsq.sync.whole import keys_of
 

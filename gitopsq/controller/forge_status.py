@@ -22,9 +22,9 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter
 
 from gitopsq import logs
-from gitopsq.forge.model import Forge, State
 from gitopsq.forge.notify import DriftRepeats, Event, Notifier
-from gitopsq.sync.model import Validated, Validator
+from gitopsq.forge.port import Forge, State
+from gitopsq.sync.values import Validated, Validator
 
 DEFAULT_CONTEXT = "gitopsq/sync"
 _REMEMBERED = 256  # revisions whose last posted state is kept (bounded memory)

@@ -8,16 +8,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from gitopsq.cluster.admission.integrations import Integration, select
-from gitopsq.cluster.admission.integrations.ancestry import managed_ancestor
-from gitopsq.cluster.admission.integrations.registry import owner_kinds, refusals, spec_label_kinds
+from gitopsq.admission_loop.integrations import Integration, select
+from gitopsq.admission_loop.integrations.ancestry import managed_ancestor
+from gitopsq.admission_loop.integrations.registry import owner_kinds, refusals, spec_label_kinds
 from gitopsq.cluster.apply import KubeRest
 from gitopsq.errors import ClusterError, GitopsqError, UsageError
+from gitopsq.intake.jobs import JobWebhook, JobWebhookOptions
 from gitopsq.manifests.validate import QUEUE_NAME_LABEL
 from gitopsq.sync.repo_config import job_policies
 from gitopsq.webhook.certs import CertificateKeeper, default_cert_dir, service_hosts
 from gitopsq.webhook.follower import PolicyFollower
-from gitopsq.webhook.jobs import JobWebhook, JobWebhookOptions
 from gitopsq.webhook.server import WebhookServer
 
 

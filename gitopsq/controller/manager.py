@@ -6,7 +6,7 @@ Structure (docs/controller.md):
   is asked to stop (SIGTERM/SIGINT) it sets that event, joins the threads, and releases the Lease.
 - The sync loop (gitopsq.sync.loop.SyncLoop) is the sync runnable: poll on an interval, or at once when
   triggered (webhook), back off exponentially while the remote or the API is unreachable.
-- The admission loop (gitopsq.cluster.admission.loop.AdmissionLoop) is another Runnable in the same list.
+- The admission loop (gitopsq.admission_loop.loop.AdmissionLoop) is another Runnable in the same list.
 - Leadership hooks (`LeaderAudit`, the metrics' replica role) run before the runnables start and after they stop,
   so the audit trail has exactly one writer: the leader.
 

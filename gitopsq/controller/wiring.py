@@ -15,9 +15,9 @@ from typing import Any
 from prometheus_client import GC_COLLECTOR, PLATFORM_COLLECTOR, PROCESS_COLLECTOR, CollectorRegistry
 
 from gitopsq import logs
+from gitopsq.admission_loop.integrations import parse as parse_integrations
+from gitopsq.admission_loop.loop import AdmissionLoop, LoopOptions
 from gitopsq.audit import AuditTrail, audit_target, settings_from_config
-from gitopsq.cluster.admission.integrations import parse as parse_integrations
-from gitopsq.cluster.admission.loop import AdmissionLoop, LoopOptions
 from gitopsq.cluster.apply import KubeRest
 from gitopsq.cluster.kube import load_api_client
 from gitopsq.cluster.leader import LeaderElector, LeaseConfig
@@ -31,15 +31,16 @@ from gitopsq.controller.heap import HeapKeeper
 from gitopsq.controller.job_webhook import start_job_webhook
 from gitopsq.controller.manager import Controller, LeadershipHook, RoleHook, Runnable, WakingRunnable, parse_duration
 from gitopsq.errors import GitopsqError, UsageError
-from gitopsq.forge.approvals import approvals_reader
 from gitopsq.forge.note_source import with_notes
+from gitopsq.forge.reviews import approvals_reader
 from gitopsq.metrics import KueueMetrics, SyncMetrics, serve
 from gitopsq.source import open_source
 from gitopsq.sync.audit import SyncAuditRecords
+from gitopsq.sync.labels import default_source_name
 from gitopsq.sync.loop import SyncLoop
-from gitopsq.sync.model import SyncOptions
 from gitopsq.sync.repo_config import audit_config, repo_config
-from gitopsq.sync.syncer import Syncer, default_source_name
+from gitopsq.sync.syncer import Syncer
+from gitopsq.sync.values import SyncOptions
 from gitopsq.webhook.push import GitWebhook, read_secret
 
 _log = logs.get("controller")

@@ -1,7 +1,7 @@
 """Forges (Gitea, GitHub, GitLab): commit statuses, pull-request comments, approvals from reviews, and the
 notifications gitopsq sends to people (docs/source.md "Forges", docs/notifications.md).
 
-The interface is `Forge` (gitopsq.forge.model); `open_forge` picks the REST client for a forge's name.
+The interface is `Forge` (gitopsq.forge.port); `open_forge` picks the REST client for a forge's name.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from gitopsq.forge.gitea import Gitea
 from gitopsq.forge.github import GitHub
 from gitopsq.forge.gitlab import GitLab
 from gitopsq.forge.http import Backoff, ForgeError, Secret, load_token
-from gitopsq.forge.model import FORGES, Approval, Comment, Forge, State, Status
+from gitopsq.forge.port import FORGES, Approval, Comment, Forge, State, Status
 
 DEFAULT_URLS = {"github": "https://api.github.com", "gitlab": "https://gitlab.com"}
 

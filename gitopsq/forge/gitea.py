@@ -6,7 +6,7 @@ import urllib.parse
 from typing import Any
 
 from gitopsq.forge.http import Backoff, ForgeError, Http, Secret
-from gitopsq.forge.model import Approval, Comment, Review, State, Status, latest_verdicts
+from gitopsq.forge.port import Approval, Comment, Review, State, Status, latest_verdicts
 
 # Gitea has no "running": a running check is pending there.
 _TO_GITEA: dict[State, str] = {"pending": "pending", "running": "pending", "success": "success",

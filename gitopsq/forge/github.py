@@ -10,7 +10,7 @@ import urllib.parse
 from typing import Any
 
 from gitopsq.forge.http import Backoff, Http, Secret
-from gitopsq.forge.model import Approval, Comment, State, Status, latest_verdicts
+from gitopsq.forge.port import Approval, Comment, State, Status, latest_verdicts
 
 _TO_GITHUB: dict[State, str] = {"pending": "pending", "running": "pending", "success": "success",
                                 "failure": "failure", "error": "error"}

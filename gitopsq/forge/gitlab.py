@@ -10,7 +10,7 @@ import urllib.parse
 from typing import Any
 
 from gitopsq.forge.http import Backoff, Http, Secret
-from gitopsq.forge.model import Approval, Comment, State, Status
+from gitopsq.forge.port import Approval, Comment, State, Status
 
 # GitLab's commit statuses: pending, running, success, failed, canceled. It has no "error": a check that could
 # not run has failed as far as a merge is concerned.

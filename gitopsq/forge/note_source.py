@@ -3,7 +3,7 @@ repository").
 
 `NoteApprovals` answers the two questions the sync asks a forge about a merge — which pull request did this
 commit merge (`pull_request_of`), who approved it (`approvals`) — from the verified note on the commit, so
-gitopsq.forge.approvals (validation's reader, the audit's merged reviews) works unchanged without a forge. The
+gitopsq.forge.reviews (validation's reader, the audit's merged reviews) works unchanged without a forge. The
 recorder keys are those of the trusted gitopsq.yaml for that merge: its first parent's (the branch before the
 merge), never the merge's own. `with_notes` puts it behind the real forge: asked when the forge is not
 configured, or when it cannot be reached (connection failure, 5xx after retries); a refusal (401/403/404) is not
@@ -17,8 +17,8 @@ from typing import Any
 
 from gitopsq import logs
 from gitopsq.forge.http import ForgeError
-from gitopsq.forge.model import Approval, Comment, Forge, State, Status
 from gitopsq.forge.notes import NOTES_REF, NoteVerdict, recorder_keys, verify
+from gitopsq.forge.port import Approval, Comment, Forge, State, Status
 from gitopsq.manifests.config import parse_config
 from gitopsq.manifests.config_model import CONFIG_PATH
 from gitopsq.manifests.keyfiles import revision_reader

@@ -1,5 +1,5 @@
-"""Kueue's marks on plain Pods and pod groups, shared by the pod webhook (gitopsq/webhook/pods.py) and the live
-loop's pod integration (gitopsq/cluster/admission/integrations/pod.py), which may not import each other.
+"""Kueue's marks on plain Pods and pod groups, shared by the pod webhook (gitopsq/intake/pods.py) and the live
+loop's pod integration (gitopsq/admission_loop/integrations/pod.py), which may not import each other.
 
 A managed Pod carries the label ``kueue.x-k8s.io/managed=true``, the finalizer ``kueue.x-k8s.io/managed`` and the
 scheduling gate ``kueue.x-k8s.io/admission`` (it stays Pending until admission removes the gate). A pod group is

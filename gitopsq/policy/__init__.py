@@ -15,8 +15,7 @@ from gitopsq.policy.backend import available_backends, default_backend_name, get
 from gitopsq.policy.context import build_policy_input
 from gitopsq.policy.diff import desired_by_kind, diff_revisions, find_duplicates
 from gitopsq.policy.evaluate import denials, evaluate, format_verdict
-from gitopsq.policy.loader import load_policies, parse_policies
-from gitopsq.policy.model import (
+from gitopsq.policy.language import (
     Change,
     Duplicate,
     ObjectKey,
@@ -27,6 +26,7 @@ from gitopsq.policy.model import (
     SourcedObject,
     Verdict,
 )
+from gitopsq.policy.loader import load_policies, parse_policies
 from gitopsq.policy.repo import normalise_repo_config, owner_of_path
 from gitopsq.policy.testing import run_policy_tests
 

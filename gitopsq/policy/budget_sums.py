@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gitopsq.api.quantity import QuantityError, format_milli, parse_quantity
-from gitopsq.policy.model import SourcedObject
+from gitopsq.policy.language import SourcedObject
 
 BUDGET_KIND = "Budget"
 

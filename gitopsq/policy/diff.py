@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from gitopsq.policy.model import Change, Duplicate, ObjectKey, Operation, SourcedObject
+from gitopsq.policy.language import Change, Duplicate, ObjectKey, Operation, SourcedObject
 
 
 def _place(item: SourcedObject) -> tuple[str, int]:

@@ -36,7 +36,7 @@ from typing import Any
 
 from gitopsq.policy.backend import ITERATION_BUDGET, WORK_LIMIT, Backend, CelCompileError, Outcome, Program, get_backend
 from gitopsq.policy.expressions import inline_variables, mentions, prune, referenced_fields
-from gitopsq.policy.model import Change, Policy, PolicyInput, Scope, Severity, Validation, Verdict
+from gitopsq.policy.language import Change, Policy, PolicyInput, Scope, Severity, Validation, Verdict
 from gitopsq.policy.repo import owner_of_path, path_matches
 
 ENGINE = "gitopsq-engine"

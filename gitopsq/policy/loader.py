@@ -17,8 +17,7 @@ from gitopsq.errors import Location, PolicyError
 from gitopsq.manifests.yamldoc import load_yaml
 from gitopsq.policy.backend import Backend, CelCompileError, get_backend
 from gitopsq.policy.evaluate import program
-from gitopsq.policy.library import builtin_files
-from gitopsq.policy.model import (
+from gitopsq.policy.language import (
     Match,
     Operation,
     Policy,
@@ -28,6 +27,7 @@ from gitopsq.policy.model import (
     Validation,
     Variable,
 )
+from gitopsq.policy.library import builtin_files
 
 API_VERSION = "gitopsq.dev/v1alpha1"
 _OWN_MESSAGES = frozenset({"yaml-syntax", "not-a-mapping"})  # this loader words these itself, with a column

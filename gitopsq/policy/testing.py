@@ -25,7 +25,7 @@ from typing import Any
 from gitopsq.policy.backend import get_backend
 from gitopsq.policy.context import build_policy_input
 from gitopsq.policy.evaluate import evaluate
-from gitopsq.policy.model import Policy, PolicyTest, SourcedObject, Verdict
+from gitopsq.policy.language import Policy, PolicyTest, SourcedObject, Verdict
 
 DEFAULT_PATH = "test.yaml"
 

@@ -11,7 +11,9 @@ Public API (docs/source.md):
 from gitopsq.source.credentials import Credentials
 from gitopsq.source.directory import WORKTREE, DirectorySource
 from gitopsq.source.globs import PathFilter, matches
-from gitopsq.source.model import (
+from gitopsq.source.opener import open_any, open_directory, open_source
+from gitopsq.source.port import HistorySource, Source
+from gitopsq.source.records import (
     CommitInfo,
     FileEntry,
     PathChange,
@@ -19,8 +21,6 @@ from gitopsq.source.model import (
     SignatureStatus,
     Trailer,
 )
-from gitopsq.source.opener import open_any, open_directory, open_source
-from gitopsq.source.port import HistorySource, Source
 from gitopsq.source.repository import GitSource
 
 __all__ = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pygit2
 
-from gitopsq.source.model import CommitInfo, Person
+from gitopsq.source.records import CommitInfo, Person
 from gitopsq.source.trailers import parse_trailers
 
 

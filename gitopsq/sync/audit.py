@@ -1,7 +1,7 @@
 """The audit sink the `Syncer` writes to: ``sync.attempt`` records gain the commit (author, committer,
 signature), the approvals the history of the change carries (merge commits, ``Reviewed-by`` /
 ``Approved-by`` trailers), the policy verdicts of the validated revision, and the approvals its ownership
-requires (``requiredApprovals``, ``approvalRequired``; gitopsq.sync.approvals). The record id stays: it does
+requires (``requiredApprovals``, ``approvalRequired``; gitopsq.sync.change_approvals). The record id stays: it does
 not depend on these fields."""
 
 from __future__ import annotations
@@ -11,16 +11,16 @@ from datetime import datetime
 from typing import Any
 
 from gitopsq import logs
-from gitopsq.audit.approvals import commit_info
+from gitopsq.audit.git_approvals import commit_info
 from gitopsq.audit.records import Approval, PolicyVerdict, Record
 from gitopsq.audit.redact import redact
 from gitopsq.errors import GitopsqError
-from gitopsq.forge.approvals import maintainer_logins, merged_reviews
+from gitopsq.forge.reviews import maintainer_logins, merged_reviews
 from gitopsq.source.keyring import signing_keys
 from gitopsq.source.signatures import verify_signature
-from gitopsq.sync.approvals import change_approvals
-from gitopsq.sync.model import Validated
+from gitopsq.sync.change_approvals import change_approvals
 from gitopsq.sync.repo_config import repo_config
+from gitopsq.sync.values import Validated
 
 _log = logs.get("controller")
 

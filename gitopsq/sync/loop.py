@@ -11,8 +11,8 @@ from typing import Any
 
 from gitopsq import logs
 from gitopsq.errors import GitopsqError
-from gitopsq.sync.model import SyncOptions
 from gitopsq.sync.syncer import Syncer
+from gitopsq.sync.values import SyncOptions
 
 _log = logs.get("controller")
 

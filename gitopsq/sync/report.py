@@ -1,6 +1,6 @@
 """The audit records of a sync pass (``sync.attempt``, ``sync.rejected``, ``sync.drift_corrected``), made from
 what the pass hands over: the time, the source URL, the result and the revision applied before it. The JSON
-summary of a pass is `gitopsq.sync.model.SyncResult.to_json`."""
+summary of a pass is `gitopsq.sync.values.SyncResult.to_json`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from gitopsq.audit import records
-from gitopsq.sync.model import SyncResult
+from gitopsq.sync.values import SyncResult
 
 
 def audit_records(result: SyncResult, *, now: datetime, source_url: str,

@@ -10,47 +10,66 @@ first write; a rejected revision writes nothing but its status, and the last app
 accepted one is applied all or nothing (gitopsq.sync.whole): every object is dry-run on the API server first,
 a write that fails is retried from fresh state, and one that keeps failing is rolled back to the last good
 revision. After the apply, the queues' health is checked when asked (gitopsq.sync.health). A GitSource with
-``spec.suspend`` gets a Suspended condition and nothing else; ``spec.paths`` narrows the objects applied. The
-status of an executed plan is written in a ``finally``, so a pass that fails half-way never leaves the GitSource
-saying it is still applying. An inventory that cannot be read marks the GitSource Stalled: pruning from it
-would be a guess, and retrying cannot fix it (a person must).
+``spec.suspend`` gets a Suspended condition and nothing else; ``spec.paths`` narrows the objects applied. An
+inventory that cannot be read marks the GitSource Stalled: pruning from it would be a guess, and retrying cannot
+fix it (a person must).
+
+Every step that ends a pass hands back an `Ending` (gitopsq.sync.outcomes) instead of writing; `Syncer.sync`
+writes it once, in a ``finally`` (Flux's deferred status patch), so every path writes its status: a step that
+raises after the GitSource was read leaves Ready=False with the error, never a stale "Applying revision".
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from gitopsq import logs
 from gitopsq.api.model import ObjectKey
-from gitopsq.cluster.apply import Execution, Executor, KubeRest, read_live, read_objects
+from gitopsq.cluster.apply import Execution, Executor, KubeRest, read_live
 from gitopsq.cluster.status import SourceRef, SourceState, StatusStore, build_status
 from gitopsq.errors import GitopsqError, SourceError
 from gitopsq.progress import NullProgress, Progress
+from gitopsq.reconcile.inventory import Inventory, InventoryFormatError
+from gitopsq.reconcile.pairing import Plan, build_plan, inventory_after, key_of_document
 from gitopsq.source.port import Source
+from gitopsq.sync import outcomes
 from gitopsq.sync.health import ObjectHealth, checked, summary, wait_healthy
-from gitopsq.sync.inventory import Inventory, InventoryFormatError, version_of
-from gitopsq.sync.model import SyncOptions, SyncOutcome, SyncResult, Validated, Validator
-from gitopsq.sync.outcomes import HEALTH_PENDING, OutcomeReports
-from gitopsq.sync.plan import Plan, build_plan, inventory_after, key_of_document
-from gitopsq.sync.report import audit_records
+from gitopsq.sync.labels import SOURCE_LABEL, source_label_value
+from gitopsq.sync.live_reads import live_for_plan
+from gitopsq.sync.outcomes import HEALTH_PENDING, Ending
 from gitopsq.sync.validate import check_pipeline_validator, within_paths
+from gitopsq.sync.values import SyncOptions, SyncOutcome, SyncResult, Validated, Validator
 from gitopsq.sync.whole import attempt, keys_of, rollback_plan
 
-TARGETED_READ_LIMIT = 200  # above this many changed objects, LISTs beat one GET each
-SOURCE_LABEL = "gitopsq.dev/source"  # on every applied object: <namespace>.<name> of its GitSource
 PROGRESS_THRESHOLD = 20  # plans with more writes than this first mark the GitSource Reconciling
 DEFAULT_OPTIONS = SyncOptions()
 
 HEALTH_GRACE = 10.0  # seconds the controller's pass waits for a new revision's health before reporting it pending
 APPLY_ATTEMPTS = 3  # a failed write is retried from fresh state this many times in all, then rolled back
 
+_log = logs.get("sync")
 
-class Syncer(OutcomeReports):
+
+class _Run:
+    """What one pass has learnt so far: the finaliser writes ``ending``, or an interrupted status over ``state``."""
+
+    __slots__ = ("ending", "sha", "state")
+
+    def __init__(self) -> None:
+        self.state: SourceState | None = None
+        self.sha: str | None = None
+        self.ending: Ending | None = None
+
+    def end(self, ended: tuple[SyncResult, Ending | None]) -> SyncResult:
+        self.ending = ended[1]
+        return ended[0]
+
+
+class Syncer:
     """Syncs one source into one cluster, recording status in the GitSource ``ref``."""
 
     def __init__(self, source: Source, rest: KubeRest, ref: SourceRef, *, url: str,
@@ -76,28 +95,44 @@ class Syncer(OutcomeReports):
     # -- pipeline --------------------------------------------------------------------------------------------
 
     def sync(self, options: SyncOptions = DEFAULT_OPTIONS) -> SyncResult:
-        """One pass. Raises ClusterError only when even the status cannot be read or written."""
+        """One pass; its status is written once, at the end, whichever way it ends. Raises what a step raised (a
+        ClusterError also when even the status cannot be read or written)."""
+        run = _Run()
+        try:
+            return self._steps(run, options)
+        except Exception as err:
+            if run.state is not None and run.sha is not None and not options.dry_run:
+                reason = str(err) if isinstance(err, GitopsqError) else "interrupted"
+                run.ending = outcomes.interrupted(run.state, run.sha, reason, self.clock())
+            raise
+        finally:
+            self._finish(run.ending)
+
+    def _steps(self, run: _Run, options: SyncOptions) -> SyncResult:
+        """resolve → read status → validate → read inventory → read live → plan → execute, each a method."""
         timings: dict[str, float] = {}
         started = time.perf_counter()
         try:
-            sha = self.source.resolve(options.rev)
+            sha = run.sha = self._resolve(options)
         except SourceError as err:
-            return self._source_failed(err, options)
+            state = None if options.dry_run else self.store.read()
+            return run.end(outcomes.source_failed(err, options, state, self.clock()))
         timings["fetch"] = time.perf_counter() - started
-        state = self._read_status(options)
+        state = run.state = self._read_status(options)
         self.interval = state.interval
         if state.suspended and not options.dry_run:
-            return self._suspended(sha, state)
+            return run.end(outcomes.suspended(sha, state, self.clock()))
         validated = within_paths(self._validate(sha, state), state.paths)
         timings["validate"] = time.perf_counter() - started
         if validated.rejected:
-            return self._rejected(sha, state, validated, options)
+            return run.end(outcomes.rejected(sha, state, validated, options, now=self.clock(), url=self.url))
         if self._trusted_unchanged(sha, state, options):
             return SyncResult("unchanged", sha, False, validated=validated, timings=timings)
         try:
-            inventory = Inventory.from_status((state.status or {}).get("inventory"))
+            inventory = self._inventory(state)
         except InventoryFormatError as err:
-            return self._stalled(sha, state, validated, err, options)
+            return run.end(outcomes.stalled(sha, state, validated, err, options, now=self.clock(),
+                                            ref=self.store.ref))
         live, assumed = self._read_live(sha, state, validated.documents, inventory)
         plan = self._plan(sha, state, validated=validated, live=live, assumed=assumed, inventory=inventory,
                           options=options)
@@ -112,10 +147,54 @@ class Syncer(OutcomeReports):
             self._applied_docs = (sha, {key_of_document(d): d for d in validated.documents})
             self._remember_verified(sha, plan, nothing, live)
             return SyncResult("unchanged", sha, False, plan, nothing, validated, timings=timings)
-        result = self._execute(sha, state, validated=validated, plan=plan, live=live, inventory=inventory,
-                               options=options, timings=timings, started=started)
+        if len(plan.applies) + len(plan.prunes) > PROGRESS_THRESHOLD:  # long enough for Reconciling to mean much
+            run.state = state = self._mark_applying(sha, state)
+        result = self._apply_whole(run, sha, state, validated=validated, plan=plan, live=live, inventory=inventory,
+                                   options=options, timings=timings, started=started)
         timings["status"] = time.perf_counter() - started
         return result
+
+    def _finish(self, ending: Ending | None) -> None:
+        """The finaliser: the pass's one status write, then its Events and audit records."""
+        if ending is None:
+            return
+        if ending.forget_verified:
+            self._verified = None
+        try:
+            written = self.store.write(ending.state, ending.status)
+        except GitopsqError as err:
+            if not ending.best_effort:
+                raise
+            _log.warning("status of an interrupted sync not written", error=str(err))
+            return
+        for notice in ending.notices:
+            if written or not notice.if_written:
+                self.store.event(ending.state, notice.reason, notice.message, warning=notice.warning)
+        if written or not ending.records_if_written:
+            self._audit(ending.records)
+
+    def _audit(self, records: tuple[Any, ...]) -> None:
+        if self.audit is None:
+            return
+        for record in records:
+            try:
+                self.audit.record(record)
+            except Exception as err:  # the audit trail has its own WAL and retries; a sync never fails on it
+                _log.warning("audit record not written", error=str(err))
+
+    def _resolve(self, options: SyncOptions) -> str:
+        return self.source.resolve(options.rev)
+
+    @staticmethod
+    def _inventory(state: SourceState) -> Inventory:
+        return Inventory.from_status((state.status or {}).get("inventory"))
+
+    def _mark_applying(self, sha: str, state: SourceState) -> SourceState:
+        """Reconciling while a long plan is carried out; the GitSource as it then is."""
+        self.store.write(state, build_status(state.status, outcome="progressing", now=self.clock(),
+                                             generation=state.generation, attempted=sha,
+                                             message=f"Applying revision {sha}"))
+        return self.store.read()
 
     def _read_status(self, options: SyncOptions) -> SourceState:
         """The GitSource as it is, created first (spec only) on a first real sync, or labelled with the cluster
@@ -136,31 +215,7 @@ class Syncer(OutcomeReports):
                           allow_empty=options.allow_empty, previous=self._previous(sha, state, validated),
                           assume_unchanged=assumed, labels={SOURCE_LABEL: self.label_value})
 
-    def _execute(self, sha: str, state: SourceState, *, validated: Validated, plan: Plan,
-                 live: Mapping[ObjectKey, Any], inventory: Inventory, options: SyncOptions,
-                 timings: dict[str, float], started: float) -> SyncResult:
-        """Carry the plan out all or nothing (gitopsq.sync.whole) and report; a pass interrupted after it marked
-        the GitSource Reconciling records the failure instead of leaving "Applying revision" behind."""
-        marked = False
-        if len(plan.applies) + len(plan.prunes) > PROGRESS_THRESHOLD:  # long enough for Reconciling to mean much
-            self.store.write(state, build_status(state.status, outcome="progressing", now=self.clock(),
-                                                 generation=state.generation, attempted=sha,
-                                                 message=f"Applying revision {sha}"))
-            state, marked = self.store.read(), True
-        result: SyncResult | None = None
-        interrupted = "interrupted"
-        try:
-            result = self._apply_whole(sha, state, validated=validated, plan=plan, live=live, inventory=inventory,
-                                       options=options, timings=timings, started=started)
-            return result
-        except GitopsqError as err:
-            interrupted = str(err)
-            raise
-        finally:
-            if result is None and marked:
-                self._interrupted(state, sha, interrupted)
-
-    def _apply_whole(self, sha: str, state: SourceState, *, validated: Validated, plan: Plan,
+    def _apply_whole(self, run: _Run, sha: str, state: SourceState, *, validated: Validated, plan: Plan,
                      live: Mapping[ObjectKey, Any], inventory: Inventory, options: SyncOptions,
                      timings: dict[str, float], started: float) -> SyncResult:
         """Dry-run then apply; a failed write is retried from fresh state (live re-read, plan rebuilt) up to
@@ -177,23 +232,24 @@ class Syncer(OutcomeReports):
             timings["dryRun"] = dry_seconds
             timings["apply"] = time.perf_counter() - started
             if tried.outcome == "refused" and number == 1:  # later, earlier attempts' writes are rolled back
-                return self._refused(sha, state, validated, plan, tried=tried, timings=timings)
+                return run.end(outcomes.refused(sha, state, validated, plan, tried=tried, timings=timings,
+                                                now=self.clock(), url=self.url))
             if tried.outcome == "applied":
                 outcome: SyncOutcome = "applied" if execution.applied or execution.pruned or \
                     sha != state.last_applied else "unchanged"
                 result = SyncResult(outcome, sha, False, plan, execution, validated, timings=timings,
                                     attempts=number)
-                return self._succeeded(state, result, options, live)
+                return self._succeeded(run, state, result, options, live)
             if number < APPLY_ATTEMPTS:  # fresh state: what this attempt wrote is now in the inventory
                 inventory = inventory_after(plan, made, set(execution.pruned))
                 live = read_live(self.rest, keys_of(validated.documents, inventory),
                                  selector=f"{SOURCE_LABEL}={self.label_value}")
                 plan = self._plan(sha, state, validated=validated, live=live, assumed=frozenset(),
                                   inventory=inventory, options=options)
-        return self._roll_back(sha, state, validated=validated, plan=plan, execution=execution, created=created,
-                               timings=timings)
+        return self._roll_back(run, sha, state, validated=validated, plan=plan, execution=execution,
+                               created=created, timings=timings)
 
-    def _succeeded(self, state: SourceState, result: SyncResult, options: SyncOptions,
+    def _succeeded(self, run: _Run, state: SourceState, result: SyncResult, options: SyncOptions,
                    live: Mapping[ObjectKey, Any]) -> SyncResult:
         """Record a complete apply, with the queues' health when asked."""
         plan, execution, sha = result.plan, result.execution, result.revision
@@ -204,10 +260,11 @@ class Syncer(OutcomeReports):
         judged = self._health(state, sha, plan, options)
         if judged is not None:
             health, pending, state = judged
+            run.state = state
             result = replace(result, health=tuple(health))
             if not all(h.healthy for h in health):
                 result = replace(result, outcome="health-pending" if pending else "unhealthy", error=summary(health))
-        self._report(state, result, inventory)
+        run.ending = outcomes.applied(state, result, inventory, now=self.clock(), url=self.url)
         return result
 
     def _health(self, state: SourceState, sha: str, plan: Plan,
@@ -248,34 +305,13 @@ class Syncer(OutcomeReports):
 
     def _read_live(self, sha: str, state: SourceState, docs: tuple[Mapping[str, Any], ...],
                    inventory: Inventory) -> tuple[dict[ObjectKey, Any], frozenset[ObjectKey]]:
-        """Live objects for the plan, and the keys that need no diff.
-
-        1. Warm, new revision: GET only the objects that changed in Git, are new, or leave; the rest are
-           assumed unchanged (drift on them is found by the next no-change reconcile).
-        2. Warm, same revision: LIST everything, but skip the diff where the resourceVersion is the one seen
-           equal last time.
-        3. Cold (first pass of this process): LIST and diff everything.
-        """
-        versions = {key_of_document(d): version_of(str(d.get("apiVersion"))) for d in docs}
-        inventory_keys = inventory.by_key()
-        all_keys = set(versions.items()) | {(e.key, e.version) for e in inventory.entries}
-        verified = self._verified if self._verified is not None and self._verified[0] == state.last_applied \
+        """Live objects for the plan, and the keys that need no diff (gitopsq.sync.live_reads)."""
+        verified = self._verified[1] if self._verified is not None and self._verified[0] == state.last_applied \
             else None
         applied = self._applied_docs[1] if self._applied_docs is not None and \
             self._applied_docs[0] == state.last_applied else None
-        if verified is not None and applied is not None and sha != state.last_applied:
-            changed = {k for k, d in zip(versions, docs, strict=True)
-                       if k not in inventory_keys or applied.get(k) != d or k not in verified[1]}
-            changed |= set(inventory_keys) - set(versions)
-            if len(changed) <= TARGETED_READ_LIMIT:
-                live = read_objects(self.rest, [(k, v) for k, v in all_keys if k in changed])
-                return live, frozenset(set(versions) - changed)
-        live = read_live(self.rest, all_keys, selector=f"{SOURCE_LABEL}={self.label_value}")
-        if verified is None or sha != state.last_applied:
-            return live, frozenset()
-        same = {k for k, rv in verified[1].items()
-                if ((live.get(k) or {}).get("metadata") or {}).get("resourceVersion") == rv}
-        return live, frozenset(same)
+        return live_for_plan(self.rest, sha, state.last_applied, docs, inventory, verified=verified, applied=applied,
+                             selector=f"{SOURCE_LABEL}={self.label_value}")
 
     def _remember_verified(self, sha: str, plan: Plan, execution: Execution, live: Mapping[ObjectKey, Any]) -> None:
         old = self._verified[1] if self._verified is not None else {}
@@ -313,10 +349,10 @@ class Syncer(OutcomeReports):
             return self._applied_docs[1]
         return None
 
-    # -- outcomes ----------------------------------------------------------------------------------------------
+    # -- rollback --------------------------------------------------------------------------------------------
 
-    def _roll_back(self, sha: str, state: SourceState, *, validated: Validated, plan: Plan, execution: Execution,
-                   created: set[ObjectKey], timings: dict[str, float]) -> SyncResult:
+    def _roll_back(self, run: _Run, sha: str, state: SourceState, *, validated: Validated, plan: Plan,
+                   execution: Execution, created: set[ObjectKey], timings: dict[str, float]) -> SyncResult:
         """Every attempt failed a write: put the last good revision's objects back (re-apply what was changed,
         delete what was created) from fresh live state, and say so in status, an Event and the audit trail."""
         good = state.last_applied
@@ -342,12 +378,7 @@ class Syncer(OutcomeReports):
                    f"revision {good or 'none'} ({how})")
         result = SyncResult("rolled-back", sha, False, plan, execution, validated, error=message, timings=timings,
                             attempts=APPLY_ATTEMPTS, rollback=undone, rolled_back_to=good)
-        self._verified = None
-        self.store.write(state, build_status(state.status, outcome="rolled-back", now=self.clock(),
-                                             generation=state.generation, attempted=sha,
-                                             inventory=inventory.to_status(), message=message))
-        self.store.event(state, "RolledBack", message, warning=True)
-        self._audit(audit_records(result, now=self.clock(), source_url=self.url, previous_revision=good))
+        run.ending = outcomes.rolled_back(state, result, inventory, now=self.clock(), url=self.url)
         return result
 
     def _documents_of(self, revision: str | None, state: SourceState) -> tuple[Mapping[str, Any], ...]:
@@ -358,25 +389,7 @@ class Syncer(OutcomeReports):
             return tuple(self._applied_docs[1].values())
         return within_paths(self.validator(self.source, revision, None), state.paths).documents
 
-def default_source_name(repo: str) -> str:
-    """A GitSource name from the repository's last path component (``…/queues.git`` → ``queues``)."""
-    tail = re.split(r"[/:]", repo.rstrip("/"))[-1].removesuffix(".git").lower()
-    name = re.sub(r"[^a-z0-9-]+", "-", tail).strip("-")[:63].strip("-")
-    return name or "gitopsq"
-
-
-def source_label_value(ref: SourceRef) -> str:
-    """``<namespace>.<name>`` of the GitSource, or a digest of it when longer than a label value may be."""
-    value = f"{ref.namespace}.{ref.name}"
-    if len(value) <= 63:
-        return value
-    return "h" + hashlib.sha256(value.encode()).hexdigest()[:40]
-
-
 def _ready(state: SourceState) -> bool:
     conds = (state.status or {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds) and len(conds) == 1
 
-
-def _stamp(now: datetime) -> str:
-    return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

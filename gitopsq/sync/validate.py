@@ -9,9 +9,9 @@ from typing import Any
 
 from gitopsq.api.codec import encode
 from gitopsq.manifests import finding_json
+from gitopsq.reconcile.pairing import key_of_document
 from gitopsq.source.port import Source
-from gitopsq.sync.model import Validated, Validator
-from gitopsq.sync.plan import key_of_document
+from gitopsq.sync.values import Validated, Validator
 from gitopsq.trust import ForgeApprovals
 from gitopsq.validation import ValidationCache, validate_revision
 
@@ -23,7 +23,7 @@ def check_pipeline_validator(forge_approvals: ForgeApprovals | None = None, *,
     applied last, or on a first sync the change the head commit brings (against its first parent: the history
     before it is what the admin installed gitopsq on). Parsed files, reports by commit and compiled policies are
     cached across revisions (gitopsq.validation.ValidationCache). ``forge_approvals`` reads the approvals of the
-    pull request a forge-signed commit merged (gitopsq.forge.approvals.approvals_reader). ``cluster`` judges
+    pull request a forge-signed commit merged (gitopsq.forge.reviews.approvals_reader). ``cluster`` judges
     every revision as that cluster of gitopsq.yaml sees it (docs/fleet.md; gitopsq.controller.cluster_scope)."""
     cache = ValidationCache()
 

@@ -25,8 +25,8 @@ from typing import Any, Literal
 from gitopsq.api.model import ObjectKey
 from gitopsq.cluster.apply import Execution, Executor, Failure
 from gitopsq.progress import NullProgress, Progress
-from gitopsq.sync.inventory import Inventory, version_of
-from gitopsq.sync.plan import Plan, key_of_document
+from gitopsq.reconcile.inventory import Inventory, version_of
+from gitopsq.reconcile.pairing import Plan, key_of_document
 
 AttemptOutcome = Literal["applied", "refused", "failed"]
 

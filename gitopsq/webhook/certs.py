@@ -161,7 +161,7 @@ def webhook_configurations(ca_pem: bytes, *, url: str | None = None, service: tu
                            namespace_selector: dict[str, Any] | None = None,
                            kinds: Sequence[Kind] = (JOB,)) -> list[dict[str, Any]]:
     """The Mutating (and Validating) WebhookConfiguration for the job ``kinds`` the job webhook serves (default:
-    batch/v1 Jobs only, as ``--integrations``' default; `gitopsq.cluster.admission.integrations.webhook_kinds`
+    batch/v1 Jobs only, as ``--integrations``' default; `gitopsq.admission_loop.integrations.webhook_kinds`
     gives them for a set of integrations), pointing at ``url`` (base URL, e.g. ``https://127.0.0.1:9443``) or at a
     Service ``(namespace, name, port)``. Takes kinds, not integrations: the webhooks and the live loop stay
     independent of each other. Pods (the pod integration) get a mutating entry of their own that only queued

@@ -8,7 +8,7 @@ from typing import Any
 
 from gitopsq import logs
 from gitopsq.errors import GitopsqError
-from gitopsq.webhook.jobs import JobWebhook
+from gitopsq.intake.jobs import JobWebhook
 
 _log = logs.get("webhook")
 

@@ -1,5 +1,5 @@
 """The HTTPS server of the Job admission webhook: ``POST /mutate-batch-v1-job``, ``POST /validate-batch-v1-job`` and
-``POST /mutate--v1-pod`` answered by gitopsq.webhook.jobs.JobWebhook; renewed certificate files are picked up
+``POST /mutate--v1-pod`` answered by gitopsq.intake.jobs.JobWebhook; renewed certificate files are picked up
 without a restart.
 Requests and answers are ``admission.k8s.io/v1`` AdmissionReviews. A malformed review is answered 400."""
 
@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from gitopsq import logs
+from gitopsq.intake.jobs import JobWebhook
 from gitopsq.webhook.certs import MUTATE_PATH, POD_MUTATE_PATH, VALIDATE_PATH
-from gitopsq.webhook.jobs import JobWebhook
 
 _log = logs.get("webhook")
 

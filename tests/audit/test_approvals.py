@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from gitopsq.audit.approvals import approvals_from_commits, commit_info, independent_approvals, parse_identity
+from gitopsq.audit.git_approvals import approvals_from_commits, commit_info, independent_approvals, parse_identity
 from gitopsq.source import open_source
-from gitopsq.source.model import SignatureStatus
+from gitopsq.source.records import SignatureStatus
 
 
 @pytest.mark.parametrize(("value", "expected"), [

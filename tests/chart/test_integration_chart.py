@@ -1,5 +1,5 @@
 """The chart's ClusterRole, webhook rules, ``--integrations`` flag and values schema follow the integration
-registry (gitopsq/cluster/admission/integrations/registry.py): one kind added there and not here fails."""
+registry (gitopsq/admission_loop/integrations/registry.py): one kind added there and not here fails."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from chart_helm import CHART, Helm, Rendered
 
-from gitopsq.cluster.admission.integrations import REGISTRY, select, webhook_kinds
+from gitopsq.admission_loop.integrations import REGISTRY, select, webhook_kinds
 from gitopsq.webhook.certs import webhook_configurations
 
 FRAMEWORKS = [i.framework for i in REGISTRY]

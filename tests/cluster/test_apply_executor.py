@@ -6,8 +6,8 @@ import pytest
 from envtest_rig import Envtest
 
 from gitopsq.cluster.apply import NOT_LEADER, Executor, KubeRest
-from gitopsq.sync.inventory import Inventory, InventoryEntry
-from gitopsq.sync.plan import build_plan, key_of_document
+from gitopsq.reconcile.inventory import Inventory, InventoryEntry
+from gitopsq.reconcile.pairing import build_plan, key_of_document
 
 pytestmark = pytest.mark.envtest
 

@@ -263,7 +263,7 @@ def test_invalid_workloads_are_rejected(kueue_clean: Envtest, change: dict[str, 
 def test_condition_shapes_kueue_refuses_are_refused(kueue_clean: Envtest, condition: dict[str, str],
                                                     message: str) -> None:
     """Status conditions follow metav1.Condition's validation, as Kueue's CRDs do: a reason or type another
-    controller writes that Kueue's API server would refuse is refused here too (tests/cluster/admission/
+    controller writes that Kueue's API server would refuse is refused here too (tests/admission_loop/
     test_upstream_crds.py runs the loop's own writes against Kueue's CRDs)."""
     namespace = kueue_clean.new_namespace("cond")
     _kubectl_apply(kueue_clean, SAMPLE.replace("NS", namespace))

@@ -17,8 +17,8 @@ from gitopsq.audit import records
 from gitopsq.controller.cluster_names import exposed_registry, named_record, status_context
 from gitopsq.controller.cluster_scope import REQUIRED, UNDECLARED, check_cluster, cluster_validator
 from gitopsq.errors import UsageError
+from gitopsq.reconcile.pairing import key_of_document
 from gitopsq.source import open_source
-from gitopsq.sync.plan import key_of_document
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,10 +11,10 @@ import pytest
 from cluster_rig import create_job, job_manifest
 from envtest_rig import Envtest
 
-from gitopsq.cluster.admission.integrations.batch_job import BatchJob
+from gitopsq.admission_loop.integrations.batch_job import BatchJob
 from gitopsq.cluster.apply import KubeRest
 from gitopsq.controller.job_webhook import ancestor_walk
-from gitopsq.webhook.jobs import JobWebhook, JobWebhookOptions
+from gitopsq.intake.jobs import JobWebhook, JobWebhookOptions
 
 pytestmark = pytest.mark.envtest
 

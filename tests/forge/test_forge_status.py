@@ -15,7 +15,7 @@ from gitopsq import logs
 from gitopsq.controller.forge_status import ForgeReporter
 from gitopsq.forge import Backoff, Secret, open_forge
 from gitopsq.forge.notify import DriftRepeats, Notifier, Target
-from gitopsq.sync.model import SyncResult, Validated
+from gitopsq.sync.values import SyncResult, Validated
 
 from .recorder import Recorder
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from gitopsq.forge import Backoff, ForgeError, Secret, open_forge
-from gitopsq.forge.model import Approval
 from gitopsq.forge.note_source import ForgeThenNotes, NoteApprovals
 from gitopsq.forge.notes import payload_line, sign, verify
+from gitopsq.forge.port import Approval
 
 from .recorder import Recorder
 

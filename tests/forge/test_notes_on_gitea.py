@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from forge_rig import GiteaRig
 
-from gitopsq.forge.approvals import approvals_reader
 from gitopsq.forge.note_source import with_notes
 from gitopsq.forge.notes import NOTES_REF
+from gitopsq.forge.reviews import approvals_reader
 from gitopsq.source import open_source
 from gitopsq.sync.audit import SyncAuditRecords
 from gitopsq.validation import validate_revision

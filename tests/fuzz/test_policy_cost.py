@@ -10,7 +10,7 @@ import pytest
 
 from gitopsq.policy import SourcedObject, build_policy_input, evaluate, parse_policies
 from gitopsq.policy.evaluate import VALUE_LIMIT, clear_program_cache, cost_limit
-from gitopsq.policy.model import Severity
+from gitopsq.policy.language import Severity
 from tests.policy.helpers import BACKENDS, cluster_queue, repo_config
 
 NUMBERS = ",".join(str(i) for i in range(100))

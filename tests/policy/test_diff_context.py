@@ -10,7 +10,7 @@ import yaml
 
 from gitopsq.manifests.config import parse_config
 from gitopsq.policy import SourcedObject, build_policy_input, diff_revisions, find_duplicates, normalise_repo_config
-from gitopsq.policy.model import Operation
+from gitopsq.policy.language import Operation
 from gitopsq.policy.repo import key_fingerprint, owner_of_path
 
 from .helpers import PLATFORM_KEY, TEAM_A_KEY, cluster_queue, local_queue, repo_config, signed_commit, unsigned_commit

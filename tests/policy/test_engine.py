@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gitopsq.policy import SourcedObject, build_policy_input, evaluate, format_verdict, parse_policies
-from gitopsq.policy.model import Change, ObjectKey, Operation, Policy, PolicyInput
+from gitopsq.policy.language import Change, ObjectKey, Operation, Policy, PolicyInput
 
 from .helpers import BACKENDS, PLATFORM_KEY, TEAM_A_KEY, cluster_queue, local_queue, repo_config, signed_commit
 

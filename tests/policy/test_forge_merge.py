@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gitopsq.policy import build_policy_input, evaluate, load_policies
-from gitopsq.policy.model import SourcedObject
+from gitopsq.policy.language import SourcedObject
 
 FORGE_FPR = "F" * 40
 CONFIG: dict[str, Any] = {

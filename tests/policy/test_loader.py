@@ -6,7 +6,7 @@ import pytest
 
 from gitopsq.errors import PolicyError
 from gitopsq.policy import load_policies, parse_policies
-from gitopsq.policy.model import Operation, Scope, Severity
+from gitopsq.policy.language import Operation, Scope, Severity
 
 from .helpers import BACKENDS
 

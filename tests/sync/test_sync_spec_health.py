@@ -14,14 +14,14 @@ import pytest
 from envtest_rig import Envtest
 from queue_repo import NS, QueueRepo, cpu_of, cq_live, get
 
-from gitopsq.cluster.admission.loop import AdmissionLoop
-from gitopsq.cluster.admission.options import LoopOptions
+from gitopsq.admission_loop.loop import AdmissionLoop
+from gitopsq.admission_loop.options import LoopOptions
 from gitopsq.cluster.apply import KubeRest
 from gitopsq.cluster.status import SourceRef
 from gitopsq.source import open_source
 from gitopsq.sync.loop import SyncLoop
-from gitopsq.sync.model import SyncOptions
 from gitopsq.sync.syncer import Syncer
+from gitopsq.sync.values import SyncOptions
 
 pytestmark = pytest.mark.envtest
 

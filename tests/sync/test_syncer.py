@@ -16,10 +16,10 @@ from queue_repo import NS, QueueRepo, cpu_of, cq_live, get, template_repo
 from gitopsq.cluster.apply import KubeRest
 from gitopsq.cluster.kube import ClusterUnavailable
 from gitopsq.cluster.status import SourceRef
+from gitopsq.reconcile.inventory import Inventory
 from gitopsq.source import open_source
-from gitopsq.sync.inventory import Inventory
-from gitopsq.sync.model import SyncOptions
 from gitopsq.sync.syncer import PROGRESS_THRESHOLD, Syncer
+from gitopsq.sync.values import SyncOptions
 
 pytestmark = pytest.mark.envtest
 

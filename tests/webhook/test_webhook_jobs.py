@@ -15,9 +15,9 @@ from envtest_rig import Envtest
 from webhook_rig import JOB_POLICY
 
 from gitopsq.errors import ClusterError
+from gitopsq.intake.jobs import JobWebhook, JobWebhookOptions
 from gitopsq.policy import parse_policies
 from gitopsq.webhook.certs import ensure_certificates, webhook_configurations
-from gitopsq.webhook.jobs import JobWebhook, JobWebhookOptions
 from gitopsq.webhook.server import WebhookServer
 
 
