@@ -3,52 +3,20 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pygit2
 import pytest
 import yaml
+from cli_runs import commit_tree, forget_validations, run
 
-from gitopsq.cli import main
 from gitopsq.commands import check as check_command
-from gitopsq.manifests import DEFAULT_CACHE, loader, pipeline
+from gitopsq.manifests import loader, pipeline
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "repo-template"
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exited:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return int(exited.value.code or 0), out, err
-
-
-def commit_tree(root: Path, message: str, *, email: str = "alice@example.com") -> str:
-    """Commit the work tree; by default as Alice, a platform maintainer in the template's gitopsq.yaml."""
-    repo = pygit2.Repository(str(root)) if (root / ".git").exists() else pygit2.init_repository(
-        str(root), initial_head="main")
-    repo.index.add_all()
-    repo.index.write()
-    tree = repo.index.write_tree()
-    who = pygit2.Signature("Committer", email, 1_700_000_000, 0)
-    parents = [] if repo.head_is_unborn else [repo.head.target]
-    return str(repo.create_commit("HEAD", who, who, message, tree, parents))
-
-
-@pytest.fixture(autouse=True)
-def _isolated_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GITOPSQ_CACHE_DIR", str(tmp_path / "cache"))
-    DEFAULT_CACHE.clear()
-    check_command._IN_MEMORY.clear()
-
-
-@pytest.fixture
-def template_repo(tmp_path: Path) -> Path:
-    root = tmp_path / "queues"
-    shutil.copytree(TEMPLATE, root)
-    commit_tree(root, "template")
-    return root
+pytestmark = pytest.mark.usefixtures("isolated_caches")
 
 
 def test_template_directory_checks_clean_with_a_note(capsys: pytest.CaptureFixture[str]) -> None:
@@ -114,8 +82,7 @@ def test_second_process_reuses_parsed_files_from_disk(template_repo: Path, capsy
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """After one check, a new process (empty memory) gets every unchanged file from the disk cache."""
     assert run(capsys, "check", str(template_repo))[0] == 0
-    DEFAULT_CACHE.clear()
-    check_command._IN_MEMORY.clear()
+    forget_validations()
     parsed: list[str] = []
     real = loader.load_file
     monkeypatch.setattr(pipeline, "load_file", lambda path, *a: parsed.append(path) or real(path, *a))
@@ -130,8 +97,7 @@ def test_findings_in_files_served_from_disk_keep_their_lines(template_repo: Path
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     """A reference broken by another file's change is reported at the right line of the unchanged, cached file."""
     assert run(capsys, "check", str(template_repo))[0] == 0
-    DEFAULT_CACHE.clear()
-    check_command._IN_MEMORY.clear()
+    forget_validations()
     cq = template_repo / "teams/data-science/cluster-queue.yaml"
     cq.write_text(cq.read_text().replace("name: data-science\n", "name: data-sci\n", 1))
     commit_tree(template_repo, "rename the ClusterQueue")
@@ -148,8 +114,7 @@ def test_damaged_disk_cache_is_ignored(template_repo: Path, capsys: pytest.Captu
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(b"\x80\x05garbage")
     assert run(capsys, "check", str(template_repo))[0] == 0
-    DEFAULT_CACHE.clear()
-    check_command._IN_MEMORY.clear()
+    forget_validations()
     assert run(capsys, "check", str(template_repo))[0] == 0
 
 

@@ -10,7 +10,6 @@ import os
 import pty
 import re
 import select
-import shutil
 import subprocess
 import sys
 import time
@@ -18,31 +17,10 @@ from pathlib import Path
 
 import pygit2
 import pytest
-
-from gitopsq.cli import main
-from gitopsq.commands import check as check_command
-from gitopsq.manifests import DEFAULT_CACHE
+from cli_runs import commit_tree, run
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "repo-template"
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exited:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return int(exited.value.code or 0), out, err
-
-
-def commit_tree(root: Path, message: str) -> str:
-    repo = pygit2.Repository(str(root)) if (root / ".git").exists() else pygit2.init_repository(
-        str(root), initial_head="main")
-    repo.index.add_all()
-    repo.index.write()
-    tree = repo.index.write_tree()
-    who = pygit2.Signature("Committer", "alice@example.com", 1_700_000_000, 0)
-    parents = [] if repo.head_is_unborn else [repo.head.target]
-    return str(repo.create_commit("HEAD", who, who, message, tree, parents))
 
 
 def cli_env(**extra: str) -> dict[str, str]:
@@ -53,19 +31,7 @@ def cli_env(**extra: str) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(autouse=True)
-def _isolated_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GITOPSQ_CACHE_DIR", str(tmp_path / "cache"))
-    DEFAULT_CACHE.clear()
-    check_command._IN_MEMORY.clear()
-
-
-@pytest.fixture
-def template_repo(tmp_path: Path) -> Path:
-    root = tmp_path / "queues"
-    shutil.copytree(TEMPLATE, root)
-    commit_tree(root, "template")
-    return root
+pytestmark = pytest.mark.usefixtures("isolated_caches")
 
 
 # --- a dirty work tree ---------------------------------------------------------------------------------------

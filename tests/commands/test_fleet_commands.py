@@ -11,23 +11,14 @@ from pathlib import Path
 
 import pygit2
 import pytest
+from cli_runs import run
 
-from gitopsq.cli import main
-from gitopsq.commands import check as check_command
 from gitopsq.commands.plan import make_fleet_plan
-from gitopsq.manifests import DEFAULT_CACHE
 
 ROOT = Path(__file__).resolve().parents[2]
 FLEET = ROOT / "repo-template" / "fleet"
 TRACE = ROOT / "repo-template" / "traces" / "sample.yaml"
 US_ML = "overlays/prod-us/teams/ml-research/gpu-budget.yaml"  # ml-research's patch sizing its Budget on prod-us
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exited:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return int(exited.value.code or 0), out, err
 
 
 class Fleet:
@@ -83,11 +74,8 @@ def kustomize_path() -> str:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kustomize_path: str) -> None:
+def _pinned_kustomize(isolated_caches: None, monkeypatch: pytest.MonkeyPatch, kustomize_path: str) -> None:
     monkeypatch.setenv("GITOPSQ_KUSTOMIZE", kustomize_path)
-    monkeypatch.setenv("GITOPSQ_CACHE_DIR", str(tmp_path / "cache"))
-    DEFAULT_CACHE.clear()
-    check_command._IN_MEMORY.clear()
 
 
 @pytest.fixture

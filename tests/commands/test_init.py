@@ -11,7 +11,6 @@ import pytest
 
 from gitopsq import __version__, version
 from gitopsq.cli import main
-from gitopsq.manifests import DEFAULT_CACHE
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,10 +22,7 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     return int(exited.value.code or 0), out, err
 
 
-@pytest.fixture(autouse=True)
-def _isolated_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GITOPSQ_CACHE_DIR", str(tmp_path / "cache"))
-    DEFAULT_CACHE.clear()
+pytestmark = pytest.mark.usefixtures("isolated_caches")
 
 
 def _commits(path: Path) -> list[pygit2.Commit]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from cli_runs import run
 from fixtures_pr import DS_CPU, TemplateRepo, raise_data_science_cpu
 
 from gitopsq.admission.quota import Limits
-from gitopsq.cli import main
 from gitopsq.commands.plan import make_plan
 from gitopsq.plan.pr_plan import PrPlan
 from gitopsq.plan.render_json import plan_json
@@ -24,13 +24,6 @@ def repo(tmp_path: Path) -> TemplateRepo:
 
 def plan_of(repo: TemplateRepo, head: str, base: str = "main") -> PrPlan:
     return make_plan(str(repo.root), base, head, use_cache=False)
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exited:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return int(exited.value.code or 0), out, err
 
 
 def test_raising_a_quota_is_one_field_one_row_and_more_cohort_capacity(repo: TemplateRepo) -> None:

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from gitopsq.cli import main
-from gitopsq.commands import check as check_command
-from gitopsq.manifests import DEFAULT_CACHE
 from gitopsq.source.repository import GitSource
 
 from .conftest import GitRepo, new_repo
@@ -36,13 +33,7 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, SshKey]:
     return {name: _ssh_key(directory, name) for name in PEOPLE}
 
 
-@pytest.fixture(autouse=True)
-def _isolated_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("GITOPSQ_CACHE_DIR", str(tmp_path / "cache"))
-    DEFAULT_CACHE.clear()
-    check_command._IN_MEMORY.clear()
-    yield
-    DEFAULT_CACHE.clear()
+pytestmark = pytest.mark.usefixtures("isolated_caches")
 
 
 def config_text(keys: dict[str, SshKey], *, extra: str = "") -> str:
