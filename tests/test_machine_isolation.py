@@ -3,13 +3,15 @@ and split over parallel workers by rig (tests/worker_groups.py)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
 
 import machine_isolation
 import pytest
-from worker_groups import group_of
+import worker_groups
+from worker_groups import RigGroupScheduling, group_of
 
 
 def test_the_run_has_an_empty_home_and_no_git_identity(tmp_path: Path) -> None:
@@ -69,3 +71,39 @@ def test_isolate_replaces_home_and_keeps_caches(tmp_path: Path) -> None:
 ])
 def test_expensive_rigs_keep_to_one_worker(fixtures: set[str], group: str | None) -> None:
     assert group_of(frozenset(fixtures)) == group
+
+
+def test_a_tests_own_group_mark_counts_after_the_rigs() -> None:
+    assert group_of(frozenset({"tmp_path"}), "wheel") == "wheel"
+    assert group_of(frozenset({"gitea"}), "wheel") == "gitea"
+
+
+def test_the_scheduler_groups_tests_as_the_workers_wrote_them(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each worker writes the groups it collected; the controller's scheduler reads every worker's file, leaves
+    other tests alone, and still honours a node id that carries xdist's own group suffix."""
+    monkeypatch.setenv(machine_isolation.MARK, str(tmp_path))
+    collected = {"gw0": [_Item("a.py::t1", {"node_pools", "full_cluster"}), _Item("b.py::t2", {"gitea"}),
+                         _Item("d.py::t4", {"tmp_path"})],
+                 "gw1": [_Item("c.py::t3", {"full_cluster"}), _Item("f.py::t6", set(), mark="wheel")]}
+    for worker, items in collected.items():
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
+        worker_groups.pytest_collection_modifyitems(items)  # type: ignore[arg-type]
+    assert json.loads((tmp_path / "xdist-groups-gw1.json").read_text()) == {"c.py::t3": "full-rig",
+                                                                             "f.py::t6": "wheel"}
+    scheduler = object.__new__(RigGroupScheduling)  # only its scope rule, without a running xdist session
+    scheduler._groups = None
+    nodeids = ("a.py::t1", "b.py::t2", "c.py::t3", "d.py::t4", "e.py::t5@other", "f.py::t6")
+    assert [scheduler._split_scope(n) for n in nodeids] == ["full-rig", "gitea", "full-rig", "d.py::t4", "other",
+                                                            "wheel"]
+
+
+class _Item:
+    """What the collection hook reads of a test item."""
+
+    def __init__(self, nodeid: str, fixtures: set[str], mark: str | None = None) -> None:
+        self.nodeid, self.fixturenames = nodeid, sorted(fixtures)
+        self._mark = pytest.mark.xdist_group(mark).mark if mark else None
+
+    def get_closest_marker(self, name: str) -> object:
+        return self._mark if name == "xdist_group" else None

@@ -30,7 +30,8 @@ DATA_FILES = ("gitopsq/data/crds/gitopsq.dev_gitsources.yaml", "gitopsq/data/pol
               "gitopsq/data/audit/record.schema.json", "gitopsq/py.typed", "gitopsq/_build_info.py",
               *(f"gitopsq/data/repo-template/{name}" for name in TEMPLATE_FILES))
 
-pytestmark = pytest.mark.slow
+# one worker builds the wheel for both tests: setuptools writes its metadata into the checkout while it builds
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
 
 
 def _run(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
