@@ -188,8 +188,7 @@ def _no_fit(c: _Cycle, e: Entry) -> None:
 
 def _overlapping_targets(c: _Cycle, e: Entry) -> None:
     """A target is already another entry's victim in this cycle: try again next cycle."""
-    c.state.status[e.w.key] = Status(msg.WAITING_FOR_QUOTA, msg.OVERLAPPING_TARGETS)
-    c.state.queues[e.spec.name].push(e.w)
+    _skipped(c, e, msg.OVERLAPPING_TARGETS)
 
 
 def _still_fits(c: _Cycle, e: Entry) -> bool:
@@ -205,13 +204,20 @@ def _still_fits(c: _Cycle, e: Entry) -> bool:
 
 def _no_longer_fits(c: _Cycle, e: Entry) -> None:
     """Entries processed before it took the room it was nominated for: try again next cycle."""
+    _skipped(c, e, msg.NO_LONGER_FITS)
+
+
+def _skipped(c: _Cycle, e: Entry, message: str) -> None:
+    """Skipped after its nomination (Kueue's ``markSkipped``: no longer fits, or overlapping preemption targets):
+    requeued at once, its scan progress kept."""
     assert e.nomination is not None
-    c.state.status[e.w.key] = Status(msg.WAITING_FOR_QUOTA, msg.NO_LONGER_FITS)
+    c.state.status[e.w.key] = Status(msg.WAITING_FOR_QUOTA, message)
     c.state.queues[e.spec.name].push(e.w)
     if any(i != -1 for i in e.nomination.tried.values()) and _retry_untried(c.state, e):
         # Its next attempt resumes at a later flavor (Kueue pops it again in the next cycle, a millisecond on):
-        # its tree is not quiet yet, so victims there keep their quota (random 220046). Bounded like the no-fit
-        # retries, so a skip repeated every cycle cannot hold victims for ever.
+        # its tree is not quiet yet, so victims there keep their quota (random 220046 for a skip as no longer
+        # fitting, random 202612070032 for overlapping targets). Bounded like the no-fit retries, so a skip
+        # repeated every cycle cannot hold victims for ever.
         c.touch(e)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gitopsq.admission import cycle
+from gitopsq.admission import messages as msg
 
 from .builders import Sim, cq, flavor, lq, one
 
@@ -110,3 +111,49 @@ def test_candidates_still_being_evicted_come_first(evicting: str | None, expecte
         state.workloads[evicting].evicting = True
     entry = cycle.nominate(state, state.workloads["ns/urgent"], sim.engine.topology.queues["cq"])
     assert [t.workload.key for t in entry.targets] == [expected]
+
+
+@pytest.mark.parametrize(("flavors_left", "busy"), [
+    pytest.param(True, True, id="flavors-left-its-tree-stays-busy"),
+    pytest.param(False, False, id="scan-at-its-last-flavor-the-cycle-is-quiet"),
+])
+def test_head_skipped_for_overlapping_targets_keeps_its_tree_busy(flavors_left: bool, busy: bool) -> None:
+    """Random 202612070032 in small. Kueue's ``markSkipped`` requeues a head whose preemption targets another
+    entry of the cycle already took, keeping its scan progress; popped again in the next cycle, it resumes at its
+    next flavor. That cycle is not quiet: the victim still holds its quota, so the head, resuming on flavor-b,
+    reclaims what team-a borrows there instead of waiting for flavor-a."""
+    cq_c_quotas = {"flavor-a": {"cpu": ("4", None, "1")}, "flavor-b": {"cpu": ("2", None, "1")}}
+    if not flavors_left:
+        del cq_c_quotas["flavor-b"]
+    sim = Sim(flavor("flavor-a"), flavor("flavor-b"),
+              cq("cq-a", cohort="pool", quotas={"flavor-a": {"cpu": "1"}, "flavor-b": {"cpu": "3"}},
+                 preemption={"withinClusterQueue": "Never", "reclaimWithinCohort": "Any"},
+                 fungibility={"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"}),
+              cq("cq-b", cohort="pool", quotas={"flavor-a": {"cpu": "1"}, "flavor-b": {"cpu": "2"}}),
+              cq("cq-c", cohort="pool", quotas=cq_c_quotas,
+                 preemption={"reclaimWithinCohort": "Any",
+                             "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 15}},
+                 fungibility={"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "MayStopSearch"}),
+              lq("team-a", "lq-a", "cq-a"), lq("team-b", "lq-b", "cq-b"), lq("team-c", "lq-c", "cq-c"))
+    sim.running("team-a/borrower", "lq-a", one("3", count=2), cq="cq-a", flavor="flavor-b", at=1.0)
+    sim.running("team-b/victim", "lq-b", one("3"), cq="cq-b", flavor="flavor-a", at=2.0)
+    sim.running("team-c/running", "lq-c", one("1", count=2), cq="cq-c", flavor="flavor-a", at=3.0)
+    sim.submit("team-a/reclaimer", "lq-a", one("1"), priority=16)
+    sim.submit("team-c/first", "lq-c", one("1"), priority=22)
+    sim.submit("team-c/second", "lq-c", one("2"), priority=21)
+    # Cycle 1: team-c/first fits on flavor-a; team-a/reclaimer reclaims flavor-a from the victim.
+    assert _cycle(sim) == (True, [("QuotaReserved", "team-c/first"), ("Admitted", "team-c/first"),
+                                  ("Preempted", "team-b/victim")])
+    # Cycle 2: team-c/second stops its scan at flavor-a, where its only target is the reclaimer's victim.
+    changed, events = _cycle(sim)
+    assert events == []
+    assert sim.why("team-c/second") == ("WaitingForQuota", msg.OVERLAPPING_TARGETS)
+    assert changed is busy
+    assert sim.engine.usage("cq-b") == {("flavor-a", "cpu"): 3000}
+    if flavors_left:
+        # Cycle 3: the victim still holds flavor-a; team-c/second resumes at flavor-b and reclaims it there.
+        assert _cycle(sim) == (True, [("Preempted", "team-a/borrower")])
+    rest = sim.schedule(5.0)
+    assert sim.flavors("team-c/second") == {"main": {"cpu": "flavor-a"}}  # once the victims are gone
+    if not flavors_left:
+        assert ("Preempted", "team-a/borrower", "InCohortReclamation") not in rest
