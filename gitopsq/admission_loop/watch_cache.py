@@ -11,7 +11,8 @@
   (`Cache.add`, integration_watch.py), each only once the API server serves it.
 
 Our own writes are put into the store at once (`Cache.put`), keeping the newer of two resourceVersions, so
-the next pass does not act on a stale copy before the watch catches up.
+the next pass does not act on a stale copy before the watch catches up, unless the watch has already shown the
+object deleted after the write (tombstones.py).
 
 Objects are stored without ``metadata.managedFields`` (`slim`, as controller-runtime's
 ``TransformStripManagedFields`` offers controllers): nothing the loop reads is there, and for a finished Workload
@@ -32,6 +33,7 @@ import orjson
 
 from gitopsq import logs
 from gitopsq.admission_loop.rate_limited import Client
+from gitopsq.admission_loop.tombstones import Tombstones, resource_version
 from gitopsq.admission_loop.workload_index import WorkloadIndex
 from gitopsq.cluster.apply import Backoff
 from gitopsq.cluster.kinds import BY_PLURAL, WATCHED, Kind
@@ -51,9 +53,7 @@ def key_of(obj: Mapping[str, Any]) -> str:
     return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
 
 
-def _rv(obj: Mapping[str, Any]) -> int:
-    text = (obj.get("metadata") or {}).get("resourceVersion") or "0"
-    return int(text) if text.isdigit() else 0
+_rv = resource_version
 
 
 def slim(obj: dict[str, Any]) -> dict[str, Any]:
@@ -106,6 +106,7 @@ class Informer:
         self.generation = 0  # bumped on every change
         self.shape = 0  # bumped when an object comes, goes or changes more than its status (`reshaped`)
         self.relists = 0
+        self.tombstones = Tombstones()
         self.watch_seconds = watch_seconds
         self._stop = threading.Event()
         self._response: Any = None
@@ -132,6 +133,8 @@ class Informer:
         decoded = self.view(obj) if self.view is not None else None
         with self.lock:
             old = self.store.get(key)
+            if old is None and self.tombstones.hides(key, obj):
+                return
             if newer(obj, old):
                 self.store[key] = obj
                 if self.view is not None:
@@ -205,6 +208,7 @@ class Informer:
         kind = self.resource.plural
         views = {key_of(o): self.view(o) for o in items} if self.view is not None else {}
         with self.lock:
+            self.tombstones.bury(self.store.keys() - {key_of(o) for o in items}, int(rv) if rv.isdigit() else 0)
             self.store = {key_of(o): o for o in items}
             self.views, self.retired = {}, {}
             if self.index is not None:
@@ -243,6 +247,7 @@ class Informer:
                     if kind == "DELETED":
                         if self.index is not None:
                             self.index.update(key, None, None)
+                        self.tombstones.bury([key], _rv(obj))
                         self.store.pop(key, None)
                         self.views.pop(key, None)
                         self.retired.pop(key, None)

@@ -206,7 +206,7 @@ def test_deleting_a_groups_workload_deletes_its_pods(pod_loop: RunningLoop, node
     wait_for("the member running", lambda: running(pods_in(cluster, ns, "solo")), timeout=60)
     rest(cluster).request("DELETE", f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{ns}/workloads/solo")
     wait_for("the member deleted", lambda: not pods_in(cluster, ns, "solo"), timeout=30)
-    wait_for("the Workload gone", lambda: workload_named(cluster, ns, "solo") is None, timeout=60)
+    wait_for("the Workload gone", lambda: workload_named(cluster, ns, "solo") is None, timeout=30)
     time.sleep(1.0)
     assert not workloads(cluster, ns), "a Workload was made again for a deleted group"
 
