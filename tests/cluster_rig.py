@@ -87,6 +87,12 @@ def cond(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
     return None
 
 
+def holds(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
+    """The condition ``kind`` of ``obj`` when its status is True, else None."""
+    c = cond(obj, kind)
+    return c if c is not None and c["status"] == "True" else None
+
+
 def admitted(envtest: Envtest, ns: str, job_name: str) -> bool:
     c = cond(workload_of(envtest, ns, job_name), "Admitted")
     return c is not None and c["status"] == "True"

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 from envtest_rig import Envtest, FullCluster
-from running_loop import RunningLoop
+from running_loop import RunningLoop, running_on_clean
 
 
 @pytest.fixture
@@ -29,9 +29,5 @@ def full_kueue(full_cluster: FullCluster) -> FullCluster:
 @pytest.fixture
 def full_admission(full_kueue: FullCluster) -> Iterator[RunningLoop]:
     """A running admission loop on the full rig, with no Kueue objects before or after the test."""
-    full_kueue.delete_all()
-    try:
-        with RunningLoop(full_kueue) as running:
-            yield running
-    finally:
-        full_kueue.delete_all()
+    with running_on_clean(full_kueue) as running:
+        yield running

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from envtest_rig import Envtest
@@ -31,3 +33,14 @@ class RunningLoop:
         self.loop.cache.changed.set()
         self.thread.join(30)
         self.api_client.close()
+
+
+@contextmanager
+def running_on_clean(cluster: Envtest, options: LoopOptions = FAST, metrics: Any = None) -> Iterator[RunningLoop]:
+    """A loop running with ``options`` on a rig with no Kueue objects before the test or after it."""
+    cluster.delete_all()
+    try:
+        with RunningLoop(cluster, options, metrics) as running:
+            yield running
+    finally:
+        cluster.delete_all()

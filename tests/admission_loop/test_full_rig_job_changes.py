@@ -17,7 +17,7 @@ from cluster_rig import apply, cond, get, rest, wait_for, workload_of
 from envtest_rig import FullCluster, NodePools
 from gpu_rig import MERGE, SPOT_TAINT, gpu_job, gpu_pools, gpu_queue_yaml, namespace, pods_of, running, setup
 from jobset_rig import JOBSETS, create_jobset, get_jobset, jobset, replicated, workload_of_jobset
-from running_loop import FAST, RunningLoop
+from running_loop import FAST, RunningLoop, running_on_clean
 
 pytestmark = pytest.mark.envtest
 
@@ -28,12 +28,8 @@ JOBS = "/apis/batch/v1/namespaces/{ns}/jobs"
 @pytest.fixture
 def jobset_loop(full_kueue: FullCluster, jobset_cluster: FullCluster) -> Iterator[RunningLoop]:
     """The admission loop with the batch/job and JobSet integrations on the full rig (JobSet controller on)."""
-    full_kueue.delete_all()
-    try:
-        with RunningLoop(full_kueue, WITH_JOBSET) as running_loop:
-            yield running_loop
-    finally:
-        full_kueue.delete_all()
+    with running_on_clean(full_kueue, WITH_JOBSET) as running_loop:
+        yield running_loop
 
 
 def _events(cluster: FullCluster, ns: str, reason: str) -> list[dict[str, Any]]:

@@ -9,11 +9,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from cluster_rig import cond, get, wait_for, workloads
+from cluster_rig import get, holds, wait_for, workloads
 from envtest_rig import RUN_FOR, FullCluster, NodePools
 from gpu_rig import gpu_pools, gpu_queue_yaml, namespace, running, setup
 from jobset_rig import create_jobset, delete_jobset, get_jobset, jobset, jobset_pods, replicated, workload_of_jobset
-from running_loop import FAST, RunningLoop
+from running_loop import FAST, RunningLoop, running_on_clean
 
 from gitopsq.admission_loop.options import RequeuingStrategy, WaitForPodsReady
 
@@ -25,17 +25,8 @@ WITH_JOBSET = dataclasses.replace(FAST, integrations=("batch/job", "jobset.x-k8s
 @pytest.fixture
 def jobset_loop(full_kueue: FullCluster, jobset_cluster: FullCluster) -> Iterator[RunningLoop]:
     """The admission loop with the batch/job and JobSet integrations on the full rig (JobSet controller on)."""
-    full_kueue.delete_all()
-    try:
-        with RunningLoop(full_kueue, WITH_JOBSET) as running_loop:
-            yield running_loop
-    finally:
-        full_kueue.delete_all()
-
-
-def _true(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
-    c = cond(obj, kind)
-    return c if c is not None and c["status"] == "True" else None
+    with running_on_clean(full_kueue, WITH_JOBSET) as running_loop:
+        yield running_loop
 
 
 def _nodes(pods: list[dict[str, Any]]) -> set[str]:
@@ -53,7 +44,7 @@ def test_driver_and_workers_are_one_workload_each_on_its_flavor(jobset_loop: Run
         setup(cluster, gpu_queue_yaml(ns, f"cq-{ns}", [(pools["on-demand"], 4), (pools["spot"], 8)]))
         create_jobset(cluster, jobset(ns, "train", replicated("driver", replicas=1, pods=1, gpus=1),
                                       replicated("workers", replicas=2, pods=1, gpus=4)))
-        wl = wait_for("the JobSet admitted", lambda: _true(workload_of_jobset(cluster, ns, "train"), "Admitted")
+        wl = wait_for("the JobSet admitted", lambda: holds(workload_of_jobset(cluster, ns, "train"), "Admitted")
                       and workload_of_jobset(cluster, ns, "train"), timeout=30)
         assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [("driver", 1), ("workers", 2)]
         flavors = {a["name"]: set(a["flavors"].values()) for a in wl["status"]["admission"]["podSetAssignments"]}
@@ -85,7 +76,7 @@ def test_preempted_jobset_is_suspended_restored_and_comes_back(jobset_loop: Runn
         create_jobset(cluster, jobset(ns, "high", replicated("workers", replicas=2, pods=1, gpus=4,
                                                              pod_annotations={RUN_FOR: "3s"}),
                                       priority=f"high-{ns}"))
-        evicted = wait_for("low evicted", lambda: _true(workload_of_jobset(cluster, ns, "low"), "Evicted"), timeout=30)
+        evicted = wait_for("low evicted", lambda: holds(workload_of_jobset(cluster, ns, "low"), "Evicted"), timeout=30)
         assert evicted["reason"] == "Preempted"
         wait_for("low suspended", lambda: get_jobset(cluster, ns, "low")["spec"].get("suspend") is True)
         wait_for("high running", lambda: len(running(jobset_pods(cluster, ns, "high"))) == 2, timeout=60)
@@ -93,8 +84,8 @@ def test_preempted_jobset_is_suspended_restored_and_comes_back(jobset_loop: Runn
         pod_spec = low["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
         assert "nodeSelector" not in pod_spec and "tolerations" not in pod_spec, "templates not restored"
         assert not running(jobset_pods(cluster, ns, "low")), "low's pods still run beside high's"
-        wait_for("high finished", lambda: _true(workload_of_jobset(cluster, ns, "high"), "Finished"), timeout=60)
-        wait_for("low admitted again", lambda: _true(workload_of_jobset(cluster, ns, "low"), "Admitted"), timeout=30)
+        wait_for("high finished", lambda: holds(workload_of_jobset(cluster, ns, "high"), "Finished"), timeout=60)
+        wait_for("low admitted again", lambda: holds(workload_of_jobset(cluster, ns, "low"), "Admitted"), timeout=30)
         again = wait_for("low running again", lambda: len(running(jobset_pods(cluster, ns, "low"))) == 2
                          and running(jobset_pods(cluster, ns, "low")), timeout=60)
         assert _nodes(list(again)) <= spot.nodes
@@ -118,7 +109,7 @@ def test_jobset_the_nodes_cannot_hold_is_evicted_whole_by_pods_ready(full_kueue:
             setup(cluster, gpu_queue_yaml(ns, f"cq-{ns}", [(pool, 12)]))
             create_jobset(cluster, jobset(ns, "gang", replicated("workers", replicas=3, pods=1, gpus=4)))
             wait_for("two of three running", lambda: len(running(jobset_pods(cluster, ns, "gang"))) == 2, timeout=60)
-            evicted = wait_for("evicted by the timeout", lambda: _true(workload_of_jobset(cluster, ns, "gang"),
+            evicted = wait_for("evicted by the timeout", lambda: holds(workload_of_jobset(cluster, ns, "gang"),
                                                                        "Evicted"), timeout=30)
             assert evicted["reason"] == "PodsReadyTimeout"
             wait_for("the JobSet suspended", lambda: get_jobset(cluster, ns, "gang")["spec"].get("suspend") is True)

@@ -10,11 +10,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from cluster_rig import cond, wait_for
+from cluster_rig import cond, holds, wait_for
 from envtest_rig import RUN_FOR, START_AFTER, FullCluster, NodePools
 from gpu_rig import gpu_pools, gpu_queue_yaml, namespace, running, setup
 from jobset_rig import create_jobset, get_jobset, jobset, jobset_pods, replicated, workload_of_jobset
-from running_loop import FAST, RunningLoop
+from running_loop import FAST, RunningLoop, running_on_clean
 
 from gitopsq.admission_loop.options import WaitForPodsReady
 from gitopsq.admission_loop.workload_status import parse_time
@@ -28,17 +28,8 @@ PODS_READY = dataclasses.replace(FAST, integrations=("batch/job", "jobset.x-k8s.
 @pytest.fixture
 def ready_loop(full_kueue: FullCluster, jobset_cluster: FullCluster) -> Iterator[RunningLoop]:
     """The loop with batch/job and JobSet and waitForPodsReady (60 s) on the full rig, JobSet controller on."""
-    full_kueue.delete_all()
-    try:
-        with RunningLoop(full_kueue, PODS_READY) as running_loop:
-            yield running_loop
-    finally:
-        full_kueue.delete_all()
-
-
-def _true(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
-    c = cond(obj, kind)
-    return c if c is not None and c["status"] == "True" else None
+    with running_on_clean(full_kueue, PODS_READY) as running_loop:
+        yield running_loop
 
 
 def _created(pod: dict[str, Any]) -> float:
@@ -46,7 +37,7 @@ def _created(pod: dict[str, Any]) -> float:
 
 
 def _admitted_whole(cluster: FullCluster, ns: str, name: str) -> dict[str, Any]:
-    wl = wait_for("the JobSet admitted", lambda: (w := workload_of_jobset(cluster, ns, name)) and _true(w, "Admitted")
+    wl = wait_for("the JobSet admitted", lambda: (w := workload_of_jobset(cluster, ns, name)) and holds(w, "Admitted")
                   and w, timeout=30)
     assert sorted(a["name"] for a in wl["status"]["admission"]["podSetAssignments"]) == ["driver", "workers"]
     assert [(a["name"], a["count"]) for a in wl["status"]["admission"]["podSetAssignments"]] == \
@@ -69,7 +60,7 @@ def test_in_order_jobset_is_admitted_whole_and_pods_ready_waits_for_the_last(rea
         manifest["spec"]["startupPolicy"] = {"startupPolicyOrder": "InOrder"}
         create_jobset(cluster, manifest)
         _admitted_whole(cluster, ns, "ordered")
-        wl = wait_for("PodsReady", lambda: _true(workload_of_jobset(cluster, ns, "ordered"), "PodsReady")
+        wl = wait_for("PodsReady", lambda: holds(workload_of_jobset(cluster, ns, "ordered"), "PodsReady")
                       and workload_of_jobset(cluster, ns, "ordered"), timeout=90)
         (driver,) = running(jobset_pods(cluster, ns, "ordered", "driver"))
         workers = running(jobset_pods(cluster, ns, "ordered", "workers"))
@@ -78,7 +69,7 @@ def test_in_order_jobset_is_admitted_whole_and_pods_ready_waits_for_the_last(rea
                               ["lastTransitionTime"])
         assert all(_created(dict(w)) >= ready_at for w in workers), "workers created before the driver was ready"
         assert cond(wl, "Evicted") is None or cond(wl, "Evicted")["status"] == "False"
-        started = _true(get_jobset(cluster, ns, "ordered"), "StartupPolicyCompleted")
+        started = holds(get_jobset(cluster, ns, "ordered"), "StartupPolicyCompleted")
         assert started is not None
 
 
@@ -96,7 +87,7 @@ def test_depends_on_complete_counts_the_finished_driver_for_pods_ready(ready_loo
         create_jobset(cluster, jobset(ns, "chained", replicated("driver", replicas=1, pods=1, gpus=1,
                                                                  pod_annotations={RUN_FOR: "2s"}), workers))
         _admitted_whole(cluster, ns, "chained")
-        wl = wait_for("PodsReady", lambda: _true(workload_of_jobset(cluster, ns, "chained"), "PodsReady")
+        wl = wait_for("PodsReady", lambda: holds(workload_of_jobset(cluster, ns, "chained"), "PodsReady")
                       and workload_of_jobset(cluster, ns, "chained"), timeout=90)
         (driver,) = jobset_pods(cluster, ns, "chained", "driver")
         assert driver["status"]["phase"] == "Succeeded"
@@ -105,5 +96,5 @@ def test_depends_on_complete_counts_the_finished_driver_for_pods_ready(ready_loo
         finished_at = max(parse_time(s["state"]["terminated"]["finishedAt"])
                           for s in driver["status"]["containerStatuses"])
         assert all(_created(dict(w)) >= finished_at for w in running_workers), "workers started before the driver ended"
-        assert _true(wl, "Admitted") is not None
+        assert holds(wl, "Admitted") is not None
         assert cond(wl, "Evicted") is None or cond(wl, "Evicted")["status"] == "False"

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 import pytest
-from cluster_rig import cluster_queue, cond, create_job, flavors_usage, job, rest, wait_for, workload_of
+from cluster_rig import cluster_queue, cond, create_job, flavors_usage, holds, job, rest, wait_for, workload_of
 from envtest_rig import GPU, TERMINATE_AFTER, FullCluster, NodePools
 from gpu_rig import gpu_job, gpu_pools, gpu_queue_yaml, namespace, patch_workload, pods_of, running, setup
 from running_loop import RunningLoop
@@ -15,11 +15,6 @@ from running_loop import RunningLoop
 from gitopsq.cluster.kube import ClusterNotFound
 
 pytestmark = pytest.mark.envtest
-
-
-def _true(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
-    c = cond(obj, kind)
-    return c if c is not None and c["status"] == "True" else None
 
 
 def get_workload(cluster: FullCluster, ns: str, name: str) -> dict[str, Any] | None:
@@ -51,7 +46,7 @@ def test_partial_admission_runs_the_admitted_pods_and_deactivation_restores_the_
         wait_for("filler running", lambda: len(running(pods_of(cluster, ns, "filler"))) == 2, timeout=60)
         create_job(cluster, gpu_job(ns, "elastic", pods=4, gpus=2,
                                     annotations={"kueue.x-k8s.io/job-min-parallelism": "1"}))
-        wl = wait_for("elastic admitted", lambda: _true(workload_of(cluster, ns, "elastic"), "Admitted")
+        wl = wait_for("elastic admitted", lambda: holds(workload_of(cluster, ns, "elastic"), "Admitted")
                       and workload_of(cluster, ns, "elastic"))
         assert wl["spec"]["podSets"][0]["count"] == 4 and wl["spec"]["podSets"][0]["minCount"] == 1
         assignment = wl["status"]["admission"]["podSetAssignments"][0]
@@ -65,7 +60,7 @@ def test_partial_admission_runs_the_admitted_pods_and_deactivation_restores_the_
         wait_for("queue usage of 8 GPUs", lambda: _gpus_used(cluster, cq, pool.flavor) == "8")
 
         patch_workload(cluster, ns, wl["metadata"]["name"], {"spec": {"active": False}})
-        evicted = wait_for("elastic evicted", lambda: _true(workload_of(cluster, ns, "elastic"), "Evicted"))
+        evicted = wait_for("elastic evicted", lambda: holds(workload_of(cluster, ns, "elastic"), "Evicted"))
         assert (evicted["reason"], evicted["message"]) == ("Deactivated", "The workload is deactivated")
         released = wait_for("elastic's quota released", lambda: (w := workload_of(cluster, ns, "elastic"))
                             and not (w.get("status") or {}).get("admission") and w)
@@ -77,10 +72,10 @@ def test_partial_admission_runs_the_admitted_pods_and_deactivation_restores_the_
         stopped = job(cluster, ns, "elastic")
         assert stopped["spec"]["suspend"] is True
         assert stopped["spec"]["parallelism"] == 4, "partial admission's parallelism restored"
-        assert not _true(workload_of(cluster, ns, "elastic"), "QuotaReserved"), "an inactive Workload stays out"
+        assert not holds(workload_of(cluster, ns, "elastic"), "QuotaReserved"), "an inactive Workload stays out"
 
         patch_workload(cluster, ns, wl["metadata"]["name"], {"spec": {"active": True}})
-        wait_for("elastic admitted again", lambda: _true(workload_of(cluster, ns, "elastic"), "Admitted"))
+        wait_for("elastic admitted again", lambda: holds(workload_of(cluster, ns, "elastic"), "Admitted"))
         requeued = cond(workload_of(cluster, ns, "elastic"), "Requeued")
         assert requeued is not None and (requeued["status"], requeued["reason"], requeued["message"]) == (
             "True", "Reactivated", "The workload was reactivated")
@@ -104,7 +99,7 @@ def test_maximum_execution_time_deactivates_a_running_job(full_admission: Runnin
         wait_for("bounded running", lambda: len(running(pods_of(cluster, ns, "bounded"))) == 2, timeout=60)
         wl = workload_of(cluster, ns, "bounded")
         assert wl is not None and wl["spec"]["maximumExecutionTimeSeconds"] == 2
-        evicted = wait_for("bounded evicted", lambda: _true(workload_of(cluster, ns, "bounded"), "Evicted"),
+        evicted = wait_for("bounded evicted", lambda: holds(workload_of(cluster, ns, "bounded"), "Evicted"),
                            timeout=30)
         assert evicted["reason"] == "DeactivatedDueToMaximumExecutionTimeExceeded"
         assert evicted["message"] == "The workload is deactivated due to exceeding the maximum execution time"
@@ -149,7 +144,7 @@ def test_deleting_a_job_frees_its_quota_only_when_its_pods_are_gone(full_admissi
             # the Workloads are read before the pods: a state seen while the pods still exist afterwards was
             # certainly the state while they existed (pods do not come back), however slow the reads
             held = get_workload(cluster, ns, name)
-            second_admitted = _true(workload_of(cluster, ns, "second"), "QuotaReserved")
+            second_admitted = holds(workload_of(cluster, ns, "second"), "QuotaReserved")
             alive = [p for p in pods_of(cluster, ns, "first")
                      if p["status"].get("phase") not in ("Succeeded", "Failed")]
             if not alive:
@@ -192,5 +187,5 @@ def test_deleting_the_workload_of_a_running_job_stops_it_and_queues_it_again(ful
                 break
             time.sleep(0.1)
         assert observed >= 3, "the terminating window was observed"
-        wait_for("work admitted again", lambda: _true(workload_of(cluster, ns, "work"), "Admitted"), timeout=30)
+        wait_for("work admitted again", lambda: holds(workload_of(cluster, ns, "work"), "Admitted"), timeout=30)
         wait_for("work running again", lambda: len(running(pods_of(cluster, ns, "work"))) == 2, timeout=60)

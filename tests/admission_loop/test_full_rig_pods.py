@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_rig import cond, get, rest, wait_for, workloads
+from cluster_rig import cond, get, holds, rest, wait_for, workloads
 from envtest_rig import EXIT_CODE, RUN_FOR, FullCluster, NodePools
 from gpu_rig import SPOT_TAINT, gpu_pools, gpu_queue_yaml, running, setup
 from pod_objects import (
@@ -28,7 +28,7 @@ from pod_objects import (
     workload_named,
     workload_of_pod,
 )
-from running_loop import FAST, RunningLoop
+from running_loop import FAST, RunningLoop, running_on_clean
 
 from gitopsq.admission_loop.integrations import select, webhook_kinds
 from gitopsq.admission_loop.options import RequeuingStrategy, WaitForPodsReady
@@ -46,12 +46,8 @@ WITH_PODS = dataclasses.replace(FAST, integrations=("batch/job", "pod"))
 @pytest.fixture
 def pod_loop(full_kueue: FullCluster) -> Iterator[RunningLoop]:
     """The admission loop with the batch/job and pod integrations on the full rig."""
-    full_kueue.delete_all()
-    try:
-        with RunningLoop(full_kueue, WITH_PODS) as running_loop:
-            yield running_loop
-    finally:
-        full_kueue.delete_all()
+    with running_on_clean(full_kueue, WITH_PODS) as running_loop:
+        yield running_loop
 
 
 @pytest.fixture
@@ -63,11 +59,6 @@ def fresh_ns(full_kueue: FullCluster) -> Iterator[str]:
     finally:
         release(full_kueue, ns)
         full_kueue.kubectl("delete", "namespace", ns, "--wait=false", check=False)
-
-
-def _true(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
-    c = cond(obj, kind)
-    return c if c is not None and c["status"] == "True" else None
 
 
 def _nodes(pods: list[dict[str, Any]] | list[Any]) -> set[str]:
@@ -142,7 +133,7 @@ def test_webhook_gates_a_queued_pod_and_admission_places_it_on_its_flavor(pod_lo
     assert FINALIZER in created["metadata"]["finalizers"] and ROLE_HASH in created["metadata"]["annotations"]
     (plain,) = create(cluster, {**pod(ns, "plain", gpus=0), "metadata": {"name": "plain", "namespace": ns}})
     assert not gated(plain) and MANAGED_LABEL not in (plain["metadata"].get("labels") or {})
-    wl = wait_for("the pod's Workload admitted", lambda: _true(workload_of_pod(cluster, ns, "solo"), "Admitted")
+    wl = wait_for("the pod's Workload admitted", lambda: holds(workload_of_pod(cluster, ns, "solo"), "Admitted")
                   and workload_of_pod(cluster, ns, "solo"), timeout=30)
     assert wl["metadata"]["name"].startswith("pod-solo-")
     assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [("main", 1)]
@@ -179,7 +170,7 @@ def test_group_waits_until_complete_then_is_admitted_whole_one_pod_set_per_role(
     assert workload_named(cluster, ns, "train") is None, "an incomplete group got a Workload"
     assert all(gated(p) for p in pods_in(cluster, ns, "train"))
     create(cluster, workers[1])
-    wl = wait_for("the group admitted", lambda: _true(workload_named(cluster, ns, "train"), "Admitted")
+    wl = wait_for("the group admitted", lambda: holds(workload_named(cluster, ns, "train"), "Admitted")
                   and workload_named(cluster, ns, "train"), timeout=30)
     counts = sorted(p["count"] for p in wl["spec"]["podSets"])
     assert counts == [1, 2] and all(len(p["name"]) == 8 for p in wl["spec"]["podSets"])
@@ -223,7 +214,7 @@ def test_surplus_members_of_a_group_are_deleted_newest_first(pod_loop: RunningLo
     create(cluster, first, second)
     time.sleep(0.1)
     create(cluster, third)
-    wl = wait_for("the pair admitted", lambda: _true(workload_named(cluster, ns, "pair"), "Admitted")
+    wl = wait_for("the pair admitted", lambda: holds(workload_named(cluster, ns, "pair"), "Admitted")
                   and workload_named(cluster, ns, "pair"), timeout=30)
     assert [p["count"] for p in wl["spec"]["podSets"]] == [2]
     wait_for("the surplus pod gone", lambda: get_pod(cluster, ns, "pair-2") is None, timeout=30)
@@ -245,10 +236,10 @@ def test_a_failed_member_waits_for_its_replacement_which_is_started(pod_loop: Ru
     flaky = group(ns, "duo", 1, gpus=4, total=2, prefix="flaky-", managed=True,
                   annotations={RUN_FOR: "2s", EXIT_CODE: "1"})
     create(cluster, steady[0], flaky[0])
-    waiting = wait_for("the group waiting for a replacement", lambda: _true(workload_named(cluster, ns, "duo"),
+    waiting = wait_for("the group waiting for a replacement", lambda: holds(workload_named(cluster, ns, "duo"),
                                                                              "WaitingForReplacementPods"), timeout=60)
     assert (waiting["reason"], waiting["message"]) == ("PodsFailed", "Some Failed pods need replacement")
-    assert _true(workload_named(cluster, ns, "duo"), "Admitted"), "the group lost its admission"
+    assert holds(workload_named(cluster, ns, "duo"), "Admitted"), "the group lost its admission"
     wait_for("the failed pod released", lambda: FINALIZER not in
              ((get_pod(cluster, ns, "duo-flaky-0") or {"metadata": {}})["metadata"].get("finalizers") or ()))
     (replacement,) = group(ns, "duo", 1, gpus=4, total=2, prefix="again-", managed=True)
@@ -281,14 +272,14 @@ def test_group_the_nodes_cannot_hold_is_evicted_whole_by_pods_ready(full_kueue: 
         with RunningLoop(full_kueue, dataclasses.replace(WITH_PODS, wait_for_pods_ready=gang), metrics=metrics):
             setup(cluster, gpu_queue_yaml(ns, f"cq-{ns}", [(pool, 12)]))
             create(cluster, *group(ns, "fits", 2, gpus=4, managed=True, annotations={RUN_FOR: "3s"}))
-            ready = wait_for("the fitting group ready", lambda: _true(workload_named(cluster, ns, "fits"),
+            ready = wait_for("the fitting group ready", lambda: holds(workload_named(cluster, ns, "fits"),
                                                                        "PodsReady"), timeout=60)
             assert ready["reason"] == "Started"
-            wait_for("the fitting group finished", lambda: _true(workload_named(cluster, ns, "fits"), "Finished"),
+            wait_for("the fitting group finished", lambda: holds(workload_named(cluster, ns, "fits"), "Finished"),
                      timeout=60)
             create(cluster, *group(ns, "gang", 3, gpus=4, managed=True))
             wait_for("two of three running", lambda: len(running(pods_in(cluster, ns, "gang"))) == 2, timeout=60)
-            evicted = wait_for("evicted by the timeout", lambda: _true(workload_named(cluster, ns, "gang"),
+            evicted = wait_for("evicted by the timeout", lambda: holds(workload_named(cluster, ns, "gang"),
                                                                        "Evicted"), timeout=30)
             assert evicted["reason"] == "PodsReadyTimeout"
             wait_for("every member deleted", lambda: not _live(pods_in(cluster, ns, "gang")), timeout=60)
@@ -317,15 +308,15 @@ def test_preempted_group_is_deleted_and_comes_back_when_recreated(pod_loop: Runn
     wait_for("low running", lambda: len(running(pods_in(cluster, ns, "low"))) == 2, timeout=60)
     create(cluster, *group(ns, "high", 2, gpus=4, priority=f"high-{ns}", managed=True,
                            annotations={RUN_FOR: "4s"}))
-    evicted = wait_for("low evicted", lambda: _true(workload_named(cluster, ns, "low"), "Evicted"), timeout=30)
+    evicted = wait_for("low evicted", lambda: holds(workload_named(cluster, ns, "low"), "Evicted"), timeout=30)
     assert evicted["reason"] == "Preempted"
     wait_for("low's pods deleted", lambda: not pods_in(cluster, ns, "low"), timeout=60)
     high = wait_for("high running", lambda: len(running(pods_in(cluster, ns, "high"))) == 2
                     and running(pods_in(cluster, ns, "high")), timeout=60)
     assert _nodes(list(high)) <= spot.nodes
     recreate(cluster, low)
-    wait_for("high finished", lambda: _true(workload_named(cluster, ns, "high"), "Finished"), timeout=60)
-    wait_for("low admitted again", lambda: _true(workload_named(cluster, ns, "low"), "Admitted"), timeout=30)
+    wait_for("high finished", lambda: holds(workload_named(cluster, ns, "high"), "Finished"), timeout=60)
+    wait_for("low admitted again", lambda: holds(workload_named(cluster, ns, "low"), "Admitted"), timeout=30)
     again = wait_for("low running again", lambda: len(running(pods_in(cluster, ns, "low"))) == 2
                      and running(pods_in(cluster, ns, "low")), timeout=60)
     assert _nodes(list(again)) <= spot.nodes
@@ -350,7 +341,7 @@ def test_pods_gated_before_the_integration_runs_are_admitted_when_it_starts(full
             assert workload_of_pod(cluster, ns, "early") is None, "batch/job alone made a Workload for a pod"
             assert gated(get_pod(cluster, ns, "early") or {})
         with RunningLoop(full_kueue, WITH_PODS):
-            wait_for("the early pod admitted", lambda: _true(workload_of_pod(cluster, ns, "early"), "Admitted"),
+            wait_for("the early pod admitted", lambda: holds(workload_of_pod(cluster, ns, "early"), "Admitted"),
                      timeout=30)
             ran = wait_for("the early pod running", lambda: running([get_pod(cluster, ns, "early") or {"status": {}}]),
                            timeout=60)

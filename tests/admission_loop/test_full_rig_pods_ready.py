@@ -7,10 +7,9 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from cluster_rig import cluster_queue, cond, create_job, flavors_usage, job, wait_for, workload_of
+from cluster_rig import cluster_queue, cond, create_job, flavors_usage, holds, job, wait_for, workload_of
 from envtest_rig import GPU, FullCluster, NodePools
 from gpu_rig import gpu_job, gpu_pools, gpu_queue_yaml, namespace, pods_of, running, setup
 from running_loop import FAST, RunningLoop
@@ -36,11 +35,6 @@ def gang_loop(full_kueue: FullCluster) -> Iterator[RunningLoop]:
         full_kueue.delete_all()
 
 
-def _true(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
-    c = cond(obj, kind)
-    return c if c is not None and c["status"] == "True" else None
-
-
 def test_a_gang_whose_pods_all_run_is_pods_ready(gang_loop: RunningLoop, node_pools: NodePools) -> None:
     """Both pods of an admitted 2-pod GPU Job become Ready on the pool: its Workload gets PodsReady=True, reason
     Started, and stays admitted past the timeout."""
@@ -49,7 +43,7 @@ def test_a_gang_whose_pods_all_run_is_pods_ready(gang_loop: RunningLoop, node_po
     with namespace(cluster, "ready") as ns:
         setup(cluster, gpu_queue_yaml(ns, f"cq-{ns}", [(pool, 4)]))
         create_job(cluster, gpu_job(ns, "gang", pods=2, gpus=2))
-        ready = wait_for("PodsReady=True", lambda: _true(workload_of(cluster, ns, "gang"), "PodsReady"), timeout=30)
+        ready = wait_for("PodsReady=True", lambda: holds(workload_of(cluster, ns, "gang"), "PodsReady"), timeout=30)
         assert (ready["reason"], ready["message"]) == (
             "Started", "All pods reached readiness and the workload is running")
         assert len(running(pods_of(cluster, ns, "gang"))) == 2
@@ -57,7 +51,7 @@ def test_a_gang_whose_pods_all_run_is_pods_ready(gang_loop: RunningLoop, node_po
         admitted_at = parse_time(cond(wl, "Admitted")["lastTransitionTime"])  # type: ignore[index]
         wait_for("the timeout to pass", lambda: time.time() > admitted_at + PODS_READY.timeout + 2, timeout=10)
         wl = workload_of(cluster, ns, "gang")
-        assert _true(wl, "Admitted") and not _true(wl, "Evicted"), "a ready gang is never timed out"
+        assert holds(wl, "Admitted") and not holds(wl, "Evicted"), "a ready gang is never timed out"
 
 
 def test_a_gang_that_cannot_be_placed_times_out_backs_off_and_is_deactivated(
@@ -80,7 +74,7 @@ def test_a_gang_that_cannot_be_placed_times_out_backs_off_and_is_deactivated(
                  and len(pods_of(cluster, ns, "gang")) == 2, timeout=30)
 
         evicted = wait_for("evicted for PodsReady timeout",
-                           lambda: _true(workload_of(cluster, ns, "gang"), "Evicted"), timeout=30)
+                           lambda: holds(workload_of(cluster, ns, "gang"), "Evicted"), timeout=30)
         wl = workload_of(cluster, ns, "gang")
         assert wl is not None
         key = f"{ns}/{wl['metadata']['name']}"
@@ -102,13 +96,13 @@ def test_a_gang_that_cannot_be_placed_times_out_backs_off_and_is_deactivated(
             if requeued is not None and (requeued["status"], requeued["reason"]) not in seen:
                 seen.append((requeued["status"], requeued["reason"]))
             usage_seen.add(flavors_usage(cluster_queue(cluster, cq)).get((pool.flavor, GPU)))
-            return bool(_true(w, "QuotaReserved")) and bool(seen) and seen[-1][0] == "True"
+            return bool(holds(w, "QuotaReserved")) and bool(seen) and seen[-1][0] == "True"
 
         wait_for("requeued and admitted again", readmitted, timeout=30)
         assert seen[:2] == [("False", "PodsReadyTimeout"), ("True", "BackoffFinished")], seen
         assert "0" in usage_seen or None in usage_seen, f"the quota was given back in between: {usage_seen}"
 
-        evicted = wait_for("deactivated", lambda: (c := _true(workload_of(cluster, ns, "gang"), "Evicted"))
+        evicted = wait_for("deactivated", lambda: (c := holds(workload_of(cluster, ns, "gang"), "Evicted"))
                            and c["reason"] != "PodsReadyTimeout" and c, timeout=30)
         assert evicted["reason"] == "DeactivatedDueToRequeuingLimitExceeded"
         assert evicted["message"] == ("The workload is deactivated due to exceeding the maximum number of re-queuing "
@@ -139,15 +133,15 @@ def test_block_admission_holds_new_work_while_a_gang_is_not_ready(full_kueue: Fu
                 namespace(cluster, "block") as ns:
             setup(cluster, gpu_queue_yaml(ns, f"cq-{ns}", [(pool, 12)]))
             create_job(cluster, gpu_job(ns, "gang", pods=2, gpus=4))
-            wait_for("gang admitted", lambda: _true(workload_of(cluster, ns, "gang"), "Admitted"))
+            wait_for("gang admitted", lambda: holds(workload_of(cluster, ns, "gang"), "Admitted"))
             create_job(cluster, gpu_job(ns, "small", pods=1, gpus=1))
             held = wait_for("small held back", lambda: (c := cond(workload_of(cluster, ns, "small"), "QuotaReserved"))
                             and c["status"] == "False" and c, timeout=30)
             assert (held["reason"], held["message"]) == (
                 "WaitingForPodsReady", "waiting for all admitted workloads to be in PodsReady condition")
-            assert _true(workload_of(cluster, ns, "gang"), "Admitted"), "held while the gang is admitted, not ready"
-            wait_for("gang evicted", lambda: _true(workload_of(cluster, ns, "gang"), "Evicted"), timeout=30)
-            wait_for("small admitted", lambda: _true(workload_of(cluster, ns, "small"), "Admitted"), timeout=30)
+            assert holds(workload_of(cluster, ns, "gang"), "Admitted"), "held while the gang is admitted, not ready"
+            wait_for("gang evicted", lambda: holds(workload_of(cluster, ns, "gang"), "Evicted"), timeout=30)
+            wait_for("small admitted", lambda: holds(workload_of(cluster, ns, "small"), "Admitted"), timeout=30)
             wait_for("small running", lambda: len(running(pods_of(cluster, ns, "small"))) == 1, timeout=60)
     finally:
         full_kueue.delete_all()

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from cluster_rig import cond, create_job, wait_for, workloads
+from cluster_rig import create_job, holds, wait_for, workloads
 from envtest_rig import RUN_FOR, FullCluster, NodePools
 from gpu_rig import gpu_job, gpu_pools, gpu_queue_yaml, namespace, pods_of, running, setup
 from ray_objects import (
@@ -28,7 +28,7 @@ from ray_objects import (
     worker_group,
     workload_of,
 )
-from running_loop import FAST, RunningLoop
+from running_loop import FAST, RunningLoop, running_on_clean
 
 from gitopsq.admission_loop.options import RequeuingStrategy, WaitForPodsReady
 
@@ -40,17 +40,8 @@ WITH_RAY = dataclasses.replace(FAST, integrations=("batch/job", "ray.io/rayjob",
 @pytest.fixture
 def ray_loop(full_kueue: FullCluster, kuberay_cluster: FullCluster) -> Iterator[RunningLoop]:
     """The admission loop with the batch/job and both Ray integrations on the full rig (KubeRay operator on)."""
-    full_kueue.delete_all()
-    try:
-        with RunningLoop(full_kueue, WITH_RAY) as running_loop:
-            yield running_loop
-    finally:
-        full_kueue.delete_all()
-
-
-def _true(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
-    c = cond(obj, kind)
-    return c if c is not None and c["status"] == "True" else None
+    with running_on_clean(full_kueue, WITH_RAY) as running_loop:
+        yield running_loop
 
 
 def _job_pods(cluster: FullCluster, ns: str, name: str, group: str | None = None) -> list[dict[str, Any]]:
@@ -69,7 +60,7 @@ def test_rayjob_head_workers_and_submitter_each_on_their_flavor(ray_loop: Runnin
     with namespace(cluster, "ray-place") as ns:
         setup(cluster, gpu_queue_yaml(ns, f"cq-{ns}", [(pools["on-demand"], 4), (pools["spot"], 8)]))
         create(cluster, rayjob(ns, "train", cluster_spec(worker_group("workers", replicas=2, gpus=4))))
-        wl = wait_for("the RayJob admitted", lambda: _true(workload_of(cluster, "RayJob", ns, "train"), "Admitted")
+        wl = wait_for("the RayJob admitted", lambda: holds(workload_of(cluster, "RayJob", ns, "train"), "Admitted")
                       and workload_of(cluster, "RayJob", ns, "train"), timeout=30)
         assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [("head", 1), ("workers", 2),
                                                                              ("submitter", 1)]
@@ -103,7 +94,7 @@ def test_preempted_rayjob_loses_its_cluster_and_comes_back(ray_loop: RunningLoop
         first = rayjob_cluster_name(cluster, ns, "low")
         create_job(cluster, gpu_job(ns, "high", pods=2, gpus=4, priority=f"high-{ns}",
                                     pod_annotations={RUN_FOR: "3s"}))
-        evicted = wait_for("low evicted", lambda: _true(workload_of(cluster, "RayJob", ns, "low"), "Evicted"),
+        evicted = wait_for("low evicted", lambda: holds(workload_of(cluster, "RayJob", ns, "low"), "Evicted"),
                            timeout=30)
         assert evicted["reason"] == "Preempted"
         wait_for("low suspended", lambda: get_rayjob(cluster, ns, "low")["spec"].get("suspend") is True)
@@ -113,8 +104,8 @@ def test_preempted_rayjob_loses_its_cluster_and_comes_back(ray_loop: RunningLoop
         assert "tolerations" not in low["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]
         assert "kueue.x-k8s.io/job-uid" not in (low["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]
                                                 .get("metadata") or {}).get("labels", {})
-        wait_for("high finished", lambda: _true(get_job_workload(cluster, ns, "high"), "Finished"), timeout=60)
-        wait_for("low admitted again", lambda: _true(workload_of(cluster, "RayJob", ns, "low"), "Admitted"),
+        wait_for("high finished", lambda: holds(get_job_workload(cluster, ns, "high"), "Finished"), timeout=60)
+        wait_for("low admitted again", lambda: holds(workload_of(cluster, "RayJob", ns, "low"), "Admitted"),
                  timeout=30)
         again = wait_for("low's workers running again", lambda: len(_job_pods(cluster, ns, "low", "workers")) == 2
                          and _job_pods(cluster, ns, "low", "workers"), timeout=90)
@@ -150,7 +141,7 @@ def test_rayjob_the_nodes_cannot_hold_is_evicted_whole_by_pods_ready(full_kueue:
             create(cluster, rayjob(ns, "gang", cluster_spec(worker_group("workers", replicas=3, gpus=4))))
             wait_for("two of three workers running", lambda: len(_job_pods(cluster, ns, "gang", "workers")) == 2,
                      timeout=60)
-            evicted = wait_for("evicted by the timeout", lambda: _true(workload_of(cluster, "RayJob", ns, "gang"),
+            evicted = wait_for("evicted by the timeout", lambda: holds(workload_of(cluster, "RayJob", ns, "gang"),
                                                                        "Evicted"), timeout=30)
             assert evicted["reason"] == "PodsReadyTimeout"
             wait_for("the RayJob suspended", lambda: get_rayjob(cluster, ns, "gang")["spec"].get("suspend") is True)
@@ -178,7 +169,7 @@ def test_standalone_raycluster_is_queued_placed_and_released(ray_loop: RunningLo
     with namespace(cluster, "ray-cluster") as ns:
         setup(cluster, gpu_queue_yaml(ns, f"cq-{ns}", [(spot, 8)]))
         create(cluster, raycluster(ns, "first", cluster_spec(worker_group("gpu", replicas=2, gpus=4))))
-        wl = wait_for("first admitted", lambda: _true(workload_of(cluster, "RayCluster", ns, "first"), "Admitted")
+        wl = wait_for("first admitted", lambda: holds(workload_of(cluster, "RayCluster", ns, "first"), "Admitted")
                       and workload_of(cluster, "RayCluster", ns, "first"), timeout=30)
         assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [("head", 1), ("gpu", 2)]
         workers = wait_for("first's workers running", lambda: len(running(ray_pods(cluster, ns, "first", "gpu")))
@@ -188,11 +179,11 @@ def test_standalone_raycluster_is_queued_placed_and_released(ray_loop: RunningLo
                  == "ready", timeout=60)
         create(cluster, raycluster(ns, "second", cluster_spec(worker_group("gpu", replicas=1, gpus=4))))
         wait_for("second's Workload", lambda: workload_of(cluster, "RayCluster", ns, "second"), timeout=30)
-        assert not _true(workload_of(cluster, "RayCluster", ns, "second"), "Admitted"), "admitted over quota"
+        assert not holds(workload_of(cluster, "RayCluster", ns, "second"), "Admitted"), "admitted over quota"
         assert get_raycluster(cluster, ns, "second")["spec"]["suspend"] is True
         delete(cluster, "RayCluster", ns, "first")
         wait_for("first's Workload gone", lambda: workload_of(cluster, "RayCluster", ns, "first") is None, timeout=60)
-        wait_for("second admitted", lambda: _true(workload_of(cluster, "RayCluster", ns, "second"), "Admitted"),
+        wait_for("second admitted", lambda: holds(workload_of(cluster, "RayCluster", ns, "second"), "Admitted"),
                  timeout=30)
         wait_for("second's worker running", lambda: len(running(ray_pods(cluster, ns, "second", "gpu"))) == 1,
                  timeout=60)

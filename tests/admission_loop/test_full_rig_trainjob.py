@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from cluster_rig import cond, get, wait_for, workloads
+from cluster_rig import get, holds, wait_for, workloads
 from envtest_rig import FullCluster, NodePools
 from gpu_rig import gpu_pools, gpu_queue_yaml, namespace, running, setup
-from running_loop import FAST, RunningLoop
+from running_loop import FAST, RunningLoop, running_on_clean
 from trainjob_objects import (
     QUEUE_LABEL,
     create_runtime,
@@ -41,12 +41,8 @@ WITH_TRAINJOB = dataclasses.replace(FAST, integrations=("batch/job", "jobset.x-k
 def trainjob_loop(full_kueue: FullCluster, trainer_cluster: FullCluster) -> Iterator[RunningLoop]:
     """The admission loop with the batch/job, JobSet and TrainJob integrations on the full rig (JobSet and
     Trainer controllers on)."""
-    full_kueue.delete_all()
-    try:
-        with RunningLoop(full_kueue, WITH_TRAINJOB) as running_loop:
-            yield running_loop
-    finally:
-        full_kueue.delete_all()
+    with running_on_clean(full_kueue, WITH_TRAINJOB) as running_loop:
+        yield running_loop
 
 
 @pytest.fixture
@@ -63,11 +59,6 @@ def _runtime(cluster: FullCluster, made: list[str], **shape: Any) -> str:
     create_runtime(cluster, torch_runtime(name, **shape))
     made.append(name)
     return name
-
-
-def _true(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
-    c = cond(obj, kind)
-    return c if c is not None and c["status"] == "True" else None
 
 
 def _nodes(pods: list[dict[str, Any]] | Any) -> set[str]:
@@ -88,7 +79,7 @@ def test_trainjob_runs_on_the_gpu_flavor_as_one_workload(trainjob_loop: RunningL
         manifest = trainjob(ns, "train", runtime, nodes=2, gpus=4)
         manifest["spec"]["labels"] = {QUEUE_LABEL: "queue"}
         create_trainjob(cluster, manifest)
-        wl = wait_for("the TrainJob admitted", lambda: _true(workload_of_trainjob(cluster, ns, "train"), "Admitted")
+        wl = wait_for("the TrainJob admitted", lambda: holds(workload_of_trainjob(cluster, ns, "train"), "Admitted")
                       and workload_of_trainjob(cluster, ns, "train"), timeout=30)
         assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [("node", 2)]
         assert {f for a in wl["status"]["admission"]["podSetAssignments"] for f in a["flavors"].values()} == \
@@ -122,7 +113,7 @@ def test_preempted_trainjob_is_suspended_restored_and_comes_back(trainjob_loop: 
         create_trainjob(cluster, trainjob(ns, "low", forever, nodes=2, gpus=4, priority=f"low-{ns}"))
         wait_for("low running", lambda: len(running(trainjob_pods(cluster, ns, "low"))) == 2, timeout=90)
         create_trainjob(cluster, trainjob(ns, "high", short, nodes=2, gpus=4, priority=f"high-{ns}"))
-        evicted = wait_for("low evicted", lambda: _true(workload_of_trainjob(cluster, ns, "low"), "Evicted"),
+        evicted = wait_for("low evicted", lambda: holds(workload_of_trainjob(cluster, ns, "low"), "Evicted"),
                            timeout=30)
         assert evicted["reason"] == "Preempted"
         wait_for("low suspended", lambda: get_trainjob(cluster, ns, "low")["spec"].get("suspend") is True)
@@ -131,10 +122,10 @@ def test_preempted_trainjob_is_suspended_restored_and_comes_back(trainjob_loop: 
         assert OVERRIDE_MARK not in (low["metadata"].get("annotations") or {}), "override index not removed"
         assert not low["spec"].get("podSpecOverrides"), "gitopsq's overrides not removed"
         assert not running(trainjob_pods(cluster, ns, "low")), "low's pods still run beside high's"
-        wait_for("high complete", lambda: _true(get_trainjob(cluster, ns, "high"), "Complete"), timeout=90)
-        wait_for("high's Workload finished", lambda: _true(workload_of_trainjob(cluster, ns, "high"), "Finished"),
+        wait_for("high complete", lambda: holds(get_trainjob(cluster, ns, "high"), "Complete"), timeout=90)
+        wait_for("high's Workload finished", lambda: holds(workload_of_trainjob(cluster, ns, "high"), "Finished"),
                  timeout=30)
-        wait_for("low admitted again", lambda: _true(workload_of_trainjob(cluster, ns, "low"), "Admitted"),
+        wait_for("low admitted again", lambda: holds(workload_of_trainjob(cluster, ns, "low"), "Admitted"),
                  timeout=30)
         again = wait_for("low running again", lambda: len(running(trainjob_pods(cluster, ns, "low"))) == 2
                          and running(trainjob_pods(cluster, ns, "low")), timeout=90)
@@ -162,7 +153,7 @@ def test_trainjob_the_nodes_cannot_hold_is_evicted_whole_by_pods_ready(full_kueu
             create_trainjob(cluster, trainjob(ns, "gang", runtime, nodes=3, gpus=4))
             wait_for("two of three running", lambda: len(running(trainjob_pods(cluster, ns, "gang"))) == 2,
                      timeout=90)
-            evicted = wait_for("evicted by the timeout", lambda: _true(workload_of_trainjob(cluster, ns, "gang"),
+            evicted = wait_for("evicted by the timeout", lambda: holds(workload_of_trainjob(cluster, ns, "gang"),
                                                                        "Evicted"), timeout=30)
             assert evicted["reason"] == "PodsReadyTimeout"
             wait_for("the TrainJob suspended", lambda: get_trainjob(cluster, ns, "gang")["spec"].get("suspend")

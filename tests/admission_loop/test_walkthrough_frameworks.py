@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from cluster_rig import cond, get, rest, wait_for, workloads
+from cluster_rig import get, holds, rest, wait_for, workloads
 from envtest_rig import FullCluster, NodePools
 from gpu_rig import MERGE, gpu_pools, gpu_queue_yaml, setup
 from jobset_rig import create_jobset, delete_jobset, jobset, jobset_pods, replicated, workload_of_jobset
@@ -20,7 +20,7 @@ from pod_objects import create as create_pods
 from pod_objects import group, pods_in, release, workload_named
 from ray_objects import cluster_spec, ray_pods, rayclusters, rayjob, rayjob_cluster_name, worker_group, workload_of
 from ray_objects import create as create_ray
-from running_loop import FAST, RunningLoop
+from running_loop import FAST, RunningLoop, running_on_clean
 from trainjob_objects import (
     QUEUE_LABEL,
     create_runtime,
@@ -47,12 +47,8 @@ OWNER_KINDS = {"Pod", "TrainJob", "JobSet", "RayJob"}
 def frameworks_loop(full_kueue: FullCluster, trainer_cluster: FullCluster,
                     kuberay_cluster: FullCluster) -> Iterator[RunningLoop]:
     """The admission loop with every integration on the full rig (JobSet, Trainer and KubeRay controllers on)."""
-    full_kueue.delete_all()
-    try:
-        with RunningLoop(full_kueue, WITH_ALL) as running_loop:
-            yield running_loop
-    finally:
-        full_kueue.delete_all()
+    with running_on_clean(full_kueue, WITH_ALL) as running_loop:
+        yield running_loop
 
 
 @pytest.fixture
@@ -64,11 +60,6 @@ def walk_ns(full_kueue: FullCluster) -> Iterator[str]:
     finally:
         release(full_kueue, ns)
         full_kueue.kubectl("delete", "namespace", ns, "--wait=false", check=False)
-
-
-def _true(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
-    c = cond(obj, kind)
-    return c if c is not None and c["status"] == "True" else None
 
 
 def _flavors(wl: dict[str, Any]) -> dict[str, set[str]]:
@@ -130,17 +121,17 @@ def test_mixed_frameworks_share_sixteen_gpus_in_kueues_order(frameworks_loop: Ru
         _created_in_turn("the pod group", lambda: create_pods(cluster, *group(ns, "serve", 2, gpus=2, priority=high,
                                                                                managed=True)),
                          lambda: workload_named(cluster, ns, "serve"))
-        assert not any(_true(wl, "QuotaReserved") for wl in workloads(cluster, ns)), "admitted while held"
+        assert not any(holds(wl, "QuotaReserved") for wl in workloads(cluster, ns)), "admitted while held"
 
         rest(cluster).request("PATCH", f"/apis/kueue.x-k8s.io/v1beta2/clusterqueues/{cq}",
                               body={"spec": {"stopPolicy": "None"}}, content_type=MERGE)
-        serve = wait_for("the pod group admitted", lambda: _true(workload_named(cluster, ns, "serve"), "Admitted")
+        serve = wait_for("the pod group admitted", lambda: holds(workload_named(cluster, ns, "serve"), "Admitted")
                          and workload_named(cluster, ns, "serve"), timeout=30)
-        trained = wait_for("the TrainJob admitted", lambda: _true(workload_of_trainjob(cluster, ns, "train"),
+        trained = wait_for("the TrainJob admitted", lambda: holds(workload_of_trainjob(cluster, ns, "train"),
                                                                  "Admitted") and workload_of_trainjob(cluster, ns,
                                                                                                       "train"),
                            timeout=30)
-        swept = wait_for("the JobSet admitted", lambda: _true(workload_of_jobset(cluster, ns, "sweep"), "Admitted")
+        swept = wait_for("the JobSet admitted", lambda: holds(workload_of_jobset(cluster, ns, "sweep"), "Admitted")
                          and workload_of_jobset(cluster, ns, "sweep"), timeout=30)
         assert set().union(*_flavors(serve).values()) == {on_demand.flavor}, _flavors(serve)
         assert _flavors(trained) == {"node": {spot.flavor}}
@@ -156,7 +147,7 @@ def test_mixed_frameworks_share_sixteen_gpus_in_kueues_order(frameworks_loop: Ru
 
         # the RayJob, last of the equals, waits: quota all used, still suspended, KubeRay made no cluster
         tune = workload_of(cluster, "RayJob", ns, "tune")
-        assert tune is not None and not _true(tune, "QuotaReserved"), tune
+        assert tune is not None and not holds(tune, "QuotaReserved"), tune
         assert get(cluster, f"/apis/ray.io/v1/namespaces/{ns}/rayjobs/tune")["spec"]["suspend"] is True
         assert not rayclusters(cluster, ns)
 
@@ -168,7 +159,7 @@ def test_mixed_frameworks_share_sixteen_gpus_in_kueues_order(frameworks_loop: Ru
 
         # the JobSet deleted: once its pods are gone its quota goes to the RayJob, on on-demand
         delete_jobset(cluster, ns, "sweep")
-        tune = wait_for("the RayJob admitted", lambda: _true(workload_of(cluster, "RayJob", ns, "tune"), "Admitted")
+        tune = wait_for("the RayJob admitted", lambda: holds(workload_of(cluster, "RayJob", ns, "tune"), "Admitted")
                         and workload_of(cluster, "RayJob", ns, "tune"), timeout=60)
         assert _flavors(tune) == {"head": {on_demand.flavor}, "workers": {on_demand.flavor},
                                   "submitter": {on_demand.flavor}}
@@ -186,11 +177,11 @@ def test_mixed_frameworks_share_sixteen_gpus_in_kueues_order(frameworks_loop: Ru
         # can make room (on-demand, where the RayJob is the only lower-priority holder); KubeRay tears the
         # cluster down, and the group runs on the freed on-demand nodes
         create_pods(cluster, *group(ns, "urgent", 2, gpus=2, priority=high, managed=True))
-        evicted = wait_for("the RayJob preempted", lambda: _true(workload_of(cluster, "RayJob", ns, "tune"),
+        evicted = wait_for("the RayJob preempted", lambda: holds(workload_of(cluster, "RayJob", ns, "tune"),
                                                                  "Evicted"), timeout=30)
         assert evicted["reason"] == "Preempted", evicted
         wait_for("KubeRay deleted the RayJob's cluster", lambda: not rayclusters(cluster, ns), timeout=60)
-        urgent = wait_for("the urgent group admitted", lambda: _true(workload_named(cluster, ns, "urgent"),
+        urgent = wait_for("the urgent group admitted", lambda: holds(workload_named(cluster, ns, "urgent"),
                                                                      "Admitted") and workload_named(cluster, ns,
                                                                                                     "urgent"),
                           timeout=60)
@@ -199,8 +190,8 @@ def test_mixed_frameworks_share_sixteen_gpus_in_kueues_order(frameworks_loop: Ru
                         timeout=60) <= on_demand.nodes
         assert get(cluster, f"/apis/ray.io/v1/namespaces/{ns}/rayjobs/tune")["spec"]["suspend"] is True
         # the first group (same priority) and the TrainJob (on spot) kept their places throughout
-        assert _true(workload_named(cluster, ns, "serve"), "Admitted")
-        assert _true(workload_of_trainjob(cluster, ns, "train"), "Admitted")
-        assert not _true(workload_of_trainjob(cluster, ns, "train"), "Evicted")
+        assert holds(workload_named(cluster, ns, "serve"), "Admitted")
+        assert holds(workload_of_trainjob(cluster, ns, "train"), "Admitted")
+        assert not holds(workload_of_trainjob(cluster, ns, "train"), "Evicted")
     finally:
         delete_runtime(cluster, runtime)
