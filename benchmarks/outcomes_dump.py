@@ -36,7 +36,7 @@ def main() -> None:
     from differential.generator import generate
 
     from gitopsq.errors import GitopsqError
-    from gitopsq.simulate.engine import simulate
+    from gitopsq.simulate.replay import simulate
     from gitopsq.simulate.result import to_json
     from gitopsq.simulate.scenario import parse_scenario
 

@@ -25,7 +25,7 @@ from gitopsq.api import model as m
 from gitopsq.api.codec import decode
 from gitopsq.api.frozenmap import FrozenMap
 from gitopsq.api.quantity import quantity
-from gitopsq.simulate.engine import simulate
+from gitopsq.simulate.replay import simulate
 from gitopsq.simulate.result import Result
 from gitopsq.simulate.scenario import Scenario, TraceWorkload
 

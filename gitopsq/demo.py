@@ -42,10 +42,10 @@ from gitopsq.kustomize.runner import find_command
 from gitopsq.manifests.config import CONFIG_PATH, parse_config
 from gitopsq.simulate import chart
 from gitopsq.simulate.chart import nominal_quotas
-from gitopsq.simulate.engine import simulate
-from gitopsq.simulate.report import render_text
+from gitopsq.simulate.replay import simulate
 from gitopsq.simulate.result import to_json
 from gitopsq.simulate.scenario import parse_scenario
+from gitopsq.simulate.text_report import render_text
 from gitopsq.source import open_source
 from gitopsq.validation import validate_revision
 

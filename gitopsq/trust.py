@@ -18,10 +18,10 @@ from typing import Any
 from gitopsq.api import findings
 from gitopsq.api.findings import Finding
 from gitopsq.errors import Location, SourceError
+from gitopsq.manifests.check_report import Report
 from gitopsq.manifests.config import parse_config
 from gitopsq.manifests.config_model import CONFIG_PATH, RepoConfig
 from gitopsq.manifests.keyfiles import revision_reader
-from gitopsq.manifests.report import Report
 from gitopsq.policy.forge_merge import forge_of
 from gitopsq.source.keyring import signing_keys
 from gitopsq.source.signatures import SignatureVerifier

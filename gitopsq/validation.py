@@ -20,7 +20,7 @@ from gitopsq.api.findings import Finding
 from gitopsq.errors import Location, PolicyError, SourceError
 from gitopsq.kustomize import default_renderer
 from gitopsq.manifests import ParseCache, check_revision
-from gitopsq.manifests.report import Report
+from gitopsq.manifests.check_report import Report
 from gitopsq.policy import SourcedObject, Verdict, build_policy_input, evaluate, load_policies
 from gitopsq.policy.placement import cluster_scoped_findings
 from gitopsq.policy.revision import PolicyOutcome, head_verdicts, raw_config, sourced_objects

@@ -258,3 +258,19 @@ def test_loggers_are_module_level() -> None:
                         and isinstance(node.func.value, ast.Name) and node.func.value.id == "logs"):
                     offences.append(f"{name}:{node.lineno} in {func.name}")
     assert offences == []
+
+
+# Module names that repeat on purpose: each package's `port` is its own typed interface (the hexagonal convention),
+# and the manifest and policy loaders each read their own kind of file.
+SHARED_MODULE_NAMES = {"__init__", "port", "loader"}
+
+
+def test_no_two_modules_a_reader_could_confuse() -> None:
+    """Outside the commands (each named after the command it runs), a module's name says which one it is: no two
+    packages hold modules of the same name, save the deliberate ones above."""
+    seen: dict[str, list[str]] = {}
+    for name in _modules():
+        parts = name.split(".")
+        if len(parts) > 1 and parts[1] != "commands":
+            seen.setdefault(parts[-1], []).append(name)
+    assert {base: names for base, names in seen.items() if len(names) > 1 and base not in SHARED_MODULE_NAMES} == {}

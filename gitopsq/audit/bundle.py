@@ -18,7 +18,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from gitopsq.audit import render
+from gitopsq.audit import evidence_formats
 from gitopsq.audit.evidence import Evidence
 
 _README = """gitopsq audit evidence bundle
@@ -39,11 +39,11 @@ _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 def bundle_files(evidence: Evidence, verification: dict[str, Any]) -> dict[str, bytes]:
     files = {
         "README.txt": _README.encode(),
-        "report.html": render.to_html(evidence, verification).encode(),
-        "records.jsonl": render.to_jsonl(evidence).encode(),
-        "records.csv": render.records_csv(evidence).encode(),
-        "changes.csv": render.changes_csv(evidence).encode(),
-        "queues.csv": render.queues_csv(evidence).encode(),
+        "report.html": evidence_formats.to_html(evidence, verification).encode(),
+        "records.jsonl": evidence_formats.to_jsonl(evidence).encode(),
+        "records.csv": evidence_formats.records_csv(evidence).encode(),
+        "changes.csv": evidence_formats.changes_csv(evidence).encode(),
+        "queues.csv": evidence_formats.queues_csv(evidence).encode(),
         "verification.json": (json.dumps(verification, indent=2, sort_keys=True) + "\n").encode(),
     }
     sums = {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}

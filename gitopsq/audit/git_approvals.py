@@ -1,4 +1,4 @@
-"""Approvals and commit facts for audit records, from the Git source's own values (gitopsq.source.records).
+"""Approvals and commit facts for audit records, from the Git source's own values (gitopsq.source.facts).
 
 Two kinds of approval evidence count:
 1. a merge commit: whoever authored the merge (the person who pressed "merge") approved what it brings in;
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from gitopsq.audit import records
 
 if TYPE_CHECKING:
-    from gitopsq.source.records import CommitInfo, Person, SignatureStatus
+    from gitopsq.source.facts import CommitInfo, Person, SignatureStatus
 
 APPROVAL_TRAILERS = ("Reviewed-by", "Approved-by")
 _IDENTITY = re.compile(r"^\s*(?P<name>[^<]*?)\s*<(?P<email>[^<>\s]+)>\s*$")

@@ -20,8 +20,8 @@ import click
 from gitopsq.audit.access import open_audit_repository
 from gitopsq.audit.bundle import write_bundle
 from gitopsq.audit.evidence import build_evidence
+from gitopsq.audit.evidence_formats import records_csv, to_html, to_jsonl
 from gitopsq.audit.gitstore import DEFAULT_BRANCH
-from gitopsq.audit.render import records_csv, to_html, to_jsonl
 from gitopsq.audit.verify import Verification, verify_branch
 from gitopsq.commands.groups import group
 from gitopsq.commands.repo import locate

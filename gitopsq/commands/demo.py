@@ -16,7 +16,7 @@ import click
 
 from gitopsq import logs
 from gitopsq.errors import EXIT_OK, EXIT_REJECTED
-from gitopsq.simulate.report import render_text
+from gitopsq.simulate.text_report import render_text
 
 _MARK = {"ok": "✓", "failed": "✗", "skipped": "–"}
 

@@ -16,8 +16,8 @@ import click
 from gitopsq.commands.check import format_text, load_report
 from gitopsq.errors import EXIT_OK, EXIT_REJECTED
 from gitopsq.manifests import Report, render_documents
+from gitopsq.manifests.check_report import finding_json
 from gitopsq.manifests.render import render_order
-from gitopsq.manifests.report import finding_json
 
 RENDER_JSON_VERSION = 1
 

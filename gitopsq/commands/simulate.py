@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from gitopsq.errors import EXIT_OK, EXIT_REJECTED, UsageError
-from gitopsq.simulate.engine import failed_expectations, simulate
+from gitopsq.simulate.replay import failed_expectations, simulate
 from gitopsq.simulate.result import Result, to_json
 from gitopsq.simulate.scenario import Scenario, parse_scenario
 
@@ -42,9 +42,9 @@ def _compact_text(result: Result) -> str:
 
 
 def render_text(result: Result) -> str:
-    """The full text report when gitopsq.simulate.report exists, else a compact summary."""
-    if importlib.util.find_spec("gitopsq.simulate.report") is not None:
-        report = importlib.import_module("gitopsq.simulate.report")
+    """The full text report when gitopsq.simulate.text_report exists, else a compact summary."""
+    if importlib.util.find_spec("gitopsq.simulate.text_report") is not None:
+        report = importlib.import_module("gitopsq.simulate.text_report")
         text: str = report.render_text(result)
         return text
     return _compact_text(result)

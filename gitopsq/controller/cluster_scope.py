@@ -21,7 +21,7 @@ from gitopsq.errors import GitopsqError, UsageError
 from gitopsq.manifests.config_model import CONFIG_PATH
 from gitopsq.source.port import Source
 from gitopsq.sync.repo_config import repo_config
-from gitopsq.sync.validate import check_pipeline_validator
+from gitopsq.sync.revision_validation import check_pipeline_validator
 from gitopsq.sync.values import Validated, Validator
 from gitopsq.trust import ForgeApprovals
 

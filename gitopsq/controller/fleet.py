@@ -28,7 +28,7 @@ from gitopsq.manifests import check_revision
 from gitopsq.reconcile.inventory import Inventory, InventoryFormatError
 from gitopsq.reconcile.pairing import build_plan, key_of_document
 from gitopsq.sync.labels import SOURCE_LABEL, source_label_value
-from gitopsq.sync.validate import from_report, within_paths
+from gitopsq.sync.revision_validation import from_report, within_paths
 from gitopsq.sync.whole import keys_of
 
 READ_TIMEOUT = 10.0  # seconds per request: an unreachable cluster must not hold up the others for long

@@ -14,7 +14,7 @@ from gitopsq.admission_loop.integrations.registry import owner_kinds, refusals, 
 from gitopsq.cluster.apply import KubeRest
 from gitopsq.errors import ClusterError, GitopsqError, UsageError
 from gitopsq.intake.jobs import JobWebhook, JobWebhookOptions
-from gitopsq.manifests.validate import QUEUE_NAME_LABEL
+from gitopsq.manifests.object_rules import QUEUE_NAME_LABEL
 from gitopsq.sync.repo_config import job_policies
 from gitopsq.webhook.certs import CertificateKeeper, default_cert_dir, service_hosts
 from gitopsq.webhook.follower import PolicyFollower

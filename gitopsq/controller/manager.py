@@ -4,13 +4,13 @@ Structure (docs/controller.md):
 - `Controller` owns an optional `LeaderElector` and a list of `Runnable`s. When it becomes leader it starts every
   runnable in its own thread with a stop event scoped to that leadership; when leadership is lost or the process
   is asked to stop (SIGTERM/SIGINT) it sets that event, joins the threads, and releases the Lease.
-- The sync loop (gitopsq.sync.loop.SyncLoop) is the sync runnable: poll on an interval, or at once when
+- The sync loop (gitopsq.sync.runnable.SyncLoop) is the sync runnable: poll on an interval, or at once when
   triggered (webhook), back off exponentially while the remote or the API is unreachable.
 - The admission loop (gitopsq.admission_loop.loop.AdmissionLoop) is another Runnable in the same list.
 - Leadership hooks (`LeaderAudit`, the metrics' replica role) run before the runnables start and after they stop,
   so the audit trail has exactly one writer: the leader.
 
-The audit wiring lives in gitopsq.controller.audit, the HTTP endpoints in gitopsq.controller.endpoints, and the
+The audit wiring lives in gitopsq.controller.leader_audit, the HTTP endpoints in gitopsq.controller.endpoints, and the
 parts are built from the command's flags in gitopsq.controller.wiring.
 """
 

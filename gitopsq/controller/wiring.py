@@ -22,23 +22,23 @@ from gitopsq.cluster.apply import KubeRest
 from gitopsq.cluster.kube import load_api_client
 from gitopsq.cluster.leader import LeaderElector, LeaseConfig
 from gitopsq.cluster.status import SourceRef
-from gitopsq.controller.audit import LeaderAudit
 from gitopsq.controller.cluster_names import exposed_registry
 from gitopsq.controller.cluster_scope import check_cluster, cluster_validator
 from gitopsq.controller.endpoints import HttpEndpoints
 from gitopsq.controller.forge_wiring import forge_reporter
 from gitopsq.controller.heap import HeapKeeper
 from gitopsq.controller.job_webhook import start_job_webhook
+from gitopsq.controller.leader_audit import LeaderAudit
 from gitopsq.controller.manager import Controller, LeadershipHook, RoleHook, Runnable, WakingRunnable, parse_duration
 from gitopsq.errors import GitopsqError, UsageError
 from gitopsq.forge.note_source import with_notes
 from gitopsq.forge.reviews import approvals_reader
 from gitopsq.metrics import KueueMetrics, SyncMetrics, serve
 from gitopsq.source import open_source
-from gitopsq.sync.audit import SyncAuditRecords
+from gitopsq.sync.audit_sink import SyncAuditRecords
 from gitopsq.sync.labels import default_source_name
-from gitopsq.sync.loop import SyncLoop
 from gitopsq.sync.repo_config import audit_config, repo_config
+from gitopsq.sync.runnable import SyncLoop
 from gitopsq.sync.syncer import Syncer
 from gitopsq.sync.values import SyncOptions
 from gitopsq.webhook.push import GitWebhook, read_secret

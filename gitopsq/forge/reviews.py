@@ -3,7 +3,7 @@
 A squash merge carries no approval Git can show: the reviews live in the forge. For the change ``base`` →
 ``revision`` this walks the first-parent chain of ``revision`` back to ``base`` (each step is one merge or
 squash commit the branch received), asks the forge which pull request each commit merged, and returns that pull
-request's standing approvals as `MergedReview` rows; gitopsq.sync.audit turns them into record approvals. A
+request's standing approvals as `MergedReview` rows; gitopsq.sync.audit_sink turns them into record approvals. A
 reviewer counts under the same rules as every other approval (gitopsq.ownership.approval_check): the e-mail must be
 a maintainer's — the one the forge shows (Gitea) or, where the forge hides it (GitHub, GitLab), that of the
 maintainer whose ``forgeUser`` in the trusted gitopsq.yaml is the reviewer's login; a reviewer neither resolves

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gitopsq.intake.pods import pod_patch
-from gitopsq.manifests.validate import QUEUE_NAME_LABEL as QUEUE_LABEL
+from gitopsq.manifests.object_rules import QUEUE_NAME_LABEL as QUEUE_LABEL
 from gitopsq.policy import Change, ObjectKey, Operation, Policy, PolicyInput, evaluate
 
 

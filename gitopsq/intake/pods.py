@@ -4,7 +4,7 @@ A Pod created with ``kueue.x-k8s.io/queue-name`` in a namespace the webhook conf
 kube-system nor the controller's own) is held for the admission loop, as Kueue's pod webhook does: it gets the
 label ``kueue.x-k8s.io/managed=true`` (the loop watches only such pods), the finalizer ``kueue.x-k8s.io/managed``
 (its end is seen before it goes), the scheduling gate ``kueue.x-k8s.io/admission`` (the scheduler leaves it
-Pending until admission removes the gate) and its role hash (gitopsq.manifests.pods). A pod whose controller is
+Pending until admission removes the gate) and its role hash (gitopsq.manifests.pod_marks). A pod whose controller is
 a job of a running integration (a batch Job's pods, a JobSet's) is left alone: its parent is the one queued.
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gitopsq.manifests.pods import FINALIZER, GATE, MANAGED_LABEL, MANAGED_VALUE, ROLE_HASH, role_hash
-from gitopsq.manifests.validate import QUEUE_NAME_LABEL as QUEUE_LABEL
+from gitopsq.manifests.object_rules import QUEUE_NAME_LABEL as QUEUE_LABEL
+from gitopsq.manifests.pod_marks import FINALIZER, GATE, MANAGED_LABEL, MANAGED_VALUE, ROLE_HASH, role_hash
 
 
 def _escape(key: str) -> str:

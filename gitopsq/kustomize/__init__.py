@@ -1,4 +1,4 @@
-"""The kustomize binary behind `gitopsq.manifests.kustomize.KustomizeRenderer` (imperative shell).
+"""The kustomize binary behind `gitopsq.manifests.kustomize_build.KustomizeRenderer` (imperative shell).
 
 Public API (docs/kustomize.md):
     default_renderer() -> KustomizeBinary | None     the pinned build, else kustomize or kubectl on PATH

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
-from gitopsq.manifests.kustomize import BuildResult
+from gitopsq.manifests.kustomize_build import BuildResult
 
 PINNED_VERSION: Final = "v5.8.1"
 _STDERR_LIMIT: Final = 64 * 1024

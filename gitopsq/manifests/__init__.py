@@ -8,12 +8,12 @@ Public API (docs/check.md, docs/config.md):
     render_documents(report) -> str                                normalised v1beta2 multi-document YAML
 """
 
+from gitopsq.manifests.check_report import LoadedObject, PassThrough, Report, finding_json
 from gitopsq.manifests.config import ConfigResult, parse_config
 from gitopsq.manifests.config_model import CONFIG_PATH, RepoConfig, Team, TrustZone
 from gitopsq.manifests.loader import REPO_KINDS, FileResult, LoadSettings, load_file
 from gitopsq.manifests.pipeline import DEFAULT_CACHE, ParseCache, check_files, check_revision, git_blob_id
 from gitopsq.manifests.render import render_documents, render_order
-from gitopsq.manifests.report import LoadedObject, PassThrough, Report, finding_json
 from gitopsq.manifests.yamldoc import YamlDocument, YamlFile, YamlLimits, load_yaml
 
 __all__ = [

@@ -13,8 +13,8 @@ from gitopsq.api.findings import Finding
 from gitopsq.errors import Location
 from gitopsq.manifests.budget_compile import BUDGET_LABEL, SOURCE_ANNOTATION
 from gitopsq.manifests.budgets import LoadedBudget
+from gitopsq.manifests.check_report import LoadedObject
 from gitopsq.manifests.config_model import RepoConfig
-from gitopsq.manifests.report import LoadedObject
 
 
 def _error(b: LoadedBudget, path: tuple[str | int, ...], code: str, message: str) -> Finding:

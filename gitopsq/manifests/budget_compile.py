@@ -26,7 +26,7 @@ from gitopsq.api.frozenmap import FrozenMap
 from gitopsq.api.quantity import Quantity
 from gitopsq.api.reader import FieldPath
 from gitopsq.manifests.budgets import BUDGET_KIND, Budget, LoadedBudget
-from gitopsq.manifests.report import LoadedObject
+from gitopsq.manifests.check_report import LoadedObject
 
 BUDGET_LABEL: Final = "gitopsq.dev/budget"
 TEAM_LABEL: Final = "gitopsq.dev/team"

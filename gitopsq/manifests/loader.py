@@ -17,8 +17,8 @@ from gitopsq.api.findings import Finding
 from gitopsq.errors import Location
 from gitopsq.manifests.budget_compile import compile_budget
 from gitopsq.manifests.budgets import LoadedBudget, is_budget, parse_budget
-from gitopsq.manifests.report import LoadedObject, PassThrough
-from gitopsq.manifests.validate import validate_object
+from gitopsq.manifests.check_report import LoadedObject, PassThrough
+from gitopsq.manifests.object_rules import validate_object
 from gitopsq.manifests.yamldoc import DEFAULT_LIMITS, YamlDocument, YamlLimits, load_yaml
 
 # The kinds a queue-definition repository holds (shared/interfaces.md §2); Workloads come from Jobs, not Git.

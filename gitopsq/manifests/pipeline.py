@@ -21,13 +21,13 @@ from gitopsq.api.findings import Finding
 from gitopsq.errors import Location, SourceError
 from gitopsq.manifests.budget_checks import budget_findings
 from gitopsq.manifests.budgets import LoadedBudget
+from gitopsq.manifests.check_report import LoadedObject, PassThrough, Report, sort_findings
 from gitopsq.manifests.config import CONFIG_PATH, parse_config
 from gitopsq.manifests.keyfiles import KeyFileReader, revision_reader
-from gitopsq.manifests.kustomize import KustomizeRenderer, overlay_owned, overlay_roots, render_overlay
+from gitopsq.manifests.kustomize_build import KustomizeRenderer, overlay_owned, overlay_roots, render_overlay
 from gitopsq.manifests.kustomize_scan import KUSTOMIZATION_FILES, is_kustomization
 from gitopsq.manifests.loader import FileResult, LoadSettings, load_file
 from gitopsq.manifests.references import validate_revision
-from gitopsq.manifests.report import LoadedObject, PassThrough, Report, sort_findings
 
 CACHE_VERSION: Final = f"gitopsq-{__version__}-manifests-2"
 

@@ -14,7 +14,7 @@ from gitopsq.api import findings
 from gitopsq.api import model as m
 from gitopsq.api.findings import Finding
 from gitopsq.errors import Location
-from gitopsq.manifests.report import LoadedObject, PassThrough
+from gitopsq.manifests.check_report import LoadedObject, PassThrough
 
 Rule = Callable[["Index"], Iterator[Finding]]
 

@@ -20,7 +20,7 @@ from typing import Any, Final
 import yaml
 
 from gitopsq.api.codec import encode
-from gitopsq.manifests.report import Report
+from gitopsq.manifests.check_report import Report
 
 KIND_ORDER: Final = ("Namespace", "PriorityClass", "WorkloadPriorityClass", "ResourceFlavor", "AdmissionCheck",
                      "Cohort", "ClusterQueue", "LocalQueue")

@@ -31,9 +31,9 @@ from gitopsq.admission.engine import ADMITTED, QUOTA_RESERVED, Engine, View
 from gitopsq.admission.quota import FlavorResource
 from gitopsq.admission.topology import Settings, Topology, build_topology
 from gitopsq.api import model as m
-from gitopsq.simulate.engine import simulate
-from gitopsq.simulate.report import percentile
+from gitopsq.simulate.replay import simulate
 from gitopsq.simulate.scenario import Scenario, TraceWorkload
+from gitopsq.simulate.text_report import percentile
 
 ImpactKind = Literal["preempted", "loses-quota", "admissible", "pending-changed"]
 KIND_ORDER: tuple[ImpactKind, ...] = ("preempted", "loses-quota", "admissible", "pending-changed")

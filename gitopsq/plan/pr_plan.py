@@ -2,7 +2,7 @@
 
 `object_changes` pairs the objects of two checked revisions by identity (group, kind, namespace, name — the
 API version and the file are not part of it) and diffs the normalised v1beta2 documents field by field
-(gitopsq.reconcile.diff with quantity-aware equality): reformatting a file, reordering keys, writing ``"1000m"``
+(gitopsq.reconcile.field_diff with quantity-aware equality): reformatting a file, reordering keys, writing ``"1000m"``
 for ``"1"`` or moving from v1beta1 to v1beta2 are not changes. An object whose file changed is ``moved``.
 
 An object of base that head still defines but cannot read (a finding names it) is ``invalid``, not removed.
@@ -25,14 +25,14 @@ from gitopsq.api.findings import Finding
 from gitopsq.api.model import ObjectKey
 from gitopsq.errors import Location
 from gitopsq.manifests.budgets import BUDGET_GROUP, BUDGET_KIND, LoadedBudget
+from gitopsq.manifests.check_report import LoadedObject, Report
 from gitopsq.manifests.render import KIND_ORDER
-from gitopsq.manifests.report import LoadedObject, Report
 from gitopsq.ownership.approval_check import impossible_approvals
 from gitopsq.ownership.approvers import GLOBAL_KINDS, Approval, required_approvals
 from gitopsq.plan.impact import SnapshotImpact, TraceImpact
 from gitopsq.plan.quota_table import CohortCapacity, QueueQuota, cohort_capacity, quota_changes
 from gitopsq.policy.revision import PolicyOutcome
-from gitopsq.reconcile.diff import ByName, FieldChange, FieldPath, diff
+from gitopsq.reconcile.field_diff import ByName, FieldChange, FieldPath, diff
 from gitopsq.reconcile.normalize import quantity_equal
 
 PLAN_VERSION: Final = 1

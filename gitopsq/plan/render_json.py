@@ -13,7 +13,7 @@ from typing import Any
 
 from gitopsq.admission.quota import Limits
 from gitopsq.api.quantity import QuantityFormat, format_milli
-from gitopsq.manifests.report import finding_json
+from gitopsq.manifests.check_report import finding_json
 from gitopsq.plan.impact import HeadroomChange, SnapshotImpact, TraceImpact, WorkloadImpact
 from gitopsq.plan.pr_plan import ObjectChange, PrPlan, RevisionSummary
 from gitopsq.plan.quota_table import CohortCapacity, QueueQuota

@@ -29,7 +29,7 @@ from gitopsq.plan.render_text import (
     value,
     where,
 )
-from gitopsq.simulate.report import format_duration
+from gitopsq.simulate.text_report import format_duration
 
 MARKER: Final = "<!-- gitopsq-plan -->"
 LIMIT: Final = 65_536

@@ -16,8 +16,8 @@ from gitopsq.plan.impact import SnapshotImpact, TraceImpact, WorkloadImpact
 from gitopsq.plan.pr_plan import ObjectChange, PrPlan, RevisionSummary
 from gitopsq.plan.quota_table import QuotaRow
 from gitopsq.plan.render_json import amount, signed
-from gitopsq.reconcile.diff import FieldChange
-from gitopsq.simulate.report import format_duration
+from gitopsq.reconcile.field_diff import FieldChange
+from gitopsq.simulate.text_report import format_duration
 
 MARK = {"added": "+", "removed": "-", "changed": "~", "moved": ">", "invalid": "!"}
 UNLIMITED = "∞"

@@ -13,7 +13,6 @@ See docs/policy.md for the policy format, the context variables and the built-in
 
 from gitopsq.policy.backend import available_backends, default_backend_name, get_backend
 from gitopsq.policy.context import build_policy_input
-from gitopsq.policy.diff import desired_by_kind, diff_revisions, find_duplicates
 from gitopsq.policy.evaluate import denials, evaluate, format_verdict
 from gitopsq.policy.language import (
     Change,
@@ -28,6 +27,7 @@ from gitopsq.policy.language import (
 )
 from gitopsq.policy.loader import load_policies, parse_policies
 from gitopsq.policy.repo import normalise_repo_config, owner_of_path
+from gitopsq.policy.revision_changes import desired_by_kind, diff_revisions, find_duplicates
 from gitopsq.policy.testing import run_policy_tests
 
 __all__ = [

@@ -16,10 +16,10 @@ from typing import Any
 
 from gitopsq.api.quantity import QuantityError, format_milli, parse_quantity
 from gitopsq.policy.budget_sums import aggregate_budgets
-from gitopsq.policy.diff import desired_by_kind, diff_revisions, find_duplicates
 from gitopsq.policy.forge_merge import forge_of, review_block, vouching_maintainers
 from gitopsq.policy.language import Change, ObjectKey, Operation, PolicyInput, SourcedObject
 from gitopsq.policy.repo import normalise_repo_config, teams_of_email, teams_of_fingerprint
+from gitopsq.policy.revision_changes import desired_by_kind, diff_revisions, find_duplicates
 
 CONFIG_PATH = "gitopsq.yaml"
 CONFIG_KEY = ObjectKey("gitopsq.dev", "RepositoryConfig", "", CONFIG_PATH)

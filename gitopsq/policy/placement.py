@@ -16,8 +16,8 @@ from gitopsq.api import findings
 from gitopsq.api.findings import Finding
 from gitopsq.api.model import KINDS
 from gitopsq.errors import Location
+from gitopsq.manifests.check_report import Report
 from gitopsq.manifests.config_model import RepoConfig
-from gitopsq.manifests.report import Report
 
 # Well-known kinds of the Kubernetes API and of common add-ons, by scope; gitopsq's own kinds come from KINDS.
 CLUSTER_SCOPED: Final = frozenset({

@@ -16,8 +16,8 @@ from gitopsq.api import findings
 from gitopsq.api.codec import encode
 from gitopsq.api.findings import Finding
 from gitopsq.errors import PolicyError
+from gitopsq.manifests.check_report import Report
 from gitopsq.manifests.config_model import ParsedRaw
-from gitopsq.manifests.report import Report
 from gitopsq.policy import SourcedObject, Verdict, build_policy_input, evaluate, load_policies
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from gitopsq.api.quantity import QuantityError, parse_quantity
-from gitopsq.reconcile.diff import ByName, FieldChange, FieldPath
+from gitopsq.reconcile.field_diff import ByName, FieldChange, FieldPath
 
 FIELD_MANAGER: Final = "gitopsq"
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from gitopsq.api.model import KINDS, ObjectKey
-from gitopsq.reconcile.diff import FieldChange, diff
+from gitopsq.reconcile.field_diff import FieldChange, diff
 from gitopsq.reconcile.inventory import Inventory, InventoryEntry, version_of
 from gitopsq.reconcile.normalize import (
     drift_managers,

@@ -1,6 +1,6 @@
 """The result of one simulation, and its JSON form (shared/interfaces.md §4, a contract).
 
-`Result` is what the text report and the chart read (gitopsq.simulate.report / chart):
+`Result` is what the text report and the chart read (gitopsq.simulate.text_report / chart):
 
 - ``events``: every `Event` in order (time, workload, type, clusterQueue, flavors, reason, message);
 - ``final``: per workload a `WorkloadFinal` (state Admitted | QuotaReserved | Pending | Finished, ClusterQueue,

@@ -35,8 +35,8 @@ from gitopsq.api.workload_codec import decode_pod_template
 from gitopsq.errors import Location, ScenarioError
 from gitopsq.manifests.budget_compile import compile_budget
 from gitopsq.manifests.budgets import is_budget, parse_budget
-from gitopsq.manifests.report import LoadedObject
-from gitopsq.manifests.validate import validate_object
+from gitopsq.manifests.check_report import LoadedObject
+from gitopsq.manifests.object_rules import validate_object
 
 CHECK_STATES = ("Ready", "Retry", "Rejected")
 EXPECT_KINDS = ("admitted", "quotaReserved", "pending", "preempted", "finished")

@@ -10,10 +10,7 @@ Public API (docs/source.md):
 
 from gitopsq.source.credentials import Credentials
 from gitopsq.source.directory import WORKTREE, DirectorySource
-from gitopsq.source.globs import PathFilter, matches
-from gitopsq.source.opener import open_any, open_directory, open_source
-from gitopsq.source.port import HistorySource, Source
-from gitopsq.source.records import (
+from gitopsq.source.facts import (
     CommitInfo,
     FileEntry,
     PathChange,
@@ -21,6 +18,9 @@ from gitopsq.source.records import (
     SignatureStatus,
     Trailer,
 )
+from gitopsq.source.globs import PathFilter, matches
+from gitopsq.source.opener import open_any, open_directory, open_source
+from gitopsq.source.port import HistorySource, Source
 from gitopsq.source.repository import GitSource
 
 __all__ = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pygit2
 
-from gitopsq.source.records import CommitInfo, Person
+from gitopsq.source.facts import CommitInfo, Person
 from gitopsq.source.trailers import parse_trailers
 
 

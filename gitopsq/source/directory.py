@@ -14,9 +14,9 @@ from pathlib import Path
 import pygit2
 
 from gitopsq.errors import SourceError
+from gitopsq.source.facts import CommitInfo, FileEntry, PathChange, Person
 from gitopsq.source.failures import unknown_revision
 from gitopsq.source.globs import PathFilter
-from gitopsq.source.records import CommitInfo, FileEntry, PathChange, Person
 
 WORKTREE = "WORKTREE"
 # A file larger than the manifest loader reads (gitopsq.manifests.yamldoc.YamlLimits.max_bytes) is listed by its

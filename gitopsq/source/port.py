@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from gitopsq.source.records import CommitInfo, FileEntry, PathChange
+from gitopsq.source.facts import CommitInfo, FileEntry, PathChange
 
 
 @runtime_checkable

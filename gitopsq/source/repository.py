@@ -11,9 +11,9 @@ from pygit2.enums import DeltaStatus, DiffFind, FileMode, ObjectType, SortMode
 
 from gitopsq.errors import SourceError
 from gitopsq.source.commits import commit_info_of
+from gitopsq.source.facts import ChangeStatus, CommitInfo, EntryKind, FileEntry, PathChange
 from gitopsq.source.failures import git_errors, unknown_revision
 from gitopsq.source.globs import PathFilter
-from gitopsq.source.records import ChangeStatus, CommitInfo, EntryKind, FileEntry, PathChange
 from gitopsq.source.remote import FetchStats, RemoteMirror
 
 _LISTINGS_KEPT = 16  # memoised listings per source: plan reads two revisions, the controller one at a time

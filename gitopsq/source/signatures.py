@@ -22,7 +22,7 @@ from pathlib import Path
 from types import TracebackType
 
 from gitopsq.errors import SourceError
-from gitopsq.source.records import CommitInfo, SignatureStatus
+from gitopsq.source.facts import CommitInfo, SignatureStatus
 
 __all__ = ["SignatureStatus", "SignatureVerifier", "verify_signature"]
 

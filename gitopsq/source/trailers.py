@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from gitopsq.source.records import Trailer
+from gitopsq.source.facts import Trailer
 
 _TRAILER_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*)[ \t]*:[ \t]*(.*)$")
 

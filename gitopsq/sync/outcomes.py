@@ -14,7 +14,7 @@ from gitopsq.errors import SourceError
 from gitopsq.reconcile.inventory import Inventory, InventoryFormatError
 from gitopsq.reconcile.pairing import Plan, inventory_after
 from gitopsq.sync.health import status_field, summary
-from gitopsq.sync.report import audit_records, drift_message
+from gitopsq.sync.pass_records import audit_records, drift_message
 from gitopsq.sync.values import SyncOptions, SyncResult, Validated
 from gitopsq.sync.whole import Attempt
 

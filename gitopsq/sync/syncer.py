@@ -5,7 +5,7 @@ resolve the revision → validate it → read the live objects → plan → exec
 The same `Syncer` serves ``gitopsq apply`` (one pass) and the controller's sync loop (many passes; it keeps
 the last validated revision in memory so a no-change reconcile neither re-reads Git nor re-validates).
 
-A revision is validated whole by the same pipeline as ``gitopsq check`` (gitopsq.sync.validate) before the
+A revision is validated whole by the same pipeline as ``gitopsq check`` (gitopsq.sync.revision_validation) before the
 first write; a rejected revision writes nothing but its status, and the last applied revision stays live. An
 accepted one is applied all or nothing (gitopsq.sync.whole): every object is dry-run on the API server first,
 a write that fails is retried from fresh state, and one that keeps failing is rolled back to the last good
@@ -41,7 +41,7 @@ from gitopsq.sync.health import ObjectHealth, checked, summary, wait_healthy
 from gitopsq.sync.labels import SOURCE_LABEL, source_label_value
 from gitopsq.sync.live_reads import live_for_plan
 from gitopsq.sync.outcomes import HEALTH_PENDING, Ending
-from gitopsq.sync.validate import check_pipeline_validator, within_paths
+from gitopsq.sync.revision_validation import check_pipeline_validator, within_paths
 from gitopsq.sync.values import SyncOptions, SyncOutcome, SyncResult, Validated, Validator
 from gitopsq.sync.whole import attempt, keys_of, rollback_plan
 

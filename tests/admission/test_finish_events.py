@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gitopsq.simulate.engine import simulate
+from gitopsq.simulate.replay import simulate
 from gitopsq.simulate.scenario import parse_scenario
 
 # cq-x and cq-y lend nothing and borrow from cq-z, whose 4 cpu are held by running-a and running-b until 10 s.

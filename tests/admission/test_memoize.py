@@ -14,7 +14,7 @@ import yaml
 from differential.generator import generate
 
 from gitopsq.errors import GitopsqError
-from gitopsq.simulate.engine import Simulation, simulate
+from gitopsq.simulate.replay import Simulation, simulate
 from gitopsq.simulate.result import to_json
 from gitopsq.simulate.scenario import parse_scenario
 

@@ -19,7 +19,7 @@ from gitopsq import native
 from gitopsq.admission import cycle
 from gitopsq.admission.engine import Engine
 from gitopsq.errors import GitopsqError
-from gitopsq.simulate.engine import Simulation
+from gitopsq.simulate.replay import Simulation
 from gitopsq.simulate.scenario import parse_scenario
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ from gitopsq.admission import quota
 from gitopsq.admission.engine import Engine
 from gitopsq.admission.topology import Settings
 from gitopsq.api import model as m
-from gitopsq.simulate.engine import Simulation
+from gitopsq.simulate.replay import Simulation
 from gitopsq.simulate.scenario import Scenario, TraceWorkload
 
 from .builders import cq, flavor, lq, one

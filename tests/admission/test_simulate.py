@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from gitopsq.admission.topology import Settings
 from gitopsq.commands.simulate import command
 from gitopsq.errors import ScenarioError
-from gitopsq.simulate.engine import failed_expectations, simulate
+from gitopsq.simulate.replay import failed_expectations, simulate
 from gitopsq.simulate.result import to_json
 from gitopsq.simulate.scenario import parse_scenario
 

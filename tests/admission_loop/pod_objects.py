@@ -16,7 +16,7 @@ from cluster_rig import get, rest
 from envtest_rig import GPU, Envtest
 
 from gitopsq.errors import ClusterError
-from gitopsq.manifests.pods import FINALIZER, GATE, GROUP_NAME, MANAGED_LABEL, ROLE_HASH, TOTAL_COUNT, role_hash
+from gitopsq.manifests.pod_marks import FINALIZER, GATE, GROUP_NAME, MANAGED_LABEL, ROLE_HASH, TOTAL_COUNT, role_hash
 
 MERGE = "application/merge-patch+json"
 PODS = "/api/v1/namespaces/{ns}/pods"

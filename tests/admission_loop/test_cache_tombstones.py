@@ -13,7 +13,7 @@ from gitopsq.admission_loop.integrations.pod import POD_KIND
 from gitopsq.admission_loop.rate_limited import Client
 from gitopsq.admission_loop.tombstones import Tombstones
 from gitopsq.admission_loop.watch_cache import Cache
-from gitopsq.manifests.pods import MANAGED_LABEL, MANAGED_VALUE
+from gitopsq.manifests.pod_marks import MANAGED_LABEL, MANAGED_VALUE
 
 pytestmark = pytest.mark.envtest
 

@@ -33,7 +33,7 @@ from running_loop import FAST, RunningLoop, running_on_clean
 from gitopsq.admission_loop.integrations import select, webhook_kinds
 from gitopsq.admission_loop.options import RequeuingStrategy, WaitForPodsReady
 from gitopsq.intake.jobs import JobWebhook, JobWebhookOptions
-from gitopsq.manifests.pods import FINALIZER, MANAGED_LABEL, ROLE_HASH
+from gitopsq.manifests.pod_marks import FINALIZER, MANAGED_LABEL, ROLE_HASH
 from gitopsq.metrics import KueueMetrics
 from gitopsq.webhook.certs import ensure_certificates, webhook_configurations
 from gitopsq.webhook.server import WebhookServer

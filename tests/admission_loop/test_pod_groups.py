@@ -7,7 +7,7 @@ from typing import Any
 
 from gitopsq.admission_loop.integrations import BY_FRAMEWORK, PodSetPlacement
 from gitopsq.admission_loop.integrations.pod_group import start_patch, units
-from gitopsq.manifests.pods import GATE, GROUP_NAME, RETRIABLE_IN_GROUP, ROLE_HASH, TOTAL_COUNT
+from gitopsq.manifests.pod_marks import GATE, GROUP_NAME, RETRIABLE_IN_GROUP, ROLE_HASH, TOTAL_COUNT
 
 
 def _pod(name: str, *, group: str = "", total: int = 0, cpu: str = "1", phase: str = "Pending",

@@ -10,7 +10,7 @@ import pytest
 
 from gitopsq.audit.git_approvals import approvals_from_commits, commit_info, independent_approvals, parse_identity
 from gitopsq.source import open_source
-from gitopsq.source.records import SignatureStatus
+from gitopsq.source.facts import SignatureStatus
 
 
 @pytest.mark.parametrize(("value", "expected"), [

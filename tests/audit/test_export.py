@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from gitopsq.audit import records as r
 from gitopsq.audit.canonical import ChainHead, link_all
 from gitopsq.audit.evidence import build_evidence
-from gitopsq.audit.render import records_csv, to_html
+from gitopsq.audit.evidence_formats import records_csv, to_html
 from gitopsq.audit.trail import AuditTrail
 from gitopsq.commands.audit import command
 

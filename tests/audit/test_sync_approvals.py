@@ -16,7 +16,7 @@ from gitopsq.audit.evidence import build_evidence
 from gitopsq.audit.trail import AuditTrail
 from gitopsq.commands.audit import command as audit_command
 from gitopsq.source import open_directory, open_source
-from gitopsq.sync.audit import SyncAuditRecords
+from gitopsq.sync.audit_sink import SyncAuditRecords
 
 from .conftest import fast_settings, verified
 

@@ -12,7 +12,7 @@ from gitopsq.api import model as m
 from gitopsq.api.codec import decode, encode
 from gitopsq.manifests import check_files, load_file, render_documents
 from gitopsq.manifests.budget_compile import compile_objects
-from gitopsq.manifests.report import Report
+from gitopsq.manifests.check_report import Report
 
 CONFIG = b"""apiVersion: gitopsq.dev/v1alpha1
 kind: RepositoryConfig

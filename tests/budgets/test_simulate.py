@@ -12,7 +12,7 @@ import pytest
 
 from gitopsq.api import model as m
 from gitopsq.errors import ScenarioError
-from gitopsq.simulate.engine import failed_expectations, simulate
+from gitopsq.simulate.replay import failed_expectations, simulate
 from gitopsq.simulate.scenario import parse_scenario
 
 SCENARIO = Path(__file__).with_name("budget-committed-before-burst.yaml")

@@ -75,7 +75,7 @@ def test_demo_audit_branch_holds_one_record_per_transition_and_verifies(tmp_path
 
 def test_audit_records_sit_at_simulated_times_from_the_start() -> None:
     """Record times are the start plus the simulated seconds; the first record is the applied sync."""
-    from gitopsq.simulate.engine import simulate
+    from gitopsq.simulate.replay import simulate
     from gitopsq.simulate.scenario import parse_scenario
 
     result = simulate(parse_scenario(SCENARIO.read_text(encoding="utf-8"), str(SCENARIO)))
@@ -186,7 +186,7 @@ def test_demo_stops_at_a_rejected_revision(tmp_path: Path) -> None:
 def test_audit_records_carry_the_evidence_auditors_read() -> None:
     """Records name LocalQueue, priority, milestones, nominal-quota standing and the preemptor."""
     from gitopsq.simulate.chart import nominal_quotas
-    from gitopsq.simulate.engine import simulate
+    from gitopsq.simulate.replay import simulate
     from gitopsq.simulate.scenario import parse_scenario
 
     scenario = parse_scenario(SCENARIO.read_text(encoding="utf-8"), str(SCENARIO))

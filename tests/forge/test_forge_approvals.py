@@ -10,7 +10,7 @@ from queue_repo import QueueRepo
 
 from gitopsq.forge import Secret, open_forge
 from gitopsq.source import open_source
-from gitopsq.sync.audit import SyncAuditRecords
+from gitopsq.sync.audit_sink import SyncAuditRecords
 
 from .recorder import Recorder
 

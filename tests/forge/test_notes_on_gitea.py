@@ -20,7 +20,7 @@ from gitopsq.forge.note_source import with_notes
 from gitopsq.forge.notes import NOTES_REF
 from gitopsq.forge.reviews import approvals_reader
 from gitopsq.source import open_source
-from gitopsq.sync.audit import SyncAuditRecords
+from gitopsq.sync.audit_sink import SyncAuditRecords
 from gitopsq.validation import validate_revision
 
 from .scene import ORG, Scene

@@ -12,7 +12,7 @@ import pytest
 
 from gitopsq.admission_loop.integrations import select, webhook_kinds
 from gitopsq.intake.jobs import JobWebhook, JobWebhookOptions
-from gitopsq.manifests.pods import FINALIZER, GATE, MANAGED_LABEL, ROLE_HASH, role_hash
+from gitopsq.manifests.pod_marks import FINALIZER, GATE, MANAGED_LABEL, ROLE_HASH, role_hash
 from gitopsq.webhook.certs import POD_MUTATE_PATH, webhook_configurations
 
 

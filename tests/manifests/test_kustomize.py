@@ -15,9 +15,9 @@ from kustomize_repo import DEV, PROD, PROD_HOLD, PROD_QUOTA, KustomizeRepo, queu
 from gitopsq.api.findings import Finding
 from gitopsq.kustomize import KustomizeBinary
 from gitopsq.manifests import check_files, check_revision, render_documents
-from gitopsq.manifests.kustomize import BuildResult
+from gitopsq.manifests.check_report import Report
+from gitopsq.manifests.kustomize_build import BuildResult
 from gitopsq.manifests.kustomize_scan import scan
-from gitopsq.manifests.report import Report
 from gitopsq.source import open_any
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ from queue_repo import cpu_of, cq_live
 from gitopsq.kustomize import KustomizeBinary
 from gitopsq.manifests import check_revision
 from gitopsq.source import open_any
-from gitopsq.sync.validate import from_report, within_paths
+from gitopsq.sync.revision_validation import from_report, within_paths
 
 ROOT = Path(__file__).resolve().parents[2]
 

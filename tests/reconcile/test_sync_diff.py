@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gitopsq.reconcile.diff import ByName, FieldChange, diff, render_path
+from gitopsq.reconcile.field_diff import ByName, FieldChange, diff, render_path
 from gitopsq.reconcile.normalize import quantity_equal
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gitopsq.reconcile.diff import ByName
+from gitopsq.reconcile.field_diff import ByName
 from gitopsq.reconcile.normalize import foreign_manager, normalize_live, owned_fields, strip_foreign_markers
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gitopsq.simulate.report import format_duration, format_time, percentile, render_text
 from gitopsq.simulate.result import QueueFinal, WorkloadFinal
+from gitopsq.simulate.text_report import format_duration, format_time, percentile, render_text
 
 from .builders import event, result
 

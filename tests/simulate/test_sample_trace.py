@@ -8,7 +8,7 @@ from pathlib import Path
 from gitopsq.admission.topology import Settings
 from gitopsq.api import model as m
 from gitopsq.manifests import Report, check_revision
-from gitopsq.simulate.engine import simulate
+from gitopsq.simulate.replay import simulate
 from gitopsq.simulate.result import Result
 from gitopsq.simulate.scenario import Scenario, parse_scenario
 from gitopsq.source import WORKTREE, open_directory

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gitopsq.source import open_source
-from gitopsq.source.records import CommitInfo
+from gitopsq.source.facts import CommitInfo
 from gitopsq.source.signatures import SignatureVerifier, verify_signature
 
 from .conftest import GitRepo

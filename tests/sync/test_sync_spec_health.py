@@ -19,7 +19,7 @@ from gitopsq.admission_loop.options import LoopOptions
 from gitopsq.cluster.apply import KubeRest
 from gitopsq.cluster.status import SourceRef
 from gitopsq.source import open_source
-from gitopsq.sync.loop import SyncLoop
+from gitopsq.sync.runnable import SyncLoop
 from gitopsq.sync.syncer import Syncer
 from gitopsq.sync.values import SyncOptions
 

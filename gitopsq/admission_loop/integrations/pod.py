@@ -18,7 +18,7 @@ from gitopsq.admission_loop.integrations.base import PodSetPlacement, Rule
 from gitopsq.admission_loop.integrations.pod_group import Unit, phase, ready, start_patch, started, terminal
 from gitopsq.admission_loop.integrations.pod_reconciler import PassContext, PodPass, PodState
 from gitopsq.cluster.kinds import Kind
-from gitopsq.manifests.pods import MANAGED_LABEL, MANAGED_VALUE, gated
+from gitopsq.manifests.pod_marks import MANAGED_LABEL, MANAGED_VALUE, gated
 
 POD_KIND: Final = Kind("Pod", "", "v1", "pods", True, synced=False,
                        label_selector=f"{MANAGED_LABEL}={MANAGED_VALUE}")

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gitopsq.admission_loop.integrations.base import PodSetPlacement
-from gitopsq.manifests.pods import (
+from gitopsq.manifests.object_rules import QUEUE_NAME_LABEL
+from gitopsq.manifests.pod_marks import (
     FAST_ADMISSION,
     GATE,
     RETRIABLE_IN_GROUP,
@@ -24,7 +25,6 @@ from gitopsq.manifests.pods import (
     role_of,
     total_count,
 )
-from gitopsq.manifests.validate import QUEUE_NAME_LABEL
 
 TERMINAL = ("Succeeded", "Failed")
 

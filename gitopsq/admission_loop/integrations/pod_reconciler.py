@@ -51,7 +51,7 @@ from gitopsq.admission_loop.ports import WatchCache, WorkloadWriter
 from gitopsq.admission_loop.workload_status import condition, is_true, iso, set_condition
 from gitopsq.cluster.kinds import WORKLOAD
 from gitopsq.errors import ClusterError
-from gitopsq.manifests.pods import FINALIZER, IS_GROUP_WORKLOAD, TERMINATION_TARGET, gated
+from gitopsq.manifests.pod_marks import FINALIZER, IS_GROUP_WORKLOAD, TERMINATION_TARGET, gated
 
 _log = logs.get("pods")
 

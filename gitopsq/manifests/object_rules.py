@@ -14,7 +14,7 @@ from gitopsq.api import model as m
 from gitopsq.api.findings import Finding
 from gitopsq.api.reader import FieldPath
 from gitopsq.manifests import names
-from gitopsq.manifests.report import LoadedObject
+from gitopsq.manifests.check_report import LoadedObject
 
 MAX_RESOURCE_GROUPS: Final = 16
 MAX_COVERED_PER_GROUP: Final = 64

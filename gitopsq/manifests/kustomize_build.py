@@ -28,11 +28,11 @@ from gitopsq.api.findings import Finding
 from gitopsq.api.reader import FieldPath
 from gitopsq.errors import Location
 from gitopsq.manifests import paths
+from gitopsq.manifests.check_report import LoadedObject
 from gitopsq.manifests.config_model import RepoConfig
 from gitopsq.manifests.kustomize_origins import Located, locate, strip_origin
 from gitopsq.manifests.kustomize_scan import PatchEntry, Scan, is_kustomization, scan
 from gitopsq.manifests.loader import FileResult, LoadSettings, load_documents
-from gitopsq.manifests.report import LoadedObject
 from gitopsq.manifests.yamldoc import YamlDocument, YamlLimits, load_yaml
 
 MAX_TREE_BYTES: Final = 64 * 1024 * 1024       # every file one build reads

@@ -1,5 +1,5 @@
 """The controller's leader-scoped audit: the trail open only while this replica leads (`LeaderAudit`). The sink the
-`Syncer` writes through, which completes ``sync.attempt`` records, is gitopsq.sync.audit.SyncAuditRecords."""
+`Syncer` writes through, which completes ``sync.attempt`` records, is gitopsq.sync.audit_sink.SyncAuditRecords."""
 
 from __future__ import annotations
 
