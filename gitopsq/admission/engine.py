@@ -22,7 +22,7 @@ from gitopsq.admission import cycle, quota
 from gitopsq.admission import messages as msg
 from gitopsq.admission.messages import Status
 from gitopsq.admission.quota import FlavorResource, QuotaTree
-from gitopsq.admission.state import Event, Flavors, State
+from gitopsq.admission.state import Event, Flavors, Held, State
 from gitopsq.admission.topology import Topology, fresh_tree
 from gitopsq.admission.workload import Assignment, WorkloadInfo, shape_of
 from gitopsq.api import model as m
@@ -95,8 +95,12 @@ class Engine:
             st.status[w.key] = Status(msg.SUSPENDED, msg.cq_inactive(spec.name))
 
     def restore(self, key: str, *, cluster_queue: str, flavors: Mapping[str, Mapping[str, str]],
-                at: float) -> None:
-        """Place a submitted workload as already admitted (initial state): no events, no checks."""
+                at: float, evicting: bool = False) -> None:
+        """Place a submitted workload as already admitted (initial state): no events, no checks.
+
+        ``evicting``: it was preempted and is still being stopped (Evicted, its reservation not yet cleared). It
+        keeps its quota until the instant's evictions complete, and preemption takes it first, as Kueue's
+        candidate ordering takes workloads already being evicted first, without evicting it again."""
         st = self.state
         w = st.workloads[key]
         if w.cluster_queue is not None:
@@ -120,6 +124,9 @@ class Engine:
         w.assignment, w.reserved_at, w.admitted = a, at, True
         st.admitted[cluster_queue][key] = w
         st.status.pop(key, None)
+        if evicting:
+            w.evicting = True
+            st.evicting.append(Held(w, st.cycle, st.root_by_queue[cluster_queue]))
 
     def finish(self, key: str, now: float) -> None:
         """The workload completed: its quota is released and its cohort tree's inadmissible work requeued."""

@@ -129,7 +129,8 @@ def decide(topology: Topology, live: Mapping[str, LiveWorkload], now: float,
         engine.submit(key=w.key, namespace=w.namespace, queue=w.queue, priority=priority, created=w.created,
                       pod_sets=w.pod_sets)
         if w.state != PENDING and w.cluster_queue is not None:
-            engine.restore(w.key, cluster_queue=w.cluster_queue, flavors=w.flavors, at=w.reserved_at)
+            engine.restore(w.key, cluster_queue=w.cluster_queue, flavors=w.flavors, at=w.reserved_at,
+                           evicting=w.state == EVICTING)
     skipped = {w.key for w, _ in outside}
     engine.schedule(now, enough=enough)
     out = Decisions(groups=len(groups))
@@ -139,23 +140,33 @@ def decide(topology: Topology, live: Mapping[str, LiveWorkload], now: float,
     events = engine.take_events()
     rank: dict[str, int] = {}  # the engine's admission order
     static: set[str] = set()  # pending, held by their queue: their reason needs no nomination
+    released: set[str] = set()  # trees where a victim's quota came back within the instant
+    after_release: set[str] = set()  # reserved in such a tree after that: waits for the victims' real release
     for e in events:
         if e.type == "QuotaReserved":
             rank.setdefault(e.workload, len(rank))
-    for e in events:
-        if e.type not in ("Preempted", "Evicted") or live[e.workload].state == PENDING:
-            continue
-        blocked.add(engine.state.root_of(e.cluster_queue))
-        if live[e.workload].state == ADMITTED and e.workload not in out.evict:
-            out.evict[e.workload] = Eviction(e.type, e.reason, _with_uids(e.message, live),
-                                             preemptor_cq.get(e.workload, ""))
+            if engine.state.root_of(e.cluster_queue) in released:
+                after_release.add(e.workload)
+        elif e.type == "Requeued" and e.reason == "Preempted" and e.cluster_queue:
+            released.add(engine.state.root_of(e.cluster_queue))
+        elif e.type in ("Preempted", "Evicted") and live[e.workload].state != PENDING:
+            root = engine.state.root_of(e.cluster_queue)
+            blocked.add(root)
+            if root in released:
+                # The settle ran ahead of the cluster: this preemption is for a head that only comes up once the
+                # earlier victims are gone. Kueue tries one head per ClusterQueue per cycle and waits for its
+                # victims; by then work finishing may have made room, so it is decided afresh in a later pass.
+                continue
+            if live[e.workload].state == ADMITTED and e.workload not in out.evict:
+                out.evict[e.workload] = Eviction(e.type, e.reason, _with_uids(e.message, live),
+                                                 preemptor_cq.get(e.workload, ""))
     for key, w in live.items():
         if w.state != PENDING or key in skipped:
             continue
         if key in rank:  # reserved quota in this instant
             v = engine.view(key)
             if v.state in (V_ADMITTED, V_RESERVED):
-                if engine.state.root_of(v.cluster_queue) in blocked:
+                if engine.state.root_of(v.cluster_queue) in blocked or key in after_release:
                     out.deferred += 1
                     continue
                 flavors = {ps: dict(per) for ps, per in v.flavors}
