@@ -147,7 +147,8 @@ def decide(topology: Topology, live: Mapping[str, LiveWorkload], now: float,
             rank.setdefault(e.workload, len(rank))
             if engine.state.root_of(e.cluster_queue) in released:
                 after_release.add(e.workload)
-        elif e.type == "Requeued" and e.reason == "Preempted" and e.cluster_queue:
+        elif e.type == "Requeued" and e.reason == "Preempted" and e.cluster_queue \
+                and live[e.workload].state != PENDING:  # a victim holding quota on the cluster, not the instant's own
             released.add(engine.state.root_of(e.cluster_queue))
         elif e.type in ("Preempted", "Evicted") and live[e.workload].state != PENDING:
             root = engine.state.root_of(e.cluster_queue)
