@@ -79,7 +79,7 @@ def transports(published: Published, git_daemon: Daemon, http_remote: HttpRemote
     return {"local": _local, "file": _file_url, "git": daemon, "http": http}
 
 
-def _warm(source: GitSource, published: Published) -> None:
+def warm(source: GitSource, published: Published) -> None:
     """Fill the cache as a controller running for a while would: every ref and commit fetched."""
     for rev in ("refs/heads/main", "refs/tags/main", "refs/heads/feature", "v1", published.c1):
         source.resolve(rev)
@@ -88,13 +88,13 @@ def _warm(source: GitSource, published: Published) -> None:
 
 # (revision, the commit it means, or the refs an ambiguity names)
 CASES: list[tuple[str, Callable[[Published], str], tuple[str, ...]]] = [
+    ("<c1>", lambda p: p.c1, ()),  # a full id is that commit, not the branch named like it (at c3)
     ("feature", lambda p: p.f1, ()),
     ("v1", lambda p: p.c2, ()),
     ("refs/heads/main", lambda p: p.c3, ()),
     ("refs/tags/main", lambda p: p.c1, ()),
     ("main", lambda p: "", ("refs/heads/main", "refs/tags/main")),
     ("main~1", lambda p: "", ("refs/heads/main", "refs/tags/main")),
-    ("<c1>", lambda p: p.c1, ()),  # a full id is that commit, not the branch named like it (at c3)
     ("<c2>", lambda p: p.c2, ()),  # a commit no ref points at
     ("feature~1", lambda p: p.c2, ()),
 ]
@@ -112,7 +112,7 @@ def test_a_name_means_one_ref_on_every_transport(published: Published, transport
         cache.mkdir()
         source = transports[transport](published, cache)
         if cache_state == "warm":
-            _warm(source, published)
+            warm(source, published)
         rev = ids.get(name, name)
         if ambiguous:
             with pytest.raises(UnknownRevisionError) as refused:
