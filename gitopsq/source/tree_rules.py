@@ -101,9 +101,11 @@ def _name_rule(name: bytes) -> tuple[str, str] | None:
 
 
 def _is_dotgit(name: bytes) -> bool:
+    # NTFS drops trailing dots and spaces and reads a stream suffix (".git::$INDEX_ALLOCATION"); GIT~1 is the short name
+    if name.isascii():  # most names: no code point HFS+ ignores, so bytes suffice
+        return name.lower().split(b":", 1)[0].rstrip(b". ") in (b".git", b"git~1")
     text = name.decode("utf-8", "replace")
     folded = "".join(ch for ch in text if ord(ch) not in _HFS_IGNORED).lower()
-    # NTFS drops trailing dots and spaces and reads a stream suffix (".git::$INDEX_ALLOCATION"); GIT~1 is the short name
     return folded.split(":", 1)[0].rstrip(". ") in (".git", "git~1")
 
 
