@@ -182,7 +182,6 @@ class GitSource:
             raise SourceError(tree_refusal(commit, problems[0], len(problems)))
         return self._commit(commit).tree
 
-
     def list_files(
         self,
         commit: str,
