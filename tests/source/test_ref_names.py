@@ -106,7 +106,6 @@ def test_a_name_means_one_ref_on_every_transport(published: Published, transport
                                                  tmp_path: Path, transport: str, cache_state: str) -> None:
     """Every case of CASES resolves alike on every transport, whatever the cache already holds."""
     ids = {"<c1>": published.c1, "<c2>": published.c2}
-    seen: list[str] = []
     for number, (name, expected, ambiguous) in enumerate(CASES):
         cache = tmp_path / f"cache-{number}"
         cache.mkdir()
@@ -119,12 +118,9 @@ def test_a_name_means_one_ref_on_every_transport(published: Published, transport
                 source.resolve(rev)
             message = str(refused.value)
             assert f"ambiguous revision '{rev.split('~')[0]}'" in message, message
-            assert all(name in message for name in ambiguous), message
-            seen.append(f"{rev}: refused")
+            assert all(ref in message for ref in ambiguous), message
         else:
             assert source.resolve(rev) == expected(published), rev
-            seen.append(f"{rev}: {expected(published)[:7]}")
-    assert len(seen) == len(CASES)
 
 
 def test_the_controller_follows_the_branch_not_a_tag_pushed_beside_it(tmp_path: Path) -> None:
