@@ -5,11 +5,14 @@ revert commit, applied like any change."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from controller_process import ROOT
 from envtest_rig import Envtest
 from prometheus_client import CollectorRegistry
 from queue_repo import NS, QueueRepo, cpu_of, cq_live, get
@@ -122,3 +125,23 @@ def test_a_force_push_onto_another_history_is_refused(kueue_clean: Envtest, repo
     assert result.outcome == "rewound", result.to_json()
     assert "the two histories have diverged" in (result.error or "")
     assert status_of(kueue_clean, repo)["lastAppliedRevision"] == applied.revision
+
+
+def test_gitopsq_apply_of_an_older_revision_exits_1_and_changes_nothing(kueue_clean: Envtest,
+                                                                      repo: QueueRepo) -> None:
+    """`gitopsq apply --rev <an ancestor of the applied revision>` is a rewind too: exit 1 naming both revisions,
+    the applied quota stays; `--rev` of the branch, which moved on, applies."""
+    older = repo._git("rev-parse", "HEAD")
+    applied = quota(repo, "16", "team-a: 16 cpus")
+
+    def apply(rev: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "gitopsq", "apply", str(repo.path), "--rev", rev, "--name",
+                               repo.tag, "--kubeconfig", str(kueue_clean.kubeconfig)], cwd=ROOT,
+                              capture_output=True, text=True, check=False, timeout=120)
+
+    assert apply("main").returncode == 0
+    done = apply(older)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "rewound" in done.stdout and f"does not descend from {applied[:12]}" in done.stdout, done.stdout
+    assert cpu_of(cq_live(kueue_clean, repo.team_a)) == "16"
+    assert status_of(kueue_clean, repo)["lastAppliedRevision"] == applied
