@@ -189,7 +189,8 @@ def descent_problem(source: Any, base: str, head: str) -> str | None:
         return (f"revision {head[:12]} cannot be shown to descend from {base[:12]}: {err} (its history was "
                 "rewritten)")
     how = (f"it is an older revision of the same history (the branch was moved back from {base[:12]})" if moved_back
-           else "the two histories have diverged (a force-push onto another history)")
+           else "the two histories have diverged (a force-push onto another history, or a branch that does not "
+                "contain the base yet: merge or rebase it onto the base first)")
     return (f"revision {head[:12]} does not descend from {base[:12]}: {how}; revisions only move forward: to go "
             f"back, commit a revert on top of {base[:12]}, which is judged like any change")
 

@@ -79,7 +79,8 @@ def test_a_force_push_onto_another_history_is_refused(template: GitRepo, keys: d
     template.git("checkout", "-q", "main")
     code, out = check(template, capsys, applied)
     assert code == 1, out
-    assert "the two histories have diverged (a force-push onto another history)" in out
+    assert "the two histories have diverged (a force-push onto another history, or a branch that does not " \
+           "contain the base yet" in out
 
 
 def test_going_back_is_a_revert_judged_like_any_change(template: GitRepo, keys: dict[str, SshKey],
