@@ -223,7 +223,7 @@ def _finished_rows(key: Any, n: int, role: str) -> Rows:
 
 class SyncMetrics:
     """gitopsq's own series: sync passes by outcome, last success, applied revision, drift corrections, rollbacks,
-    dry-run refusals, unhealthy queues; and the
+    refused rewinds, dry-run refusals, unhealthy queues; and the
     audit trail's backlog and pushes (`observe_audit`, sampled from `AuditTrail.status()`)."""
 
     def __init__(self, registry: CollectorRegistry | None = None, *, source: str = "") -> None:
@@ -236,6 +236,8 @@ class SyncMetrics:
                              ["kind"], registry=r)
         self.rollbacks = Counter("gitopsq_sync_rollbacks_total", "Revisions whose apply failed on every attempt "
                                  "and were rolled back to the last good one", registry=r)
+        self.rewinds = Counter("gitopsq_sync_rewinds_refused_total", "Heads refused because they do not descend "
+                               "from the revision applied last (a branch moved back or force-pushed)", registry=r)
         self.refusals = Counter("gitopsq_sync_dry_run_refusals_total", "Objects the API server's dry run refused "
                                 "(each refusal leaves its revision unapplied)", registry=r)
         self.unhealthy = Gauge("gitopsq_sync_unhealthy_queues", "Applied queues not healthy at the last check",
@@ -261,6 +263,8 @@ class SyncMetrics:
                 self.revision.labels(self.source, revision).set(1)
         if outcome == "rolled-back":
             self.rollbacks.inc()
+        if outcome == "rewound":
+            self.rewinds.inc()
         refusals = getattr(result, "refusals", ())
         if refusals:
             self.refusals.inc(len(refusals))

@@ -7,6 +7,9 @@
 - `commits_for_policy`: every commit the change brings, each with the paths it touched itself and its signature
   verified against the trusted keys, so an unsigned commit cannot hide behind a signed commit or merge on top.
 - `policy_files`: the repository's own policies, read at the base (a change cannot rewrite its own rules).
+- `descent_problem`: a head that does not descend from its base (a branch moved back, a force-push onto another
+  history) is not a change that can be judged against that base: the commits between them would be none, and
+  the base's trust model would not govern it. It is refused; going back is a new commit (a revert).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 
 from gitopsq.api import findings
 from gitopsq.api.findings import Finding
-from gitopsq.errors import Location, SourceError
+from gitopsq.errors import Location, SourceError, UnknownRevisionError
 from gitopsq.manifests.check_report import Report
 from gitopsq.manifests.config import parse_config
 from gitopsq.manifests.config_model import CONFIG_PATH, RepoConfig
@@ -170,3 +173,36 @@ def read_base_config(source: Any, base: str | None) -> BaseTrust:
     where = f"{CONFIG_PATH}:{first.location.line}" if first and first.location and first.location.line else CONFIG_PATH
     return BaseTrust(None, _untrusted(base, f"its {CONFIG_PATH} does not parse ({where}: "
                                             f"{first.message if first else 'unusable'})"))
+
+
+def descent_problem(source: Any, base: str, head: str) -> str | None:
+    """Why ``head`` may not follow ``base``, or None when it descends from it (or the source has no history:
+    a plain directory). A base the repository no longer holds was rewritten away: refused. Other source
+    failures (a remote that cannot be reached) raise SourceError, for the caller to fail closed or retry."""
+    if base == head or not hasattr(source, "is_ancestor"):
+        return None
+    try:
+        if source.is_ancestor(base, head):
+            return None
+        moved_back = source.is_ancestor(head, base)
+    except UnknownRevisionError as err:
+        return (f"revision {head[:12]} cannot be shown to descend from {base[:12]}: {err} (its history was "
+                "rewritten)")
+    how = (f"it is an older revision of the same history (the branch was moved back from {base[:12]})" if moved_back
+           else "the two histories have diverged (a force-push onto another history, or a branch that does not "
+                "contain the base yet: merge or rebase it onto the base first)")
+    return (f"revision {head[:12]} does not descend from {base[:12]}: {how}; revisions only move forward: to go "
+            f"back, commit a revert on top of {base[:12]}, which is judged like any change")
+
+
+def descent_finding(source: Any, base: str, head: str) -> Finding | None:
+    """`descent_problem` as an error finding (code ``history-not-forward``); a history that cannot be read
+    fails closed (``history-unreadable``)."""
+    try:
+        problem = descent_problem(source, base, head)
+    except _SOURCE_FAILURES as err:
+        return findings.error("history-unreadable", f"cannot tell whether {head[:12]} descends from {base[:12]}: "
+                              f"{err}", location=Location(CONFIG_PATH, None))
+    if problem is None:
+        return None
+    return findings.error("history-not-forward", problem, location=Location(CONFIG_PATH, None))

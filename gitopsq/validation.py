@@ -25,7 +25,8 @@ from gitopsq.policy import SourcedObject, Verdict, build_policy_input, evaluate,
 from gitopsq.policy.placement import cluster_scoped_findings
 from gitopsq.policy.revision import PolicyOutcome, head_verdicts, raw_config, sourced_objects
 from gitopsq.source import DirectorySource
-from gitopsq.trust import BaseTrust, ForgeApprovals, base_trust, commits_for_policy
+from gitopsq.source.tree_rules import tree_refusal
+from gitopsq.trust import BaseTrust, ForgeApprovals, base_trust, commits_for_policy, descent_finding
 from gitopsq.trust import policy_files as trusted_policy_files
 
 
@@ -209,6 +210,16 @@ def _cached_verdicts(cache: ValidationCache, base: Report | None, head: Report, 
     return PolicyOutcome(evaluate(policies, policy_input, backend))
 
 
+def refused_trees(source: Any, commit: str) -> list[Finding]:
+    """An error finding (code ``tree-refused``) for each tree entry of ``commit`` that git fsck refuses
+    (gitopsq.source.tree_rules); a source without trees (a plain directory) has none."""
+    checker = getattr(source, "tree_problems", None)
+    if checker is None:
+        return []
+    return [findings.error("tree-refused", tree_refusal(commit, p), location=Location(p.path or p.tree or "/", None))
+            for p in checker(commit)]
+
+
 def verdict_finding(verdict: Verdict) -> Finding:
     """A deny or warn verdict as a finding, so every caller prints and counts it like any other."""
     location = Location(verdict.path, verdict.line) if verdict.path else None
@@ -237,6 +248,9 @@ def validate_revision(source: Any, commit: str, *, base: str | bool | None = Tru
             return cached.report(source, sha, cluster)
         return check_revision(source, sha, cache=cache, cluster=cluster, renderer=default_renderer())
 
+    refused = refused_trees(source, commit)
+    if refused:  # nothing of a tree Git would refuse is read, let alone judged
+        return Validation(Report(commit, None, (), tuple(refused)), None, None, PolicyOutcome(()), ())
     base_sha = first_parent(source, commit) if base is True else (base or None)
     base_report, base_error = None, None
     if isinstance(base_sha, str) and base_sha != commit:
@@ -246,6 +260,11 @@ def validate_revision(source: Any, commit: str, *, base: str | bool | None = Tru
             base_error = str(err)
     else:
         base_sha = None
+    # an explicit base must be an ancestor; an unreadable one is refused below (untrusted-base)
+    if isinstance(base_sha, str) and base_report is not None and base is not True:
+        backwards = descent_finding(source, base_sha, commit)
+        if backwards is not None:
+            return Validation(Report(commit, None, (), (backwards,)), base_sha, base_report, PolicyOutcome(()), ())
     trust = base_trust(base_sha, base_report, base_error)
     head_report = report(commit)
     if trust.problem is not None:

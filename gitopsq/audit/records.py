@@ -284,3 +284,17 @@ def validate_record(data: Mapping[str, Any]) -> list[str]:
     except ValueError:
         problems.append(f"time {data.get('time')!r} is not RFC 3339")
     return problems
+
+
+def sync_rewind_refused(*, time: datetime, source_url: str, revision: str, applied_revision: str,
+                        message: str) -> Record:
+    """A head that does not descend from the revision applied last (a branch moved back, a force-push onto
+    another history), refused before validation: a ``sync.rejected`` record with reason ``HistoryRewound``
+    naming both commits. Its id leaves out the time, as a rejection's: the same refusal polled again is one."""
+    record = _build(RecordType.SYNC_REJECTED, time, [redact_text(source_url), revision, applied_revision], {
+        "source": _source(source_url), "revision": revision, "reason": "HistoryRewound",
+        "appliedRevision": applied_revision, "verdicts": [], "commit": None, "message": message,
+    })
+    data = dict(record.data)
+    data["id"] = record_id(str(RecordType.SYNC_REJECTED), [redact_text(source_url), revision, applied_revision])
+    return Record(data)

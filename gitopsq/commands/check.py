@@ -215,13 +215,16 @@ def load_reports(repo: str, rev: str, *, worktree: bool = False, use_cache: bool
     from gitopsq.commands.clusters import choose, declared_clusters
     from gitopsq.commands.policy import backend_from_env
     from gitopsq.source import DirectorySource, open_any, open_directory
-    from gitopsq.validation import validate_revision
+    from gitopsq.validation import refused_trees, validate_revision
 
     repo = locate(repo)  # from a subdirectory: its repository's root, as git does
     source = open_directory(repo) if worktree else open_any(repo)
     if isinstance(source, DirectorySource) and not worktree:
         click.echo(NOTE_PLAIN_DIRECTORY.format(why=why_plain(repo)), err=True)
     commit = source.resolve(rev)
+    refused = refused_trees(source, commit)
+    if refused:  # a tree Git would refuse is not read at all, not even its gitopsq.yaml
+        return [("", Report(commit, None, (), tuple(refused)))], source.display
     names = choose(declared_clusters(source, commit), cluster)
     if single and len(names) > 1:
         raise UsageError(f"{repo} declares {len(names)} clusters in gitopsq.yaml ({', '.join(names)}): choose one "

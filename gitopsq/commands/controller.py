@@ -12,7 +12,8 @@ import click
 @click.command(name="controller")
 @click.option("--repo", default=None, help="Git URL (https, ssh, file) or local path of the queue repository "
                                            "[required unless --admission-only].")
-@click.option("--branch", default="main", show_default=True, help="Branch (or tag) to follow.")
+@click.option("--branch", default="main", show_default=True,
+              help="Branch to follow (refs/heads/NAME; a tag of that name is never followed).")
 @click.option("--cluster", default="", help="Sync only this cluster's revision: a name from gitopsq.yaml's "
                                             "clusters: (docs/fleet.md) ['' = the whole repository, one cluster].")
 @click.option("--interval", default="30s", show_default=True, help="Poll interval (Go duration: 30s, 1m, ...).")

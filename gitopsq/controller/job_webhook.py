@@ -15,6 +15,7 @@ from gitopsq.cluster.apply import KubeRest
 from gitopsq.errors import ClusterError, GitopsqError, UsageError
 from gitopsq.intake.jobs import JobWebhook, JobWebhookOptions
 from gitopsq.manifests.object_rules import QUEUE_NAME_LABEL
+from gitopsq.source.refnames import branch_ref
 from gitopsq.sync.repo_config import job_policies
 from gitopsq.webhook.certs import CertificateKeeper, default_cert_dir, service_hosts
 from gitopsq.webhook.follower import PolicyFollower
@@ -58,7 +59,7 @@ def start_job_webhook(wiring: Any) -> Any:
     if wiring.source is not None:
         source = wiring.source
         path = f"/apis/gitopsq.dev/v1alpha1/namespaces/{f['namespace']}/gitsources/{wiring.source_name()}"
-        follower = PolicyFollower(KubeRest(wiring.api_client), path, source, f["branch"], hook,
+        follower = PolicyFollower(KubeRest(wiring.api_client), path, source, branch_ref(f["branch"]), hook,
                                   load=lambda commit: job_policies(source, commit))
         follower.start(wiring.stopping, min(wiring.poll, 30.0))
     if renewal is not None:

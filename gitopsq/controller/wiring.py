@@ -35,6 +35,7 @@ from gitopsq.forge.note_source import with_notes
 from gitopsq.forge.reviews import approvals_reader
 from gitopsq.metrics import KueueMetrics, SyncMetrics, serve
 from gitopsq.source import open_source
+from gitopsq.source.refnames import branch_ref
 from gitopsq.sync.audit_sink import SyncAuditRecords
 from gitopsq.sync.labels import default_source_name
 from gitopsq.sync.repo_config import audit_config, repo_config
@@ -112,7 +113,7 @@ class Wiring:
         self.cluster = str(f.get("cluster") or "")
         if self.sync_on:
             self.source = open_source(f["repo"], cache_dir=Path(f["cache_dir"]) if f["cache_dir"] else None)
-            check_cluster(self.source, f["branch"], self.cluster)  # an undeclared name: exit 2, names listed
+            check_cluster(self.source, branch_ref(f["branch"]), self.cluster)  # undeclared: exit 2, names listed
         self.elector = LeaderElector(KubeRest(self.api_client), self.lease) if f["leader_elect"] else None
         self.sync_metrics = SyncMetrics(registry, source=f"{f['namespace']}/{self.source_name()}")
         self.kueue_metrics = KueueMetrics(registry, replica_role="follower" if self.elector else "standalone")
@@ -163,7 +164,7 @@ class Wiring:
         if self.audit is not None:
             syncer.audit = SyncAuditRecords(self.audit, self.source, syncer.validated_at, forge=reviews)
 
-        return SyncLoop(syncer, SyncOptions(rev=f["branch"], prune=f["prune"]), interval=self.poll,
+        return SyncLoop(syncer, SyncOptions(rev=branch_ref(f["branch"]), prune=f["prune"]), interval=self.poll,
                         drift_interval=self.drift, on_result=self._on_sync)
 
     def _on_sync(self, result: Any) -> None:
@@ -185,7 +186,7 @@ class Wiring:
 
     def _open_trail(self) -> Any:
         f = self.f
-        config = audit_config(self.source, f["branch"]) if self.source is not None else {}
+        config = audit_config(self.source, branch_ref(f["branch"])) if self.source is not None else {}
         target = f["audit_repo"] or audit_target(config, f["repo"])
         overrides = {"signing_key": f["audit_signing_key"]} if f["audit_signing_key"] else {}
         return AuditTrail.open(target, f["audit_wal_dir"], settings=settings_from_config(config, **overrides))

@@ -72,6 +72,12 @@ def unknown_revision(ref: str, repo: str, why: str = "no branch, tag or commit h
     return UnknownRevisionError(f"unknown revision {ref!r} in {shown}: {redact(why)}", url=shown, ref=ref)
 
 
+def ambiguous_revision(ref: str, repo: str, why: str) -> UnknownRevisionError:
+    """A name that means several refs (gitopsq.source.refnames): refused rather than resolved to one of them."""
+    shown = redact(repo)
+    return UnknownRevisionError(f"ambiguous revision {ref!r} in {shown}: {redact(why)}", url=shown, ref=ref)
+
+
 @contextmanager
 def git_errors(
     action: str, repo: str, *, ref: str | None = None, secrets: Iterable[str | None] = ()

@@ -2,8 +2,9 @@
 
 How a revision is found on a remote (git's own order for ambiguous names):
 1. Ask the remote for its refs (one round trip, no objects).
-2. ``HEAD`` → the branch the remote's HEAD points to; a full ref name → itself; else ``refs/tags/<rev>``, then
-   ``refs/heads/<rev>``.
+2. ``HEAD`` → the branch the remote's HEAD points to; a full ref name → itself; a full commit id → that commit
+   (never a ref); else ``refs/heads/<rev>`` or ``refs/tags/<rev>``, refused when the remote has both
+   (gitopsq.source.refnames).
 3. A matched ref whose object the cache already holds needs no fetch; else that single ref is fetched, with
    ``depth`` while the cache is shallow or empty (never over file://, whose libgit2 transport cannot).
 4. Anything else (a commit id, possibly abbreviated): looked up in the cache, and when absent, every branch and
@@ -28,6 +29,7 @@ from gitopsq.source.cache import HEADS_REFSPEC, locked
 from gitopsq.source.credentials import Credentials, GitCallbacks
 from gitopsq.source.failures import git_errors
 from gitopsq.source.locations import RepoLocation
+from gitopsq.source.refnames import pick_ref
 
 UNSHALLOW = 2_147_483_647  # libgit2's GIT_FETCH_DEPTH_UNSHALLOW
 TAGS_REFSPEC = "+refs/tags/*:refs/tags/*"
@@ -131,17 +133,15 @@ class RemoteMirror:
         return refs, head_target
 
     def find_ref(self, rev: str, refs: dict[str, str], head_target: str | None) -> RemoteRef | None:
+        """The ref ``rev`` names among the advertised ``refs`` (gitopsq.source.refnames); raises AmbiguousRefError."""
         if rev == "HEAD":
             if head_target and head_target in refs:
                 return RemoteRef(head_target, refs[head_target], local_name_for(head_target))
             if "HEAD" in refs:
                 return RemoteRef("HEAD", refs["HEAD"], "refs/gitopsq/HEAD")
             return None
-        candidates = [rev] if rev.startswith("refs/") else [f"refs/tags/{rev}", f"refs/heads/{rev}"]
-        for name in candidates:
-            if name in refs and not name.endswith("^{}"):
-                return RemoteRef(name, refs[name], local_name_for(name))
-        return None
+        name = pick_ref(rev, frozenset(n for n in refs if not n.endswith("^{}")), remote=True)
+        return None if name is None else RemoteRef(name, refs[name], local_name_for(name))
 
     def ensure_ref(self, ref: RemoteRef) -> None:
         """Make the cache hold ``ref``'s object under its local name, fetching it only when missing."""

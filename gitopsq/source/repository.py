@@ -12,10 +12,13 @@ from pygit2.enums import DeltaStatus, DiffFind, FileMode, ObjectType, SortMode
 from gitopsq.errors import SourceError
 from gitopsq.source.commits import commit_info_of
 from gitopsq.source.facts import ChangeStatus, CommitInfo, EntryKind, FileEntry, PathChange
-from gitopsq.source.failures import git_errors, unknown_revision
+from gitopsq.source.failures import ambiguous_revision, git_errors, unknown_revision
 from gitopsq.source.globs import PathFilter
+from gitopsq.source.refnames import AmbiguousRefError, candidates, is_full_commit_id, pick_ref
 from gitopsq.source.remote import FetchStats, RemoteMirror
+from gitopsq.source.tree_rules import TreeProblem, commit_tree_problems, tree_refusal
 
+_GOOD_TREES_KEPT = 200_000  # tree ids found sound (git fsck's tree rules): a tree is checked once, then trusted
 _LISTINGS_KEPT = 16  # memoised listings per source: plan reads two revisions, the controller one at a time
 _HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
 _SUFFIX = re.compile(r"^(?P<base>.+?)(?P<suffix>[~^].*)$")
@@ -44,6 +47,7 @@ class GitSource:
         self.display = display
         self._mirror = mirror
         self._listings: dict[tuple[str, PathFilter], tuple[FileEntry, ...]] = {}
+        self._good_trees: set[bytes] = set()
 
     @property
     def _repo(self) -> pygit2.Repository:
@@ -73,17 +77,42 @@ class GitSource:
 
     def resolve(self, rev: str) -> str:
         """The full commit id ``rev`` names: branch (local or remote-tracking), tag, commit id, ``HEAD``,
-        or any of those followed by ``~N`` / ``^N``. Raises UnknownRevisionError."""
+        or any of those followed by ``~N`` / ``^N`` (gitopsq.source.refnames: a full commit id is always that
+        commit; a name that is both a branch and a tag is refused). Raises UnknownRevisionError."""
         rev = rev.strip()
         if not rev or rev.startswith("-") or any(ch in rev for ch in "\n\r\0 "):
             raise unknown_revision(rev, self.display, "not a valid revision name")
+        suffix_match = _SUFFIX.match(rev)
+        if suffix_match is not None:
+            base = self.resolve(suffix_match.group("base"))
+            self._need_history()
+            return self._revparse(base + suffix_match.group("suffix"), rev)
+        if is_full_commit_id(rev):
+            return self._full_id(rev)
         if self._mirror is None:
             return self._resolve_locally(rev)
         return self._resolve_remote(rev)
 
+    def _full_id(self, rev: str) -> str:
+        """A full commit id names that commit, whatever refs exist; a remote's cache fetches it when missing."""
+        oid = pygit2.Oid(hex=rev)
+        if self._mirror is not None and oid not in self._repo.odb:
+            self._mirror.fetch_everything(rev)
+        if oid not in self._repo.odb:
+            raise unknown_revision(rev, self.display, "no commit has that id")
+        return self._revparse(rev, rev)
+
     def _resolve_locally(self, rev: str) -> str:
+        present = (name for name in candidates(rev, remote=False) if name in self._repo.references)
         try:
-            obj = self._repo.revparse_single(rev)
+            ref = pick_ref(rev, frozenset(present), remote=False)
+        except AmbiguousRefError as err:
+            raise ambiguous_revision(rev, self.display, str(err)) from None
+        return self._revparse(ref or rev, rev)
+
+    def _revparse(self, spec: str, rev: str) -> str:
+        try:
+            obj = self._repo.revparse_single(spec)
         except KeyError:
             raise unknown_revision(rev, self.display) from None
         except pygit2.AmbiguousError:
@@ -103,26 +132,20 @@ class GitSource:
     def _resolve_remote(self, rev: str) -> str:
         mirror = self._mirror
         assert mirror is not None
-        suffix_match = _SUFFIX.match(rev)
-        if suffix_match is not None:
-            base = self._resolve_remote(suffix_match.group("base"))
-            mirror.unshallow()
-            return self._resolve_locally(base + suffix_match.group("suffix"))
-        if len(rev) == 40 and _HEX.match(rev) and pygit2.Oid(hex=rev) in self._repo.odb:
-            return self._resolve_locally(rev)  # an id the cache holds needs no network, even when offline
         refs, head_target = mirror.advertised(rev)
-        ref = mirror.find_ref(rev, refs, head_target)
-        if ref is None and rev.startswith("origin/"):
-            ref = mirror.find_ref(rev.removeprefix("origin/"), refs, head_target)
+        try:
+            ref = mirror.find_ref(rev, refs, head_target)
+        except AmbiguousRefError as err:
+            raise ambiguous_revision(rev, self.display, str(err)) from None
         if ref is not None:
             mirror.ensure_ref(ref)
-            return self._resolve_locally(ref.local_name)
+            return self._revparse(ref.local_name, rev)
         if _HEX.match(rev):
             try:
-                return self._resolve_locally(rev)
+                return self._revparse(rev, rev)
             except SourceError:
                 mirror.fetch_everything(rev)
-            return self._resolve_locally(rev)
+            return self._revparse(rev, rev)
         raise unknown_revision(rev, self.display)
 
     def _commit(self, sha: str) -> pygit2.Commit:
@@ -135,6 +158,29 @@ class GitSource:
         return commit
 
     # -- trees and blobs -----------------------------------------------------------------------------------
+
+    def tree_problems(self, commit: str) -> tuple[TreeProblem, ...]:
+        """What git fsck would refuse in the trees of ``commit`` (gitopsq.source.tree_rules); () when sound."""
+        root = self._commit(commit).tree_id.raw
+        if len(self._good_trees) > _GOOD_TREES_KEPT:
+            self._good_trees.clear()
+        return tuple(commit_tree_problems(self._read_tree, root, self._good_trees))
+
+    def _read_tree(self, oid: bytes) -> bytes:
+        try:
+            kind, data = self._repo.odb.read(pygit2.Oid(raw=oid))
+        except (KeyError, ValueError, pygit2.GitError):
+            raise SourceError(f"tree {pygit2.Oid(raw=oid)} is missing from {self.display}") from None
+        if kind != ObjectType.TREE:
+            raise SourceError(f"object {pygit2.Oid(raw=oid)} in {self.display} is named a directory but is not a tree")
+        return bytes(data)
+
+    def _sound_tree(self, commit: str) -> pygit2.Tree:
+        """The tree of ``commit``, refused with a SourceError naming the first entry Git would refuse."""
+        problems = self.tree_problems(commit)
+        if problems:
+            raise SourceError(tree_refusal(commit, problems[0], len(problems)))
+        return self._commit(commit).tree
 
     def list_files(
         self,
@@ -149,7 +195,7 @@ class GitSource:
         Symbolic links and submodules are never listed. ``suffixes`` None lists every file name.
         """
         path_filter = PathFilter.of(include, exclude, suffixes)
-        tree = self._commit(commit).tree
+        tree = self._sound_tree(commit)
         key = (str(tree.id), path_filter)
         cached = self._listings.get(key)
         if cached is not None:
@@ -204,7 +250,7 @@ class GitSource:
 
     def read_file(self, commit: str, path: str) -> bytes | None:
         """The bytes of ``path`` at ``commit``; None when there is no file (or it is a directory or link)."""
-        tree = self._commit(commit).tree
+        tree = self._sound_tree(commit)
         try:
             entry = tree[path.strip("/")]
         except KeyError:
@@ -241,9 +287,9 @@ class GitSource:
 
         Renames are detected by content similarity (git's default 50 %). Sorted by path, then old path.
         """
-        new_tree = self._commit(new).tree
+        new_tree = self._sound_tree(new)
         with git_errors("compare revisions of", self.display):
-            old_tree = None if old is None else self._commit(old).tree
+            old_tree = None if old is None else self._sound_tree(old)
             diff = new_tree.diff_to_tree(swap=True) if old_tree is None else old_tree.diff_to_tree(new_tree)
             diff.find_similar(flags=DiffFind.FIND_RENAMES)
         changes: list[PathChange] = []

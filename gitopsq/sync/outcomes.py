@@ -1,6 +1,6 @@
 """How a sync pass ends, as values: the GitSource status each outcome writes, the Events that follow it and the
-audit records (applied, rejected, refused by the dry run, suspended, stalled, source unavailable, interrupted,
-rolled back). Nothing here writes: `gitopsq.sync.syncer.Syncer` writes the one `Ending` of a pass in its
+audit records (applied, rejected, refused by the dry run, suspended, stalled, rewound, source unavailable,
+interrupted, rolled back). Nothing here writes: `gitopsq.sync.syncer.Syncer` writes the one `Ending` of a pass in its
 finaliser, whatever way the pass ended."""
 
 from __future__ import annotations
@@ -9,10 +9,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from gitopsq.audit.records import sync_rewind_refused
 from gitopsq.cluster.status import SourceState, build_status, suspended_status
 from gitopsq.errors import SourceError
 from gitopsq.reconcile.inventory import Inventory, InventoryFormatError
 from gitopsq.reconcile.pairing import Plan, inventory_after
+from gitopsq.sync.forward_only import HISTORY_REWOUND
 from gitopsq.sync.health import status_field, summary
 from gitopsq.sync.pass_records import audit_records, drift_message
 from gitopsq.sync.values import SyncOptions, SyncResult, Validated
@@ -89,6 +91,29 @@ def stalled(sha: str, state: SourceState, validated: Validated, err: InventoryFo
     status = build_status(state.status, outcome="rejected", now=now, generation=state.generation,
                           attempted=sha, message=message, reason=INVENTORY_UNREADABLE)
     return result, Ending(state, status, (Notice("SyncFailed", message, warning=True),))
+
+
+def rewound(sha: str, state: SourceState, why: str, options: SyncOptions, *, now: datetime,
+            url: str) -> tuple[SyncResult, Ending | None]:
+    """The head does not descend from the revision applied last (gitopsq.sync.forward_only): nothing applied,
+    Stalled with reason HistoryRewound; the Event and the audit record, naming both revisions, once per head."""
+    applied = state.last_applied or ""
+    message = f"Revision {sha} refused: {why}; revision {applied} stays applied"
+    result = SyncResult("rewound", sha, options.dry_run, error=message)
+    if options.dry_run:
+        return result, None
+    first_time = state.last_rejected != sha
+    rejection = {"revision": sha, "time": _stamp(now) if first_time else
+                 ((state.status or {}).get("lastRejection") or {}).get("time"),
+                 "findings": [{"severity": "error", "code": "history-not-forward", "reason": HISTORY_REWOUND,
+                               "message": why}]}
+    status = build_status(state.status, outcome="rejected", now=now, generation=state.generation, attempted=sha,
+                          rejection=rejection, message=message, reason=HISTORY_REWOUND)
+    if not first_time:
+        return result, Ending(state, status)
+    record = sync_rewind_refused(time=now, source_url=url, revision=sha, applied_revision=applied, message=why)
+    return result, Ending(state, status, (Notice(HISTORY_REWOUND, message, warning=True, if_written=False),),
+                          (record,))
 
 
 def interrupted(state: SourceState, sha: str, error: str, now: datetime) -> Ending:

@@ -19,7 +19,7 @@ _log = logs.get("controller")
 # Outcomes after which polling goes on at the normal interval: the pass reached a final answer. A stalled
 # source waits for a person, so backing off would only delay noticing the repair.
 FINAL_OUTCOMES = ("applied", "unchanged", "rejected", "refused", "health-pending", "unhealthy", "suspended",
-                  "stalled")
+                  "stalled", "rewound")
 HEALTH_TIMEOUT = 120.0  # seconds a new revision's queues have to become healthy before it is reported unhealthy
 
 

@@ -37,6 +37,7 @@ from gitopsq.reconcile.inventory import Inventory, InventoryFormatError
 from gitopsq.reconcile.pairing import Plan, build_plan, inventory_after, key_of_document
 from gitopsq.source.port import Source
 from gitopsq.sync import outcomes
+from gitopsq.sync.forward_only import rewind_refusal
 from gitopsq.sync.health import ObjectHealth, checked, summary, wait_healthy
 from gitopsq.sync.labels import SOURCE_LABEL, source_label_value
 from gitopsq.sync.live_reads import live_for_plan
@@ -122,6 +123,9 @@ class Syncer:
         self.interval = state.interval
         if state.suspended and not options.dry_run:
             return run.end(outcomes.suspended(sha, state, self.clock()))
+        refusal = rewind_refusal(self.source, sha, state.last_applied)  # before validation: it judges against it
+        if refusal is not None:
+            return run.end(outcomes.rewound(sha, state, refusal, options, now=self.clock(), url=self.url))
         validated = within_paths(self._validate(sha, state), state.paths)
         timings["validate"] = time.perf_counter() - started
         if validated.rejected:

@@ -20,11 +20,12 @@ if TYPE_CHECKING:
     from gitopsq.sync.health import ObjectHealth
 
 SyncOutcome = Literal["applied", "unchanged", "rejected", "refused", "failed", "rolled-back", "health-pending",
-                      "unhealthy", "suspended", "stalled"]
+                      "unhealthy", "suspended", "stalled", "rewound"]
 """``refused``: the API server's dry run refused an object, nothing was written; ``rolled-back``: a write failed
 on every attempt and the last good revision was put back; ``health-pending``: applied, queues not healthy yet,
 judged again at the next pass (the controller); ``unhealthy``: applied, but a queue was not healthy within the
 health timeout; ``suspended``: the GitSource's ``spec.suspend`` is true, nothing was applied;
+``rewound``: the head does not descend from the revision applied last (gitopsq.sync.forward_only), nothing applied;
 ``stalled``: the GitSource's inventory cannot be read; the pass wrote Stalled and changed nothing."""
 
 
@@ -66,7 +67,7 @@ class SyncOptions:
 @dataclass(frozen=True, slots=True)
 class SyncResult:
     """What one sync did; ``exit_code`` is what ``gitopsq apply`` returns: 0 applied or unchanged; 1 rejected,
-    refused by the dry run, or suspended (nothing applied); 3 failed, rolled back, unhealthy or stalled."""
+    refused by the dry run, suspended or rewound (nothing applied); 3 failed, rolled back, unhealthy or stalled."""
 
     outcome: SyncOutcome
     revision: str | None
@@ -85,7 +86,7 @@ class SyncResult:
     @property
     def exit_code(self) -> int:
         return {"applied": EXIT_OK, "unchanged": EXIT_OK, "rejected": EXIT_REJECTED, "refused": EXIT_REJECTED,
-                "suspended": EXIT_REJECTED}.get(self.outcome, EXIT_RUNTIME)
+                "suspended": EXIT_REJECTED, "rewound": EXIT_REJECTED}.get(self.outcome, EXIT_RUNTIME)
 
     def to_json(self) -> dict[str, Any]:
         """The stable JSON form of a sync (``gitopsq apply --output json``; docs/sync.md)."""

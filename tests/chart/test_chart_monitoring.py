@@ -73,7 +73,7 @@ def test_the_expected_alerts_ship(helm: Helm) -> None:
     assert names == {
         "GitopsqAdmissionWaitHigh", "GitopsqClusterQueueOverLimit", "GitopsqPreemptionThrash",
         "GitopsqAdmissionBacklog", "GitopsqAdmissionLoopDown", "GitopsqSyncFailing", "GitopsqSyncStalled",
-        "GitopsqRevisionRejected", "GitopsqDriftCorrectedRepeatedly", "GitopsqAuditLagging",
+        "GitopsqRevisionRejected", "GitopsqHistoryRewound", "GitopsqDriftCorrectedRepeatedly", "GitopsqAuditLagging",
         "GitopsqAuditPushFailing"}
 
 
