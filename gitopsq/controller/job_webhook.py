@@ -6,13 +6,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from gitopsq.admission_loop.integrations import Integration, select
 from gitopsq.admission_loop.integrations.ancestry import managed_ancestor
 from gitopsq.admission_loop.integrations.registry import owner_kinds, refusals, spec_label_kinds
 from gitopsq.api.raw_objects import KubeObject
 from gitopsq.cluster.apply import KubeRest
+from gitopsq.controller.port import Log, ServedWebhook, WebhookWiring
 from gitopsq.errors import ClusterError, GitopsqError, UsageError
 from gitopsq.intake.jobs import JobWebhook, JobWebhookOptions
 from gitopsq.manifests.object_rules import QUEUE_NAME_LABEL
@@ -22,7 +23,7 @@ from gitopsq.webhook.follower import PolicyFollower
 from gitopsq.webhook.server import WebhookServer
 
 
-def start_job_webhook(wiring: Any) -> Any:
+def start_job_webhook(wiring: WebhookWiring) -> ServedWebhook:
     """Serve the Job webhook on ``--webhook-addr`` for the controller `Wiring` ``wiring`` (its flags, API client,
     source, stop event and closers); returns the running WebhookServer."""
     f = wiring.f
@@ -93,7 +94,7 @@ class CertificateRenewal:
     """Keeps generated webhook certificates current: every 10 s while something is missing (the webhook
     configuration may be created after the pods), then hourly; a problem is logged when it changes."""
 
-    def __init__(self, keeper: Any, log: Any, stopping: threading.Event) -> None:
+    def __init__(self, keeper: CertificateKeeper, log: Log, stopping: threading.Event) -> None:
         self.keeper = keeper
         self.log = log
         self.stopping = stopping

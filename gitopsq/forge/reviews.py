@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitopsq.forge.port import Approval, Forge
+from gitopsq.manifests.config_model import RepoConfig
+from gitopsq.source.port import Source
 
 MAX_MERGES = 50  # first-parent steps asked about per change: one forge call each (a catch-up sync may span many)
 
@@ -31,7 +33,7 @@ class MergedReview:
     approval: Approval
 
 
-def first_parent_chain(source: Any, base: str | None, revision: str, limit: int = MAX_MERGES) -> list[str]:
+def first_parent_chain(source: Source, base: str | None, revision: str, limit: int = MAX_MERGES) -> list[str]:
     """``revision`` and its first parents down to (not including) ``base``, newest first, at most ``limit``."""
     out: list[str] = []
     sha: str | None = revision
@@ -42,7 +44,7 @@ def first_parent_chain(source: Any, base: str | None, revision: str, limit: int 
     return out
 
 
-def merged_reviews(forge: Forge, source: Any, base: str | None, revision: str) -> list[MergedReview]:
+def merged_reviews(forge: Forge, source: Source, base: str | None, revision: str) -> list[MergedReview]:
     """The forge's standing approvals of the pull requests merged by ``base..revision`` (first parents), each
     with the commit that merged it and the PR number. Raises what the forge client raises (ForgeError)."""
     out: list[MergedReview] = []
@@ -68,7 +70,7 @@ def approvals_reader(forge: Forge) -> Callable[[str], list[dict[str, Any]]]:
     return read
 
 
-def maintainer_logins(config: Any) -> dict[str, tuple[str, str]]:
+def maintainer_logins(config: RepoConfig | None) -> dict[str, tuple[str, str]]:
     """``forgeUser`` (lower case) → (name, email) for every maintainer of ``config`` that names one."""
     out: dict[str, tuple[str, str]] = {}
     for team in getattr(config, "teams", ()) or ():

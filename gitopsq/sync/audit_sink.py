@@ -6,8 +6,9 @@ not depend on these fields."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
+from typing import cast
 
 from gitopsq import logs
 from gitopsq.audit.git_approvals import commit_info
@@ -42,20 +43,21 @@ class SyncAuditRecords:
         self.validated_at = validated_at
         self.forge = forge  # approving reviews of the merged pull requests count too
 
-    def record(self, record: Record) -> None:
+    def record(self, record: Record | Mapping[str, object]) -> None:
         self.sink.record(self.enrich(record))
 
-    def submit(self, record: Record) -> int:
+    def submit(self, record: Record | Mapping[str, object]) -> int:
         return int(self.sink.submit(self.enrich(record)))
 
     def wait_durable(self, ticket: int | None = None, timeout: float | None = None) -> None:
         self.sink.wait_durable(ticket, timeout)
 
-    def enrich(self, record: Record) -> Record:
-        data = record.data
+    def enrich(self, record: Record | Mapping[str, object]) -> Record | Mapping[str, object]:
+        data = record.data if isinstance(record, Record) else record
         if data.get("type") != "sync.attempt" or data.get("commit"):
             return record
-        revision, previous = str(data["revision"]), data.get("previousRevision")
+        # a sync.attempt names its previous revision, or None for a first sync (gitopsq.audit.records)
+        revision, previous = str(data["revision"]), cast("str | None", data.get("previousRevision"))
         extra: dict[str, object] = {}
         try:
             info = self.source.commit_info(revision)

@@ -7,19 +7,20 @@ controller's `LeaderAudit`, an `AuditTrail`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol
 
 from gitopsq.audit.records import Record
 
 
 class AuditRecorder(Protocol):
-    def record(self, record: Record) -> None:
+    def record(self, record: Record | Mapping[str, object]) -> None:
         """Hand ``record`` over; returns once it is durable (the audit trail's WAL)."""
         ...
 
 
 class RecordSink(AuditRecorder, Protocol):
-    def submit(self, record: Record) -> int:
+    def submit(self, record: Record | Mapping[str, object]) -> int:
         """Queue ``record``; a ticket for `wait_durable`."""
         ...
 
