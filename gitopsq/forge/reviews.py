@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from gitopsq.api.raw_objects import JsonValue
 from gitopsq.forge.port import Approval, Forge
 from gitopsq.manifests.config_model import RepoConfig
 from gitopsq.source.port import Source
@@ -55,12 +55,12 @@ def merged_reviews(forge: Forge, source: Source, base: str | None, revision: str
     return out
 
 
-def approvals_reader(forge: Forge) -> Callable[[str], list[dict[str, Any]]]:
+def approvals_reader(forge: Forge) -> Callable[[str], list[dict[str, JsonValue]]]:
     """For validation (gitopsq.trust.commits_for_policy): sha of a forge-signed commit → the standing approvals
     of the pull request it merged, as policies read them (gitopsq.policy.forge_merge); [] when it merged none.
     Raises ForgeError: a sync that cannot ask the forge fails and retries instead of judging without them."""
 
-    def read(sha: str) -> list[dict[str, Any]]:
+    def read(sha: str) -> list[dict[str, JsonValue]]:
         pr = forge.pull_request_of(sha)
         if pr is None:
             return []
@@ -81,11 +81,11 @@ def maintainer_logins(config: RepoConfig | None) -> dict[str, tuple[str, str]]:
     return out
 
 
-def approvals_at_head(forge: Forge, pr: int, head: str) -> tuple[list[dict[str, Any]], list[Approval]]:
+def approvals_at_head(forge: Forge, pr: int, head: str) -> tuple[list[dict[str, JsonValue]], list[Approval]]:
     """A pull request under review (`gitopsq check`/`plan` with forge options): its standing approvals given at
     ``head`` as policies read them (``reviewApprovals``), and the approvals that do not count there — given on an
     older head (a push after the review), or on a commit the forge does not name (GitLab): fail closed."""
-    counted: list[dict[str, Any]] = []
+    counted: list[dict[str, JsonValue]] = []
     stale: list[Approval] = []
     for given in forge.approvals(pr):
         if given.commit != head:
