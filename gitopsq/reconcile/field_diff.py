@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, TypeAlias, TypeGuard
+from typing import Literal, TypeAlias, TypeGuard, cast
 
 from gitopsq.api.raw_objects import JsonMapping, JsonValue
 
@@ -97,7 +97,7 @@ def _named(items: Sequence[Value]) -> dict[str, JsonMapping] | None:
     """The items by name when the list is name-keyed (rule 2), else None."""
     if not items or not all(isinstance(i, Mapping) and isinstance(i.get("name"), str) for i in items):
         return None
-    by_name = {str(i["name"]): i for i in items if isinstance(i, Mapping)}  # every item, as checked above
+    by_name = cast("dict[str, JsonMapping]", {i["name"]: i for i in cast("Sequence[JsonMapping]", items)})
     return by_name if len(by_name) == len(items) else None
 
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, cast
 
 from gitopsq.api.quantity import QuantityError, parse_quantity
-from gitopsq.api.raw_objects import JsonMapping, JsonObject, annotations_of, labels_of, meta
+from gitopsq.api.raw_objects import JsonMapping, JsonObject, meta
 from gitopsq.reconcile.field_diff import ByName, FieldChange, FieldPath, Value
 
 FIELD_MANAGER: Final = "gitopsq"
@@ -38,19 +38,14 @@ FLUX_LABEL_PREFIXES: Final = ("kustomize.toolkit.fluxcd.io/", "helm.toolkit.flux
 QUANTITY_FIELDS: Final = frozenset({"nominalQuota", "borrowingLimit", "lendingLimit", "weight"})
 
 
-def _copy_of(doc: JsonMapping, key: str) -> JsonObject:
-    """``doc[key]`` as a new dict (empty when absent), for editing without touching ``doc``."""
-    found = doc.get(key)
-    return dict(found) if isinstance(found, Mapping) else {}
-
-
 def normalize_live(obj: JsonMapping) -> JsonObject:
     """A live object as a user would have written it: no status, no server-populated metadata."""
     out = {k: v for k, v in obj.items() if k != "status"}
-    metadata = _copy_of(obj, "metadata")
+    # metadata, annotations and labels are JSON objects in any object the API server or validation let through
+    metadata = dict(cast(JsonMapping, obj.get("metadata") or {}))
     for key in SERVER_METADATA:
         metadata.pop(key, None)
-    annotations: JsonObject = {k: v for k, v in _copy_of(metadata, "annotations").items()
+    annotations: JsonObject = {k: v for k, v in cast(JsonMapping, metadata.get("annotations") or {}).items()
                                if k not in SERVER_ANNOTATIONS}
     if annotations:
         metadata["annotations"] = annotations
@@ -68,8 +63,9 @@ def _is_foreign_label(key: str) -> bool:
 
 def foreign_manager(obj: Mapping[str, object]) -> str | None:
     """Which other tool tracks this object, as a sentence naming the marker, or None."""
-    annotations = annotations_of(obj)
-    labels = labels_of(obj)
+    about = meta(obj)
+    annotations = about.get("annotations") or {}
+    labels = about.get("labels") or {}
     if ARGO_TRACKING_ANNOTATION in annotations:
         return f"Argo CD tracks it ({ARGO_TRACKING_ANNOTATION}={annotations[ARGO_TRACKING_ANNOTATION]})"
     if ARGO_INSTANCE_LABEL in labels:
@@ -83,13 +79,13 @@ def foreign_manager(obj: Mapping[str, object]) -> str | None:
 def strip_foreign_markers(doc: JsonMapping) -> tuple[JsonObject, tuple[str, ...]]:
     """``doc`` without another tool's tracking markers, and the markers dropped (sorted)."""
     out = dict(doc)
-    metadata = _copy_of(doc, "metadata")
+    metadata = dict(cast(JsonMapping, doc.get("metadata") or {}))
     dropped: list[str] = []
-    annotations = _copy_of(metadata, "annotations")
+    annotations = dict(cast(JsonMapping, metadata.get("annotations") or {}))
     if ARGO_TRACKING_ANNOTATION in annotations:
         del annotations[ARGO_TRACKING_ANNOTATION]
         dropped.append(f"annotation {ARGO_TRACKING_ANNOTATION}")
-    labels = _copy_of(metadata, "labels")
+    labels = dict(cast(JsonMapping, metadata.get("labels") or {}))
     for key in sorted(labels):
         if _is_foreign_label(key):
             del labels[key]
@@ -151,18 +147,12 @@ def owned_fields(obj: Mapping[str, object], manager: str = FIELD_MANAGER) -> Own
         if entry.get("manager") != manager or entry.get("operation") != "Apply" or entry.get("subresource"):
             continue
         applied = True
-        _walk_fields((), _fields_of(entry), leaves, every)
+        _walk_fields((), cast(JsonMapping, entry.get("fieldsV1") or {}), leaves, every)
     return OwnedFields(frozenset(leaves), frozenset(every), applied)
 
 
-def _fields_of(entry: JsonMapping) -> JsonMapping:
-    """A managedFields entry's ``fieldsV1`` (FieldsV1: nested mappings of ``f:``/``k:``/``v:`` steps)."""
-    found = entry.get("fieldsV1")
-    return found if isinstance(found, Mapping) else {}
-
-
 def _walk_fields(path: FieldPath, node: JsonMapping, leaves: set[FieldPath], every: set[FieldPath]) -> None:
-    for raw, child in node.items():
+    for raw, value in node.items():
         if raw == ".":
             continue
         prefix, _, rest = raw.partition(":")
@@ -177,7 +167,8 @@ def _walk_fields(path: FieldPath, node: JsonMapping, leaves: set[FieldPath], eve
         else:
             continue
         every.add(step)
-        if not child or not isinstance(child, Mapping) or set(child) == {"."}:  # FieldsV1 nests only objects
+        child = cast(JsonMapping, value)  # FieldsV1 nests only objects: ``f:``/``k:``/``v:`` steps down to ``{}``
+        if not child or set(child) == {"."}:
             leaves.add(step)
         else:
             _walk_fields(step, child, leaves, every)
@@ -209,7 +200,7 @@ def drift_managers(live: Mapping[str, object], changes: Iterable[FieldChange]) -
             continue
         leaves: set[FieldPath] = set()
         every: set[FieldPath] = set()
-        _walk_fields((), _fields_of(entry), leaves, every)
+        _walk_fields((), cast(JsonMapping, entry.get("fieldsV1") or {}), leaves, every)
         owned = OwnedFields(frozenset(leaves), frozenset(every))
         if any(owned.owns(p) for p in paths):
             found.append((str(entry.get("time") or ""), name))

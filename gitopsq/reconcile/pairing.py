@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Final, Literal, cast
 
 from gitopsq.api.model import KINDS, ObjectKey
 from gitopsq.api.raw_objects import JsonMapping, JsonObject, annotations_of
@@ -111,8 +111,7 @@ def key_of_document(doc: JsonMapping) -> ObjectKey:
     api_version = api_version_of(doc)
     group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
     kind = str(doc.get("kind", ""))
-    found = doc.get("metadata")
-    meta: JsonMapping = found if isinstance(found, Mapping) else {}
+    meta = cast(JsonMapping, doc.get("metadata") or {})
     namespaced = KINDS.get(kind, (group, True))[1]
     namespace = str(meta.get("namespace") or "") if namespaced else ""
     return ObjectKey(group=group, kind=kind, namespace=namespace, name=str(meta.get("name", "")))
@@ -229,10 +228,8 @@ def _apply_action(key: ObjectKey, body: JsonMapping, dropped: tuple[str, ...], *
 def _with_labels(doc: JsonObject, labels: Mapping[str, str] | None) -> JsonObject:
     if not labels:
         return doc
-    found = doc.get("metadata")
-    meta = dict(found) if isinstance(found, Mapping) else {}
-    had = meta.get("labels")
-    meta["labels"] = {**(had if isinstance(had, Mapping) else {}), **labels}
+    meta = dict(cast(JsonMapping, doc.get("metadata") or {}))
+    meta["labels"] = {**cast(JsonMapping, meta.get("labels") or {}), **labels}
     return {**doc, "metadata": meta}
 
 
