@@ -18,13 +18,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import groupby
-from typing import Any, Final
+from typing import Final, TypeAlias, cast
 
 import orjson
 from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
 from gitopsq.api.model import ObjectKey
+from gitopsq.api.raw_objects import JsonObject, JsonValue, children, meta, text
 from gitopsq.cluster.kinds import kind_of
 from gitopsq.cluster.kube import ClusterConflict, ClusterNotFound, ClusterUnavailable, api_errors
 from gitopsq.errors import ClusterError
@@ -34,6 +35,9 @@ from gitopsq.reconcile.pairing import ApplyAction, Plan, PruneAction
 
 APPLY_CONTENT_TYPE: Final = "application/apply-patch+yaml"
 NOT_LEADER: Final = "not written: this replica is no longer the leader"
+# What a request sends: an object (or patch document), a JSON patch's list of operations, or nothing;
+# every mapping will do (a TypedDict shape too): the client serialises it as it is.
+RequestBody: TypeAlias = Mapping[str, object] | Sequence[Mapping[str, object]] | None
 
 
 def collection_path(group: str, version: str, kind: str, namespace: str = "") -> str:
@@ -80,9 +84,11 @@ class KubeRest:
         self.retries = 0  # requests repeated because the server was unavailable (reported by syncs)
         self._lock = threading.Lock()
 
-    def request(self, method: str, path: str, *, query: Sequence[tuple[str, str]] = (), body: Any = None,
-                content_type: str = "application/json", obj: str | None = None, retry: bool = True) -> Any:
-        """One request; the decoded JSON answer. Raises the kube.py ClusterError subclasses."""
+    def request(self, method: str, path: str, *, query: Sequence[tuple[str, str]] = (), body: RequestBody = None,
+                content_type: str = "application/json", obj: str | None = None, retry: bool = True) -> JsonValue:
+        """One request; the decoded JSON answer (None for an empty body): the caller names its shape (a `cast`
+        to a raw_objects or api shape, or the `child`/`text` accessors). Raises the kube.py ClusterError
+        subclasses."""
         delays = iter(self.backoff.delays()) if retry else iter(())
         while True:
             try:
@@ -95,8 +101,8 @@ class KubeRest:
                     self.retries += 1
                 self._sleep(max(delay, min(err.retry_after or 0.0, self.backoff.maximum)))
 
-    def _once(self, method: str, path: str, *, query: Sequence[tuple[str, str]], body: Any, content_type: str,
-              obj: str | None) -> Any:
+    def _once(self, method: str, path: str, *, query: Sequence[tuple[str, str]], body: RequestBody,
+              content_type: str, obj: str | None) -> JsonValue:
         headers = {"Accept": "application/json", "Content-Type": content_type}
         with api_errors(obj=obj):
             request = self.api_client.param_serialize(method, path, query_params=list(query) or None,
@@ -106,11 +112,11 @@ class KubeRest:
             response.read()  # type: ignore[no-untyped-call]
             if not 200 <= response.status <= 299:
                 raise ApiException(http_resp=response)
-            return orjson.loads(response.data) if response.data else None
+            return cast(JsonValue, orjson.loads(response.data)) if response.data else None
 
-    def list_all(self, path: str, *, page: int = 2000, selector: str | None = None) -> list[dict[str, Any]]:
+    def list_all(self, path: str, *, page: int = 2000, selector: str | None = None) -> list[JsonObject]:
         """Every item of a collection (matching the label ``selector``), following ``continue`` tokens."""
-        items: list[dict[str, Any]] = []
+        items: list[JsonObject] = []
         token = ""
         while True:
             # resourceVersion=0: served from the API server's watch cache, not etcd; a LIST may then be a moment
@@ -118,14 +124,14 @@ class KubeRest:
             query = [("limit", str(page)), ("resourceVersion", "0")] + ([("continue", token)] if token else []) + \
                 ([("labelSelector", selector)] if selector else [])
             answer = self.request("GET", path, query=query)
-            items.extend(answer.get("items") or [])
-            token = (answer.get("metadata") or {}).get("continue") or ""
+            items.extend(children(answer, "items"))
+            token = text(answer, "metadata", "continue")
             if not token:
                 return items
 
 
 def read_live(rest: KubeRest, keys: Iterable[tuple[ObjectKey, str]], *, selector: str | None = None,
-              get_limit: int = 200) -> dict[ObjectKey, dict[str, Any] | None]:
+              get_limit: int = 200) -> dict[ObjectKey, JsonObject | None]:
     """The live object for each (key, version), None when absent: LISTs per kind, not one GET per object.
 
     With ``selector`` (gitopsq's source label) a LIST returns only this source's objects, so the cost follows
@@ -136,7 +142,7 @@ def read_live(rest: KubeRest, keys: Iterable[tuple[ObjectKey, str]], *, selector
     wanted: dict[tuple[str, str, str], set[ObjectKey]] = {}
     for key, version in keys:
         wanted.setdefault((key.group, key.kind, version), set()).add(key)
-    out: dict[ObjectKey, dict[str, Any] | None] = {}
+    out: dict[ObjectKey, JsonObject | None] = {}
     for (group, kind, version), members in sorted(wanted.items()):
         path = collection_path(group, version, kind)
         found = _list_members(rest, path, group=group, version=version, kind=kind, members=members,
@@ -155,15 +161,15 @@ def read_live(rest: KubeRest, keys: Iterable[tuple[ObjectKey, str]], *, selector
 
 
 def _list_members(rest: KubeRest, path: str, *, group: str, version: str, kind: str, members: set[ObjectKey],
-                  selector: str | None) -> dict[ObjectKey, dict[str, Any] | None]:
+                  selector: str | None) -> dict[ObjectKey, JsonObject | None]:
     try:
         items = rest.list_all(path, selector=selector)
     except ClusterNotFound:
         items = []
-    found: dict[ObjectKey, dict[str, Any] | None] = {}
+    found: dict[ObjectKey, JsonObject | None] = {}
     for item in items:
-        meta = item.get("metadata") or {}
-        key = ObjectKey(group=group, kind=kind, namespace=meta.get("namespace") or "", name=meta.get("name", ""))
+        about = meta(item)
+        key = ObjectKey(group=group, kind=kind, namespace=about.get("namespace") or "", name=about.get("name", ""))
         if key in members:
             item.setdefault("apiVersion", f"{group}/{version}" if group else version)
             item.setdefault("kind", kind)
@@ -171,12 +177,12 @@ def _list_members(rest: KubeRest, path: str, *, group: str, version: str, kind: 
     return found
 
 
-def read_objects(rest: KubeRest, keys: Iterable[tuple[ObjectKey, str]]) -> dict[ObjectKey, dict[str, Any] | None]:
+def read_objects(rest: KubeRest, keys: Iterable[tuple[ObjectKey, str]]) -> dict[ObjectKey, JsonObject | None]:
     """The live object for each (key, version) by one GET each: cheaper than LISTs for a handful of keys."""
-    out: dict[ObjectKey, dict[str, Any] | None] = {}
+    out: dict[ObjectKey, JsonObject | None] = {}
     for key, version in keys:
         try:
-            obj: dict[str, Any] = rest.request("GET", object_path(key, version), obj=str(key))
+            obj = cast(JsonObject, rest.request("GET", object_path(key, version), obj=str(key)))
             obj.setdefault("apiVersion", f"{key.group}/{version}" if key.group else version)
             obj.setdefault("kind", key.kind)
             out[key] = obj
@@ -194,7 +200,7 @@ class Failure:
     reason: str
     conflict: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {"object": str(self.key), "operation": self.operation, "reason": self.reason,
                 "conflict": self.conflict}
 
@@ -210,7 +216,7 @@ class Execution:
     not_attempted: tuple[ObjectKey, ...] = ()  # prunes held back because an apply failed
     unverified: tuple[ObjectKey, ...] = ()  # dry run: the namespace is created by the same plan, so unchecked
     retries: int = 0
-    live_after: Mapping[ObjectKey, Mapping[str, Any]] = field(default_factory=dict, compare=False)
+    live_after: Mapping[ObjectKey, JsonObject] = field(default_factory=dict, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -235,11 +241,11 @@ class Executor:
         retries_before = self.rest.retries
         applied: list[ObjectKey] = []
         failed: list[Failure] = []
-        live_after: dict[ObjectKey, Mapping[str, Any]] = {}
+        live_after: dict[ObjectKey, JsonObject] = {}
         unverified: list[ObjectKey] = []
         new_namespaces = {a.key.name for a in plan.applies if a.key.kind == "Namespace" and a.reason == "create"}
 
-        def one(action: ApplyAction) -> tuple[ApplyAction, dict[str, Any] | None, Failure | None, bool]:
+        def one(action: ApplyAction) -> tuple[ApplyAction, JsonObject | None, Failure | None, bool]:
             if not self.may_write():
                 return action, None, Failure(action.key, "apply", NOT_LEADER), False
             try:
@@ -285,17 +291,16 @@ class Executor:
         return Execution(dry_run, tuple(applied), tuple(pruned), tuple(failed), tuple(held), tuple(unverified),
                          self.rest.retries - retries_before, live_after)
 
-    def apply(self, action: ApplyAction, *, dry_run: bool = False) -> dict[str, Any]:
+    def apply(self, action: ApplyAction, *, dry_run: bool = False) -> JsonObject:
         version = action.api_version.rsplit("/", 1)[-1]
         query = [("fieldManager", self.field_manager)]
         if action.force:
             query.append(("force", "true"))
         if dry_run:
             query.append(("dryRun", "All"))
-        answer: dict[str, Any] = self.rest.request("PATCH", object_path(action.key, version), query=query,
-                                                   body=dict(action.body), content_type=APPLY_CONTENT_TYPE,
-                                                   obj=str(action.key))
-        return answer
+        answer = self.rest.request("PATCH", object_path(action.key, version), query=query, body=dict(action.body),
+                                   content_type=APPLY_CONTENT_TYPE, obj=str(action.key))
+        return cast(JsonObject, answer)  # an apply answers with the object as it now is
 
     def prune(self, action: PruneAction, *, dry_run: bool = False) -> None:
         version = action.api_version.rsplit("/", 1)[-1]

@@ -13,11 +13,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from importlib import resources
-from typing import Any
+from typing import Protocol, cast
 
 import yaml
 from kubernetes import client as k8s_client
 
+from gitopsq.cluster.edge_objects import CustomResourceDefinition
 from gitopsq.cluster.kube import ClusterNotFound, ClusterUnavailable, api_errors
 
 FIELD_MANAGER = "gitopsq"
@@ -57,17 +58,17 @@ class CrdReport:
         return tuple(o for o in self.outcomes if o.action is CrdAction.FOREIGN_KEPT)
 
 
-def bundled_crds() -> list[dict[str, Any]]:
+def bundled_crds() -> list[CustomResourceDefinition]:
     """The CRDs shipped in gitopsq/data/crds, sorted by name (stable order for output and tests)."""
     folder = resources.files("gitopsq").joinpath("data", "crds")
-    documents: list[dict[str, Any]] = []
+    documents: list[CustomResourceDefinition] = []
     for entry in folder.iterdir():
         if entry.name.endswith(".yaml"):
             documents.extend(d for d in yaml.safe_load_all(entry.read_text(encoding="utf-8")) if d)
     return sorted(documents, key=lambda d: str(d["metadata"]["name"]))
 
 
-def is_gitopsq_managed(crd: dict[str, Any]) -> bool:
+def is_gitopsq_managed(crd: CustomResourceDefinition) -> bool:
     """True for a CRD that gitopsq installed: our label, or only gitopsq among its field managers."""
     metadata = crd.get("metadata") or {}
     if (metadata.get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY_VALUE:
@@ -79,11 +80,11 @@ def is_gitopsq_managed(crd: dict[str, Any]) -> bool:
     return managers == {FIELD_MANAGER}
 
 
-def served_versions(crd: dict[str, Any]) -> list[str]:
+def served_versions(crd: CustomResourceDefinition) -> list[str]:
     return [str(v["name"]) for v in (crd.get("spec") or {}).get("versions") or [] if v.get("served")]
 
 
-def _is_established(crd: dict[str, Any]) -> bool:
+def _is_established(crd: CustomResourceDefinition) -> bool:
     conditions = (crd.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
@@ -94,7 +95,7 @@ class CrdClient:
     def __init__(self, api_client: k8s_client.ApiClient) -> None:
         self._api = k8s_client.ApiextensionsV1Api(api_client)
 
-    def read(self, name: str) -> dict[str, Any] | None:
+    def read(self, name: str) -> CustomResourceDefinition | None:
         try:
             with api_errors(obj=f"CustomResourceDefinition/{name}"):
                 response = self._api.read_custom_resource_definition(name, _preload_content=False)
@@ -102,12 +103,12 @@ class CrdClient:
             return None
         return _json(response)
 
-    def apply(self, crd: dict[str, Any], *, dry_run: bool) -> dict[str, Any]:
+    def apply(self, crd: CustomResourceDefinition, *, dry_run: bool) -> CustomResourceDefinition:
         name = str(crd["metadata"]["name"])
         with api_errors(obj=f"CustomResourceDefinition/{name}"):
             response = self._api.patch_custom_resource_definition(
                 name,
-                crd,
+                dict(crd),
                 field_manager=FIELD_MANAGER,
                 force=True,  # only ever called for CRDs that are ours
                 dry_run="All" if dry_run else None,
@@ -117,16 +118,20 @@ class CrdClient:
         return _json(response)
 
 
-def _json(response: Any) -> dict[str, Any]:
-    parsed: dict[str, Any] = json.loads(response.data)
-    return parsed
+class _RawResponse(Protocol):
+    data: bytes
+
+
+def _json(response: object) -> CustomResourceDefinition:
+    # the client's stubs name the model it would build, but ``_preload_content=False`` hands back the raw response
+    return cast(CustomResourceDefinition, json.loads(cast(_RawResponse, response).data))
 
 
 def install_crds(
     api_client: k8s_client.ApiClient,
     *,
     dry_run: bool = False,
-    crds: Sequence[dict[str, Any]] | None = None,
+    crds: Sequence[CustomResourceDefinition] | None = None,
     timeout: float = ESTABLISH_TIMEOUT_SECONDS,
 ) -> CrdReport:
     """Server-side apply our CRDs (field manager ``gitopsq``), skip foreign ones, and wait for Established."""
@@ -152,7 +157,7 @@ def install_crds(
     return CrdReport(tuple(outcomes))
 
 
-def _same(applied: dict[str, Any], live: dict[str, Any], *, dry_run: bool) -> bool:
+def _same(applied: CustomResourceDefinition, live: CustomResourceDefinition, *, dry_run: bool) -> bool:
     if not dry_run:  # a real apply that changed nothing keeps the resourceVersion
         return bool(applied["metadata"].get("resourceVersion") == live["metadata"].get("resourceVersion"))
     # a server-side dry run returns the would-be object without a new resourceVersion: compare content
@@ -163,7 +168,7 @@ def _same(applied: dict[str, Any], live: dict[str, Any], *, dry_run: bool) -> bo
     )
 
 
-def _foreign_note(live: dict[str, Any]) -> str:
+def _foreign_note(live: CustomResourceDefinition) -> str:
     group = (live.get("spec") or {}).get("group")
     versions = served_versions(live)
     if group == KUEUE_GROUP and REQUIRED_KUEUE_VERSION not in versions:

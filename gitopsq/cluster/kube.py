@@ -17,7 +17,7 @@ import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import cast
 
 import urllib3
 from kubernetes import client as k8s_client
@@ -25,6 +25,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
+from gitopsq.api.raw_objects import Status
 from gitopsq.errors import ClusterError
 
 
@@ -79,7 +80,7 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None) -
         raise ClusterUnavailable(f"cannot load kubeconfig {where}: {err}") from err
 
 
-def _status_body(err: ApiException) -> dict[str, Any]:
+def _status_body(err: ApiException) -> Status:
     body = err.body
     if isinstance(body, bytes):
         body = body.decode("utf-8", errors="replace")
@@ -89,7 +90,7 @@ def _status_body(err: ApiException) -> dict[str, Any]:
         parsed = json.loads(body)
     except ValueError:
         return {}
-    return parsed if isinstance(parsed, dict) else {}
+    return cast(Status, parsed) if isinstance(parsed, dict) else {}
 
 
 def _retry_after(err: ApiException) -> float | None:

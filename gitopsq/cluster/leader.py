@@ -20,10 +20,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import cast
 
 from gitopsq import logs
-from gitopsq.cluster.apply import KubeRest
+from gitopsq.cluster.apply import KubeRest, RequestBody
+from gitopsq.cluster.edge_objects import Lease, LeaseSpec
 from gitopsq.cluster.kube import ClusterConflict, ClusterForbidden, ClusterNotFound
 from gitopsq.errors import ClusterError
 
@@ -96,7 +97,7 @@ class LeaderElector:
         except ClusterNotFound:
             return self._create(now)
         self.last_contact = now
-        spec = lease.get("spec") or {}
+        spec: LeaseSpec = lease.get("spec") or {}
         version = lease["metadata"]["resourceVersion"]
         if self._observed is None or self._observed[0] != version:
             self._observed = (version, now)
@@ -105,14 +106,14 @@ class LeaderElector:
         mine = holder == self.config.identity
         if holder and not mine and now - self._observed[1] < duration:
             return False
-        new_spec = dict(spec)
+        new_spec = spec.copy()
         stamp = _micro_time(self._wall())
         if not mine:
             new_spec["acquireTime"] = stamp
             new_spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + (1 if holder else 0)
-        new_spec.update(holderIdentity=self.config.identity, renewTime=stamp,
-                        leaseDurationSeconds=int(self.config.lease_duration))
-        body = {**lease, "spec": new_spec}
+        new_spec.update({"holderIdentity": self.config.identity, "renewTime": stamp,
+                         "leaseDurationSeconds": int(self.config.lease_duration)})
+        body: Lease = {**lease, "spec": new_spec}
         try:
             updated = self._request("PUT", self._path, body=body)
         except ClusterConflict:
@@ -122,7 +123,7 @@ class LeaderElector:
 
     def _create(self, now: float) -> bool:
         stamp = _micro_time(self._wall())
-        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        body: Lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                 "metadata": {"name": self.config.name, "namespace": self.config.namespace},
                 "spec": {"holderIdentity": self.config.identity, "acquireTime": stamp, "renewTime": stamp,
                          "leaseDurationSeconds": int(self.config.lease_duration), "leaseTransitions": 0}}
@@ -134,7 +135,7 @@ class LeaderElector:
         self._won(created, now, acquired=True)
         return True
 
-    def _won(self, lease: dict[str, Any], now: float, *, acquired: bool) -> None:
+    def _won(self, lease: Lease, now: float, *, acquired: bool) -> None:
         self._observed = (lease["metadata"]["resourceVersion"], now)
         self.last_contact = now
         with self._lock:
@@ -152,19 +153,18 @@ class LeaderElector:
             return
         try:
             lease = self._request("GET", self._path)
-            spec = lease.get("spec") or {}
+            spec: LeaseSpec = lease.get("spec") or {}
             if spec.get("holderIdentity") != self.config.identity:
                 return
-            spec.update(holderIdentity="", leaseDurationSeconds=1, renewTime=_micro_time(self._wall()))
+            spec.update({"holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": _micro_time(self._wall())})
             self._request("PUT", self._path, body={**lease, "spec": spec})
             _log.info("released lease", lease=self.config.name)
         except ClusterError as err:
             _log.warning("could not release lease; it expires on its own", error=str(err))
 
-    def _request(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
-        answer: dict[str, Any] = self.rest.request(method, path, body=body, obj=f"Lease/{self.config.name}",
-                                                   retry=False)
-        return answer
+    def _request(self, method: str, path: str, body: RequestBody = None) -> Lease:
+        answer = self.rest.request(method, path, body=body, obj=f"Lease/{self.config.name}", retry=False)
+        return cast(Lease, answer)
 
     def ensure_namespace(self) -> None:
         """Create the Lease's namespace if missing; 403 is fine (least-privilege RBAC may only read namespaces,

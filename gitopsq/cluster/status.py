@@ -20,9 +20,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, Literal
+from typing import Final, Literal, cast
 
+from gitopsq.api.git_source import GitSource, GitSourceSpec, GitSourceStatus, InventoryField, Rejection
+from gitopsq.api.raw_objects import Condition, KubeObject
 from gitopsq.cluster.apply import APPLY_CONTENT_TYPE, KubeRest
+from gitopsq.cluster.edge_objects import Event, EventList
 from gitopsq.cluster.kinds import GIT_SOURCE
 from gitopsq.cluster.kube import ClusterNotFound
 from gitopsq.errors import ClusterError
@@ -65,8 +68,8 @@ class SourceState:
     exists: bool
     generation: int = 0
     uid: str = ""
-    status: Mapping[str, Any] | None = None
-    spec: Mapping[str, Any] | None = None
+    status: GitSourceStatus | None = None
+    spec: GitSourceSpec | None = None
     labels: Mapping[str, str] | None = None
 
     @property
@@ -105,36 +108,38 @@ def parse_interval(text: str) -> float | None:
     return seconds or None
 
 
-def suspended_status(previous: Mapping[str, Any] | None, *, now: datetime, message: str) -> dict[str, Any]:
+def suspended_status(previous: GitSourceStatus | None, *, now: datetime, message: str) -> GitSourceStatus:
     """The status while ``spec.suspend`` is true: the other conditions as they were, plus ``Suspended=True``."""
-    prev = dict(previous or {})
+    prev = cast(GitSourceStatus, dict(previous or {}))
     kept = [c for c in prev.get("conditions") or [] if c.get("type") != "Suspended"]
-    before: Mapping[str, Any] = next((c for c in prev.get("conditions") or [] if c.get("type") == "Suspended"), {})
-    cond = {"type": "Suspended", "status": "True", "reason": "Suspended", "message": message[:32000],
-            "lastTransitionTime": before.get("lastTransitionTime") or _time(now)}
-    return {**prev, "conditions": [*kept, cond]}
+    before: Condition = next((c for c in prev.get("conditions") or [] if c.get("type") == "Suspended"),
+                            Condition())
+    cond: Condition = {"type": "Suspended", "status": "True", "reason": "Suspended", "message": message[:32000],
+                       "lastTransitionTime": before.get("lastTransitionTime") or _time(now)}
+    out: GitSourceStatus = {**prev, "conditions": [*kept, cond]}
+    return out
 
 
 def _time(now: datetime) -> str:
     return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def build_status(previous: Mapping[str, Any] | None, *, outcome: Outcome, now: datetime, generation: int,
+def build_status(previous: GitSourceStatus | None, *, outcome: Outcome, now: datetime, generation: int,
                  message: str, reason: str | None = None, attempted: str | None = None,
-                 applied: str | None = None, rejection: Mapping[str, Any] | None = None,
-                 inventory: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                 applied: str | None = None, rejection: Rejection | None = None,
+                 inventory: InventoryField | None = None) -> GitSourceStatus:
     """The next status from the previous one and an outcome. Fields not given keep their previous value;
     a condition keeps its lastTransitionTime while its status does not change."""
-    prev = dict(previous or {})
+    prev = cast(GitSourceStatus, dict(previous or {}))
     ready, default_reason, reconciling, stalled = _CONDITIONS[outcome]
     old = {c.get("type"): c for c in prev.get("conditions") or []}
     final = outcome in ("applied", "unchanged", "rejected", "refused", "unhealthy")
 
-    def condition(kind: str, status: str, why: str) -> dict[str, Any]:
-        before = old.get(kind) or {}
+    def condition(kind: str, status: str, why: str) -> Condition:
+        before: Condition = old.get(kind) or {}
         since = before.get("lastTransitionTime") if before.get("status") == status else None
-        cond = {"type": kind, "status": status, "reason": why, "message": message[:32000],
-                "lastTransitionTime": since or _time(now)}
+        cond: Condition = {"type": kind, "status": status, "reason": why, "message": message[:32000],
+                           "lastTransitionTime": since or _time(now)}
         if final:
             cond["observedGeneration"] = generation
         elif "observedGeneration" in before:
@@ -148,18 +153,23 @@ def build_status(previous: Mapping[str, Any] | None, *, outcome: Outcome, now: d
                                     else "Progressing"))
     if stalled:
         conditions.append(condition("Stalled", "True", why))
-    out = {k: v for k, v in prev.items() if k != "conditions"}
+    out = prev  # a copy of the previous status
+    out.pop("conditions", None)
     out["conditions"] = conditions
     if final:
         out["observedGeneration"] = generation
-    for key, value in (("lastAttemptedRevision", attempted), ("lastAppliedRevision", applied),
-                       ("lastRejection", rejection), ("inventory", inventory)):
-        if value is not None:
-            out[key] = value
+    if attempted is not None:
+        out["lastAttemptedRevision"] = attempted
+    if applied is not None:
+        out["lastAppliedRevision"] = applied
+    if rejection is not None:
+        out["lastRejection"] = rejection
+    if inventory is not None:
+        out["inventory"] = inventory
     return out
 
 
-def _comparable(status: Mapping[str, Any] | None) -> Any:
+def _comparable(status: GitSourceStatus | None) -> dict[str, object] | None:
     """A status without transition times, to decide whether a write is needed."""
     if not status:
         return None
@@ -182,7 +192,7 @@ class StatusStore:
 
     def read(self) -> SourceState:
         try:
-            obj = self.rest.request("GET", self._path, obj=f"GitSource/{self.ref}")
+            obj = cast(GitSource, self.rest.request("GET", self._path, obj=f"GitSource/{self.ref}"))
         except ClusterNotFound:
             return SourceState(exists=False)
         meta = obj.get("metadata") or {}
@@ -195,11 +205,11 @@ class StatusStore:
 
     def ensure(self, *, url: str, ref: str, prune: bool) -> SourceState:
         """Create (or re-apply) the GitSource spec, creating its namespace when missing."""
-        ns_body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.ref.namespace}}
+        ns_body: KubeObject = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.ref.namespace}}
         self.rest.request("PATCH", f"/api/v1/namespaces/{self.ref.namespace}", body=ns_body,
                           query=[("fieldManager", FIELD_MANAGER)], content_type=APPLY_CONTENT_TYPE,
                           obj=f"Namespace/{self.ref.namespace}")
-        body = {"apiVersion": API_VERSION, "kind": "GitSource",
+        body: GitSource = {"apiVersion": API_VERSION, "kind": "GitSource",
                 "metadata": {"name": self.ref.name, "namespace": self.ref.namespace,
                              "labels": {"app.kubernetes.io/managed-by": "gitopsq", **self._labels}},
                 "spec": {"url": url, "ref": ref, "prune": prune}}
@@ -207,7 +217,7 @@ class StatusStore:
                           query=[("fieldManager", FIELD_MANAGER), ("force", "true")], obj=f"GitSource/{self.ref}")
         return self.read()
 
-    def write(self, state: SourceState, status: dict[str, Any]) -> bool:
+    def write(self, state: SourceState, status: GitSourceStatus) -> bool:
         """Write ``status`` unless it equals the current one (times aside); True when written.
 
         A JSON merge patch of the top-level fields that changed: the inventory (thousands of entries) is sent
@@ -227,7 +237,7 @@ class StatusStore:
         """A core/v1 Event on the GitSource; failing to record one never fails a sync."""
         now = self.clock()
         stamp = f"{now.timestamp():.6f}".replace(".", "")
-        body = {
+        body: Event = {
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"name": f"{self.ref.name}.{int(stamp):x}", "namespace": self.ref.namespace,
                          "labels": dict(self._labels)},
@@ -242,8 +252,8 @@ class StatusStore:
             self.rest.request("POST", f"/api/v1/namespaces/{self.ref.namespace}/events", body=body,
                               obj=f"Event/{reason}", retry=False)
 
-    def events(self) -> Sequence[dict[str, Any]]:
+    def events(self) -> Sequence[Event]:
         """The Events recorded about this GitSource, oldest first (for tests and `gitopsq apply` output)."""
-        answer = self.rest.request("GET", f"/api/v1/namespaces/{self.ref.namespace}/events",
-                                   query=[("fieldSelector", f"involvedObject.name={self.ref.name}")])
+        answer = cast(EventList, self.rest.request("GET", f"/api/v1/namespaces/{self.ref.namespace}/events",
+                                   query=[("fieldSelector", f"involvedObject.name={self.ref.name}")]))
         return sorted(answer.get("items") or [], key=lambda e: (e.get("lastTimestamp") or "", e["metadata"]["name"]))

@@ -93,6 +93,7 @@ def cluster_workloads(kubeconfig: str) -> tuple[CurrentWorkload, ...]:
     """Every unfinished, active Workload of the cluster, with its admission (ClusterError when unreachable)."""
     # Imported on use for CLI start-up time: the Kubernetes client only with --cluster.
     from gitopsq.admission_loop.live_workload import ADMITTED, EVICTING, PENDING, read_workload
+    from gitopsq.api.raw_objects import child, children, text
     from gitopsq.cluster.apply import Backoff, KubeRest
     from gitopsq.cluster.kube import load_api_client
 
@@ -101,9 +102,9 @@ def cluster_workloads(kubeconfig: str) -> tuple[CurrentWorkload, ...]:
     token = ""
     while True:
         query = [("limit", "5000"), *([("continue", token)] if token else [])]
-        page = rest.request("GET", WORKLOADS_PATH, query=query, obj="workloads") or {}
-        items.extend(page.get("items") or ())
-        token = (page.get("metadata") or {}).get("continue") or ""
+        page = child(rest.request("GET", WORKLOADS_PATH, query=query, obj="workloads"))
+        items.extend(children(page, "items"))
+        token = text(page, "metadata", "continue")
         if not token:
             break
     out = []

@@ -10,8 +10,7 @@ With the implicit cluster ``""`` nothing changes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.metrics_core import Metric
@@ -23,11 +22,11 @@ from gitopsq.controller.forge_status import DEFAULT_CONTEXT
 CLUSTER_LABEL = "cluster"
 
 
-def named_record(record: Any, cluster: str) -> Any:
+def named_record(record: Record | Mapping[str, object], cluster: str) -> Record | Mapping[str, object]:
     """``record`` with ``cluster`` set and its id made specific to the cluster (unchanged for ``""``)."""
     if not cluster:
         return record
-    data = dict(getattr(record, "data", record))
+    data = dict(record.data if isinstance(record, Record) else record)
     if data.get("cluster") == cluster:
         return record
     data["cluster"] = cluster

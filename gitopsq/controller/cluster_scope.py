@@ -15,10 +15,8 @@ syncs only cluster NAME's revision of the repository, the objects under that clu
 
 from __future__ import annotations
 
-from typing import Any
-
 from gitopsq.errors import GitopsqError, UsageError
-from gitopsq.manifests.config_model import CONFIG_PATH
+from gitopsq.manifests.config_model import CONFIG_PATH, RepoConfig
 from gitopsq.source.port import Source
 from gitopsq.sync.repo_config import repo_config
 from gitopsq.sync.revision_validation import check_pipeline_validator
@@ -29,7 +27,7 @@ UNDECLARED = "cluster-undeclared"
 REQUIRED = "cluster-required"
 
 
-def declared_clusters(config: Any) -> tuple[str, ...]:
+def declared_clusters(config: RepoConfig | None) -> tuple[str, ...]:
     """The names ``clusters:`` declares (empty for a configuration without it, or one that did not parse)."""
     names = getattr(config, "cluster_names", None)
     return tuple(names()) if callable(names) else ()

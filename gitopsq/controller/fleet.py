@@ -17,8 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import cast
 
+from gitopsq.api.git_source import GitSource, GitSourceList, GitSourceSpec, GitSourceStatus
+from gitopsq.api.raw_objects import Condition, JsonMapping, child, children, meta, text
 from gitopsq.cluster.apply import Backoff, KubeRest, read_live
 from gitopsq.cluster.kinds import GIT_SOURCE, LOCAL_QUEUE, WORKLOAD
 from gitopsq.cluster.kube import ClusterNotFound, load_api_client
@@ -27,6 +29,7 @@ from gitopsq.errors import GitopsqError
 from gitopsq.manifests import check_revision
 from gitopsq.reconcile.inventory import Inventory, InventoryFormatError
 from gitopsq.reconcile.pairing import build_plan, key_of_document
+from gitopsq.source.port import Source
 from gitopsq.sync.labels import SOURCE_LABEL, source_label_value
 from gitopsq.sync.revision_validation import from_report, within_paths
 from gitopsq.sync.whole import keys_of
@@ -85,7 +88,7 @@ class ClusterView:
         return ",".join(named) or self.target.context or self.target.label
 
 
-SourceOpener = Callable[[str], Any]
+SourceOpener = Callable[[str], Source]
 
 
 def targets(kubeconfigs: Sequence[str], contexts: Sequence[str]) -> list[Target]:
@@ -113,7 +116,8 @@ def read_cluster(target: Target, *, repo: str | None, open_source: SourceOpener,
             return ClusterView(target, False, f"{api_client.configuration.host} does not answer as a Kubernetes "
                                               "API server (no /version)")
         try:
-            listed = rest.request("GET", GIT_SOURCE.collection_path(), obj="GitSources", retry=False)
+            listed = cast(GitSourceList, rest.request("GET", GIT_SOURCE.collection_path(), obj="GitSources",
+                                                      retry=False))
         except ClusterNotFound:
             listed = {"items": []}  # gitopsq's CRD is not installed: nothing synced here
         sources = tuple(_source_view(rest, item, repo=repo, open_source=open_source, drift=drift)
@@ -125,17 +129,17 @@ def read_cluster(target: Target, *, repo: str | None, open_source: SourceOpener,
         api_client.close()  # type: ignore[no-untyped-call]
 
 
-def _name_of(item: Mapping[str, Any]) -> tuple[str, str]:
-    meta = item.get("metadata") or {}
-    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+def _name_of(item: Mapping[str, object]) -> tuple[str, str]:
+    about = meta(item)
+    return str(about.get("namespace") or ""), str(about.get("name") or "")
 
 
-def _source_view(rest: KubeRest, item: Mapping[str, Any], *, repo: str | None, open_source: SourceOpener,
+def _source_view(rest: KubeRest, item: GitSource, *, repo: str | None, open_source: SourceOpener,
                  drift: bool) -> SourceView:
-    meta, spec, status = item.get("metadata") or {}, item.get("spec") or {}, item.get("status") or {}
-    ready: Mapping[str, Any] = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+    about, spec, status = item.get("metadata") or {}, item.get("spec") or {}, item.get("status") or {}
+    ready: Condition = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), Condition())
     namespace, name = _name_of(item)
-    view = SourceView(namespace, name, str((meta.get("labels") or {}).get(CLUSTER_LABEL) or ""),
+    view = SourceView(namespace, name, str((about.get("labels") or {}).get(CLUSTER_LABEL) or ""),
                       str(spec.get("url") or ""), status.get("lastAppliedRevision"),
                       status.get("lastAttemptedRevision"), str(ready.get("status") or ""),
                       str(ready.get("reason") or ""), str(ready.get("message") or ""))
@@ -148,8 +152,8 @@ def _source_view(rest: KubeRest, item: Mapping[str, Any], *, repo: str | None, o
     return replace(view, drift=found)
 
 
-def drift_of(rest: KubeRest, view: SourceView, spec: Mapping[str, Any], status: Mapping[str, Any],
-             source: Any) -> tuple[tuple[str, str], ...]:
+def drift_of(rest: KubeRest, view: SourceView, spec: GitSourceSpec, status: GitSourceStatus,
+             source: Source) -> tuple[tuple[str, str], ...]:
     """The objects where the cluster differs from the cluster's view of the applied revision."""
     assert view.applied is not None
     # The objects only: the revision was judged (trust, policies) when it was applied.
@@ -170,23 +174,23 @@ def drift_of(rest: KubeRest, view: SourceView, spec: Mapping[str, Any], status: 
 def _queues(rest: KubeRest) -> tuple[QueueView, ...]:
     """Pending Workloads per LocalQueue (every LocalQueue, with 0 when none wait)."""
     try:
-        queues = rest.request("GET", LOCAL_QUEUE.collection_path(), obj="LocalQueues").get("items") or []
-        workloads = rest.request("GET", WORKLOAD.collection_path(), obj="Workloads").get("items") or []
+        queues = children(rest.request("GET", LOCAL_QUEUE.collection_path(), obj="LocalQueues"), "items")
+        workloads = children(rest.request("GET", WORKLOAD.collection_path(), obj="Workloads"), "items")
     except ClusterNotFound:  # Kueue's CRDs are not installed
         return ()
     pending: dict[tuple[str, str], int] = {}
     for wl in workloads:
         if _waiting(wl):
-            where = (str((wl.get("metadata") or {}).get("namespace") or ""),
-                     str((wl.get("spec") or {}).get("queueName") or ""))
+            where = (str(meta(wl).get("namespace") or ""), text(wl, "spec", "queueName"))
             pending[where] = pending.get(where, 0) + 1
-    out = {(ns, n): QueueView(ns, n, str((q.get("spec") or {}).get("clusterQueue") or ""), pending.get((ns, n), 0))
+    out = {(ns, n): QueueView(ns, n, text(q, "spec", "clusterQueue"), pending.get((ns, n), 0))
            for q in queues for ns, n in [_name_of(q)]}
     for (ns, n), count in pending.items():  # a Workload naming a LocalQueue that does not exist still waits
         out.setdefault((ns, n), QueueView(ns, n, "", count))
     return tuple(out[k] for k in sorted(out))
 
 
-def _waiting(workload: Mapping[str, Any]) -> bool:
-    conditions = {c.get("type"): c.get("status") for c in (workload.get("status") or {}).get("conditions") or []}
+def _waiting(workload: JsonMapping) -> bool:
+    conditions = {c.get("type"): c.get("status")
+                  for c in cast("list[Condition]", child(workload, "status").get("conditions") or [])}
     return conditions.get("QuotaReserved") != "True" and conditions.get("Finished") != "True"

@@ -8,7 +8,6 @@ has drift, or its drift could not be read; 3 some cluster could not be reached o
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from gitopsq.controller.fleet import ClusterView, SourceView
 from gitopsq.errors import EXIT_OK, EXIT_REJECTED, EXIT_RUNTIME
@@ -32,7 +31,7 @@ def _drift_cell(source: SourceView) -> str:
     return "-" if source.drift is None else str(len(source.drift))
 
 
-def to_json(views: Sequence[ClusterView]) -> dict[str, Any]:
+def to_json(views: Sequence[ClusterView]) -> dict[str, object]:
     return {"clusters": [{
         "cluster": v.name, "kubeconfig": v.target.kubeconfig, "context": v.target.context,
         "reachable": v.reachable, "error": v.error or None,

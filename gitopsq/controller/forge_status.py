@@ -15,16 +15,17 @@ import queue
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import cast
 
 from prometheus_client import CollectorRegistry, Counter
 
 from gitopsq import logs
-from gitopsq.forge.notify import DriftRepeats, Event, Notifier
+from gitopsq.forge.notify import DriftRepeats, Event, Kind, Notifier
 from gitopsq.forge.port import Forge, State
-from gitopsq.sync.values import Validated, Validator
+from gitopsq.source.port import Source
+from gitopsq.sync.values import SyncResult, Validated, Validator
 
 DEFAULT_CONTEXT = "gitopsq/sync"
 _REMEMBERED = 256  # revisions whose last posted state is kept (bounded memory)
@@ -63,13 +64,13 @@ class ForgeReporter:
     def validator(self, inner: Validator) -> Validator:
         """``inner`` with a ``pending`` status posted before each revision it validates."""
 
-        def validate(source: Any, commit: str, previous: str | None) -> Validated:
+        def validate(source: Source, commit: str, previous: str | None) -> Validated:
             self.status(commit, "pending", "validating this revision")
             return inner(source, commit, previous)
 
         return validate
 
-    def observe(self, result: Any) -> None:
+    def observe(self, result: SyncResult | str) -> None:
         """One sync pass's result (a SyncResult, or the outcome word when the pass raised)."""
         sha = getattr(result, "revision", None)
         outcome = getattr(result, "outcome", result)
@@ -82,7 +83,8 @@ class ForgeReporter:
                         "applied to the cluster")
             self._drift(result, sha)
         elif outcome == "rejected":
-            why = _first_error(result.validated) or str(result.error or "rejected")
+            rejected = cast(SyncResult, result)  # a bare outcome word has no revision: it returned above
+            why = _first_error(rejected.validated) or str(rejected.error or "rejected")
             self.status(sha, "failure", f"rejected: {why}")
             if sha not in self._rejected_told:
                 self._rejected_told.add(sha)
@@ -134,7 +136,7 @@ class ForgeReporter:
                 self.outcomes.labels("sent").inc()
                 _log.info("commit status set", revision=sha, state=state, forge=self.forge.name)
 
-    def _drift(self, result: Any, sha: str) -> None:
+    def _drift(self, result: SyncResult | str, sha: str) -> None:
         plan = getattr(result, "plan", None)
         drifted = tuple(getattr(plan, "drifted", ()) or ()) if plan is not None else ()
         now = self.clock()
@@ -144,7 +146,7 @@ class ForgeReporter:
                              f"{self.drift.threshold} times within {int(self.drift.window)} s", sha,
                              {"object": str(key)})
 
-    def _notify(self, kind: Any, summary: str, sha: str | None, details: dict[str, Any] | None = None) -> None:
+    def _notify(self, kind: Kind, summary: str, sha: str | None, details: Mapping[str, str] | None = None) -> None:
         if self.notifier is None:
             return
         at = datetime.fromtimestamp(self.clock(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -162,7 +164,7 @@ def _first_error(validated: Validated | None) -> str:
     return ""
 
 
-def _failed_objects(result: Any) -> str:
+def _failed_objects(result: SyncResult | str) -> str:
     execution = getattr(result, "execution", None)
     failed = getattr(execution, "failed", ()) if execution is not None else ()
     return "; ".join(f"{f.key}: {f.reason}" for f in failed)

@@ -4,14 +4,16 @@ a Secret, renewed hourly), the HTTPS server, and the repository policies it foll
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from gitopsq.admission_loop.integrations import Integration, select
 from gitopsq.admission_loop.integrations.ancestry import managed_ancestor
 from gitopsq.admission_loop.integrations.registry import owner_kinds, refusals, spec_label_kinds
+from gitopsq.api.raw_objects import KubeObject
 from gitopsq.cluster.apply import KubeRest
+from gitopsq.controller.port import Log, ServedWebhook, WebhookWiring
 from gitopsq.errors import ClusterError, GitopsqError, UsageError
 from gitopsq.intake.jobs import JobWebhook, JobWebhookOptions
 from gitopsq.manifests.object_rules import QUEUE_NAME_LABEL
@@ -22,7 +24,7 @@ from gitopsq.webhook.follower import PolicyFollower
 from gitopsq.webhook.server import WebhookServer
 
 
-def start_job_webhook(wiring: Any) -> Any:
+def start_job_webhook(wiring: WebhookWiring) -> ServedWebhook:
     """Serve the Job webhook on ``--webhook-addr`` for the controller `Wiring` ``wiring`` (its flags, API client,
     source, stop event and closers); returns the running WebhookServer."""
     f = wiring.f
@@ -69,21 +71,21 @@ def start_job_webhook(wiring: Any) -> Any:
     return server
 
 
-def ancestor_walk(rest: KubeRest, running: tuple[Integration, ...]) -> Callable[[Mapping[str, Any]], bool]:
+def ancestor_walk(rest: KubeRest, running: tuple[Integration, ...]) -> Callable[[KubeObject], bool]:
     """Whether a job has a managed ancestor (ancestry.py), each owner read from the API server. An owner that
     cannot be read counts as not managed: the job is then suspended and waits for the loop (fail closed)."""
     kinds = {(i.group, i.kind): i for i in running}
 
-    def lookup(group: str, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+    def lookup(group: str, kind: str, namespace: str, name: str) -> KubeObject | None:
         integration = kinds.get((group, kind))
         if integration is None:
             return None
         try:
-            found: Mapping[str, Any] = rest.request("GET", f"{integration.collection_path(namespace)}/{name}",
-                                                    obj=f"{kind}/{namespace}/{name}", retry=False)
+            found = rest.request("GET", f"{integration.collection_path(namespace)}/{name}",
+                                 obj=f"{kind}/{namespace}/{name}", retry=False)
         except ClusterError:  # not found, refused, unreachable
             return None
-        return found
+        return cast(KubeObject, found)
 
     return lambda job: bool((job.get("metadata") or {}).get("ownerReferences")) and \
         managed_ancestor(job, lookup, QUEUE_NAME_LABEL) is not None
@@ -93,7 +95,7 @@ class CertificateRenewal:
     """Keeps generated webhook certificates current: every 10 s while something is missing (the webhook
     configuration may be created after the pods), then hourly; a problem is logged when it changes."""
 
-    def __init__(self, keeper: Any, log: Any, stopping: threading.Event) -> None:
+    def __init__(self, keeper: CertificateKeeper, log: Log, stopping: threading.Event) -> None:
         self.keeper = keeper
         self.log = log
         self.stopping = stopping

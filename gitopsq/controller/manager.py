@@ -20,11 +20,12 @@ import re
 import threading
 import traceback
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from gitopsq import logs
 from gitopsq.cluster.apply import Backoff
 from gitopsq.cluster.leader import LeaderElector
+from gitopsq.metrics import KueueMetrics
 
 _log = logs.get("controller")
 
@@ -147,7 +148,7 @@ class Controller:
 class RoleHook:
     """Sets the ``replica_role`` label of the Kueue metrics to ``leader`` / ``follower``."""
 
-    def __init__(self, metrics: Any) -> None:
+    def __init__(self, metrics: KueueMetrics) -> None:
         self.metrics = metrics
 
     def lead(self) -> None:
@@ -162,7 +163,7 @@ class WakingRunnable:
     ``changed`` event for up to ``resync`` seconds): setting ``wake`` when ``stop`` is set makes it stop at
     once, so a replica that loses the Lease or receives SIGTERM releases it without waiting a resync."""
 
-    def __init__(self, inner: Any, wake: Callable[[], threading.Event]) -> None:
+    def __init__(self, inner: Runnable, wake: Callable[[], threading.Event]) -> None:
         self.inner = inner
         self.name = str(inner.name)
         self._wake = wake

@@ -9,7 +9,9 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from prometheus_client import GC_COLLECTOR, PLATFORM_COLLECTOR, PROCESS_COLLECTOR, CollectorRegistry
@@ -30,18 +32,20 @@ from gitopsq.controller.heap import HeapKeeper
 from gitopsq.controller.job_webhook import start_job_webhook
 from gitopsq.controller.leader_audit import LeaderAudit
 from gitopsq.controller.manager import Controller, LeadershipHook, RoleHook, Runnable, WakingRunnable, parse_duration
+from gitopsq.controller.port import ServedWebhook
 from gitopsq.errors import GitopsqError, UsageError
 from gitopsq.forge.note_source import with_notes
 from gitopsq.forge.reviews import approvals_reader
 from gitopsq.metrics import KueueMetrics, SyncMetrics, serve
 from gitopsq.source import open_source
+from gitopsq.source.port import HistorySource
 from gitopsq.source.refnames import branch_ref
 from gitopsq.sync.audit_sink import SyncAuditRecords
 from gitopsq.sync.labels import default_source_name
 from gitopsq.sync.repo_config import audit_config, repo_config
 from gitopsq.sync.runnable import SyncLoop
 from gitopsq.sync.syncer import Syncer
-from gitopsq.sync.values import SyncOptions
+from gitopsq.sync.values import SyncOptions, SyncResult
 from gitopsq.webhook.push import GitWebhook, read_secret
 
 _log = logs.get("controller")
@@ -86,7 +90,7 @@ class Wiring:
         self.stopping = threading.Event()
         HeapKeeper().start(self.stopping)  # the collector kept off the caches (controller/heap.py)
         self.api_client = load_api_client(f["kubeconfig"], f["context"])
-        self.closers: list[Any] = []
+        self.closers: list[Callable[[], object]] = []
         try:
             self._build()
             self._serve()
@@ -109,7 +113,7 @@ class Wiring:
         registry = self.registry = CollectorRegistry()
         for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
             registry.register(collector)
-        self.source: Any = None
+        self.source: HistorySource | None = None
         self.cluster = str(f.get("cluster") or "")
         if self.sync_on:
             self.source = open_source(f["repo"], cache_dir=Path(f["cache_dir"]) if f["cache_dir"] else None)
@@ -123,17 +127,18 @@ class Wiring:
             self.audit = LeaderAudit(self._open_trail, self.cluster)
             hooks.append(self.audit)
         runnables: list[Runnable] = []
-        self.loop: Any = None
-        if self.sync_on:
-            self.loop = self._sync_loop()
+        self.loop: SyncLoop | None = None
+        if self.sync_on and self.source is not None:
+            self.loop = self._sync_loop(self.source)
             runnables.append(self.loop)
-        self.admission: Any = None
+        self.admission: AdmissionLoop | None = None
         self.configured_revision: str | None = None  # whose gitopsq.yaml `admission` block the loop follows
         if self.admission_on:
-            self.admission = AdmissionLoop(self.api_client, LoopOptions(qps=f["qps"], burst=f["burst"],
-                                                                        integrations=self.integrations),
-                                           metrics=self.kueue_metrics, audit=self.audit)
-            runnables.append(WakingRunnable(self.admission, lambda: self.admission.cache.changed))
+            admission = self.admission = AdmissionLoop(self.api_client,
+                                                       LoopOptions(qps=f["qps"], burst=f["burst"],
+                                                                   integrations=self.integrations),
+                                                       metrics=self.kueue_metrics, audit=self.audit)
+            runnables.append(WakingRunnable(admission, lambda: admission.cache.changed))
             if self.loop is not None:
                 try:
                     self._configure_admission(self.loop.syncer.store.read().last_applied)
@@ -152,22 +157,22 @@ class Wiring:
     def source_name(self) -> str:
         return str(self.f["source_name"] or (default_source_name(self.f["repo"]) if self.f["repo"] else ""))
 
-    def _sync_loop(self) -> Any:
+    def _sync_loop(self, source: HistorySource) -> SyncLoop:
         f = self.f
-        self.reporter = forge_reporter(f, self.source.display, self.registry)
+        self.reporter = forge_reporter(f, source.display, self.registry)
         self.closers.append(self.reporter.close)
         # the forge's reviews (read once per merge for validation and the record), backed by signed notes
-        reviews = with_notes(self.reporter.forge, self.source)
-        syncer = Syncer(self.source, KubeRest(self.api_client), SourceRef(f["namespace"], self.source_name()),
-                        url=self.source.display, cluster=self.cluster,
+        reviews = with_notes(self.reporter.forge, source)
+        syncer = Syncer(source, KubeRest(self.api_client), SourceRef(f["namespace"], self.source_name()),
+                        url=source.display, cluster=self.cluster,
                         validator=self.reporter.validator(cluster_validator(self.cluster, approvals_reader(reviews))))
         if self.audit is not None:
-            syncer.audit = SyncAuditRecords(self.audit, self.source, syncer.validated_at, forge=reviews)
+            syncer.audit = SyncAuditRecords(self.audit, source, syncer.validated_at, forge=reviews)
 
         return SyncLoop(syncer, SyncOptions(rev=branch_ref(f["branch"]), prune=f["prune"]), interval=self.poll,
                         drift_interval=self.drift, on_result=self._on_sync)
 
-    def _on_sync(self, result: Any) -> None:
+    def _on_sync(self, result: SyncResult | str) -> None:
         self.sync_metrics.observe(result)
         self.reporter.observe(result)  # commit status and notifications: queued, never waited for
         if getattr(result, "outcome", None) in ("applied", "unchanged"):
@@ -176,7 +181,7 @@ class Wiring:
     def _configure_admission(self, revision: str | None) -> None:
         """The admission loop follows gitopsq.yaml's ``admission`` block of the applied revision (read at start
         from the GitSource's lastAppliedRevision, then after every sync that applies a new one)."""
-        if self.admission is None or not revision or revision == self.configured_revision:
+        if self.admission is None or self.source is None or not revision or revision == self.configured_revision:
             return
         config = repo_config(self.source, revision)
         if config is None:  # the sync never applies a revision whose gitopsq.yaml does not parse
@@ -184,7 +189,7 @@ class Wiring:
         self.configured_revision = revision
         self.admission.configure(config.admission)
 
-    def _open_trail(self) -> Any:
+    def _open_trail(self) -> AuditTrail:
         f = self.f
         config = audit_config(self.source, branch_ref(f["branch"])) if self.source is not None else {}
         target = f["audit_repo"] or audit_target(config, f["repo"])
@@ -209,7 +214,7 @@ class Wiring:
 
     def _serve(self) -> None:
         f = self.f
-        self.webhook = start_job_webhook(self) if f["webhook_addr"] else None
+        self.webhook: ServedWebhook | None = start_job_webhook(self) if f["webhook_addr"] else None
         secret = read_secret(f["webhook_secret_file"]) if f["webhook_secret_file"] else None
         git_hook = GitWebhook(secret, self.loop.trigger, branch=f["branch"]) if self.loop is not None else None
         try:
@@ -219,7 +224,7 @@ class Wiring:
         http.start()
         self.closers.append(http.close)
 
-        def on_signal(signum: int, _: Any) -> None:
+        def on_signal(signum: int, _: FrameType | None) -> None:
             self.log.info("shutting down", signal=signal.Signals(signum).name)
             self.controller.stop()
 

@@ -13,7 +13,7 @@ papered over. An unverifiable note counts for nothing and is logged with its rea
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
 
 from gitopsq import logs
 from gitopsq.forge.http import ForgeError
@@ -22,6 +22,7 @@ from gitopsq.forge.port import Approval, Comment, Forge, State, Status
 from gitopsq.manifests.config import parse_config
 from gitopsq.manifests.config_model import CONFIG_PATH
 from gitopsq.manifests.keyfiles import revision_reader
+from gitopsq.source.port import Source
 
 _log = logs.get("controller")
 MAX_KEPT = 256  # verdicts and forge answers kept per process (a merged commit's note and PR never change)
@@ -33,7 +34,7 @@ class NoteApprovals:
 
     name = "note"
 
-    def __init__(self, source: Any) -> None:
+    def __init__(self, source: Source) -> None:
         self.source = source
         self._verdicts: dict[str, NoteVerdict] = {}
         self._by_pr: dict[int, NoteVerdict] = {}
@@ -89,7 +90,7 @@ class NoteApprovals:
 class ForgeThenNotes:
     """The forge's reviews, and the signed notes when the forge cannot be reached."""
 
-    def __init__(self, forge: Forge, notes: NoteApprovals, clock: Any = time.monotonic) -> None:
+    def __init__(self, forge: Forge, notes: NoteApprovals, clock: Callable[[], float] = time.monotonic) -> None:
         self.forge = forge
         self.notes = notes
         self.name = forge.name
@@ -144,7 +145,7 @@ class ForgeThenNotes:
         return self.forge.upsert_comment(pr, marker, body)
 
 
-def with_notes(forge: Forge | None, source: Any) -> Any:
+def with_notes(forge: Forge | None, source: Source) -> Forge:
     """What the sync asks about merges: the forge backed by the notes, or the notes alone without a forge."""
     notes = NoteApprovals(source)
     return notes if forge is None else ForgeThenNotes(forge, notes)
@@ -154,7 +155,7 @@ def _unreachable(err: ForgeError) -> bool:
     return err.status is None or err.status >= 500 or err.status == 429
 
 
-def trusted_recorders(source: Any, sha: str) -> dict[str, list[str]]:
+def trusted_recorders(source: Source, sha: str) -> dict[str, list[str]]:
     """name → SSH public keys of the recorders the trusted gitopsq.yaml for ``sha`` (its first parent's) lists."""
     try:
         parents = source.commit_info(sha).parents
@@ -167,7 +168,8 @@ def trusted_recorders(source: Any, sha: str) -> dict[str, list[str]]:
     return recorder_keys(parse_config(data, read_file=revision_reader(source, base)).config)
 
 
-def _read_note(source: Any, sha: str) -> bytes | None:
+def _read_note(source: Source, sha: str) -> bytes | None:
+    # a Git source holds notes; other sources (a plain directory) have none to read
     reader = getattr(source, "read_note", None)
     if reader is None:
         return None

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from gitopsq.api.raw_objects import JsonValue
 from gitopsq.forge.port import Approval, Forge
+from gitopsq.manifests.config_model import RepoConfig
+from gitopsq.source.port import Source
 
 MAX_MERGES = 50  # first-parent steps asked about per change: one forge call each (a catch-up sync may span many)
 
@@ -31,7 +33,7 @@ class MergedReview:
     approval: Approval
 
 
-def first_parent_chain(source: Any, base: str | None, revision: str, limit: int = MAX_MERGES) -> list[str]:
+def first_parent_chain(source: Source, base: str | None, revision: str, limit: int = MAX_MERGES) -> list[str]:
     """``revision`` and its first parents down to (not including) ``base``, newest first, at most ``limit``."""
     out: list[str] = []
     sha: str | None = revision
@@ -42,7 +44,7 @@ def first_parent_chain(source: Any, base: str | None, revision: str, limit: int 
     return out
 
 
-def merged_reviews(forge: Forge, source: Any, base: str | None, revision: str) -> list[MergedReview]:
+def merged_reviews(forge: Forge, source: Source, base: str | None, revision: str) -> list[MergedReview]:
     """The forge's standing approvals of the pull requests merged by ``base..revision`` (first parents), each
     with the commit that merged it and the PR number. Raises what the forge client raises (ForgeError)."""
     out: list[MergedReview] = []
@@ -53,12 +55,12 @@ def merged_reviews(forge: Forge, source: Any, base: str | None, revision: str) -
     return out
 
 
-def approvals_reader(forge: Forge) -> Callable[[str], list[dict[str, Any]]]:
+def approvals_reader(forge: Forge) -> Callable[[str], list[dict[str, JsonValue]]]:
     """For validation (gitopsq.trust.commits_for_policy): sha of a forge-signed commit → the standing approvals
     of the pull request it merged, as policies read them (gitopsq.policy.forge_merge); [] when it merged none.
     Raises ForgeError: a sync that cannot ask the forge fails and retries instead of judging without them."""
 
-    def read(sha: str) -> list[dict[str, Any]]:
+    def read(sha: str) -> list[dict[str, JsonValue]]:
         pr = forge.pull_request_of(sha)
         if pr is None:
             return []
@@ -68,7 +70,7 @@ def approvals_reader(forge: Forge) -> Callable[[str], list[dict[str, Any]]]:
     return read
 
 
-def maintainer_logins(config: Any) -> dict[str, tuple[str, str]]:
+def maintainer_logins(config: RepoConfig | None) -> dict[str, tuple[str, str]]:
     """``forgeUser`` (lower case) → (name, email) for every maintainer of ``config`` that names one."""
     out: dict[str, tuple[str, str]] = {}
     for team in getattr(config, "teams", ()) or ():
@@ -79,11 +81,11 @@ def maintainer_logins(config: Any) -> dict[str, tuple[str, str]]:
     return out
 
 
-def approvals_at_head(forge: Forge, pr: int, head: str) -> tuple[list[dict[str, Any]], list[Approval]]:
+def approvals_at_head(forge: Forge, pr: int, head: str) -> tuple[list[dict[str, JsonValue]], list[Approval]]:
     """A pull request under review (`gitopsq check`/`plan` with forge options): its standing approvals given at
     ``head`` as policies read them (``reviewApprovals``), and the approvals that do not count there — given on an
     older head (a push after the review), or on a commit the forge does not name (GitLab): fail closed."""
-    counted: list[dict[str, Any]] = []
+    counted: list[dict[str, JsonValue]] = []
     stale: list[Approval] = []
     for given in forge.approvals(pr):
         if given.commit != head:

@@ -26,8 +26,10 @@ import base64
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 
+from gitopsq.api.raw_objects import KubeObject
+from gitopsq.intake.admission_review import AdmissionRequest, AdmissionResponse, AdmissionReview, PatchOperation
 from gitopsq.intake.pods import pod_patch
 from gitopsq.manifests.object_rules import QUEUE_NAME_LABEL as QUEUE_LABEL
 from gitopsq.policy import Change, ObjectKey, Operation, Policy, PolicyInput, evaluate
@@ -44,14 +46,14 @@ class JobWebhookOptions:
     spec_label_kinds: frozenset[tuple[str, str]] = frozenset()
     # (group, kind) -> why a queued job of that kind is refused (an integration's ``refusals``, e.g. a RayJob
     # with autoscaling); kinds not here are refused by nothing but the checks above
-    refusals: Mapping[tuple[str, str], Callable[[Mapping[str, Any]], list[str]]] = field(default_factory=dict)
+    refusals: Mapping[tuple[str, str], Callable[[KubeObject], list[str]]] = field(default_factory=dict)
     # whether a job has a managed ancestor, walking the whole owner chain (the controller wires the API reads)
-    managed_ancestor: Callable[[Mapping[str, Any]], bool] | None = None
+    managed_ancestor: Callable[[KubeObject], bool] | None = None
 
 
-def _answer(uid: str, allowed: bool, *, message: str = "", patch: list[dict[str, Any]] | None = None,
-            warnings: Sequence[str] = ()) -> dict[str, Any]:
-    response: dict[str, Any] = {"uid": uid, "allowed": allowed}
+def _answer(uid: str, allowed: bool, *, message: str = "", patch: Sequence[PatchOperation] | None = None,
+            warnings: Sequence[str] = ()) -> AdmissionReview:
+    response: AdmissionResponse = {"uid": uid, "allowed": allowed}
     if not allowed:
         response["status"] = {"code": 403, "reason": "Forbidden", "message": message}
     if patch:
@@ -62,6 +64,11 @@ def _answer(uid: str, allowed: bool, *, message: str = "", patch: list[dict[str,
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
 
 
+def _request_of(review: Mapping[str, object]) -> AdmissionRequest:
+    """The request of a decoded AdmissionReview (KeyError without one: the server answers such a review 400)."""
+    return cast(AdmissionReview, review)["request"]
+
+
 class JobWebhook:
     """Decides AdmissionReviews for batch/v1 Jobs (no I/O: gitopsq.webhook.server feeds it). `mutate` is where a
     queued Job is created suspended, `validate` where a Job admission request is allowed or refused."""
@@ -69,7 +76,7 @@ class JobWebhook:
     def __init__(self, options: JobWebhookOptions | None = None) -> None:
         self.options = options or JobWebhookOptions()
 
-    def _child(self, job: Mapping[str, Any]) -> bool:
+    def _child(self, job: KubeObject) -> bool:
         """Whether the job has a managed ancestor (or, with no walk wired, a controller of a queued job kind)."""
         if self.options.managed_ancestor is not None:
             return self.options.managed_ancestor(job)
@@ -79,34 +86,35 @@ class JobWebhook:
                 return (group, str(ref.get("kind"))) in self.options.owner_kinds
         return False
 
-    def mutate(self, review: Mapping[str, Any]) -> dict[str, Any]:
-        request = review["request"]
+    def mutate(self, review: Mapping[str, object]) -> AdmissionReview:
+        request = _request_of(review)
         job = request.get("object") or {}
         labels = (job.get("metadata") or {}).get("labels") or {}
         spec = job.get("spec") or {}
-        patch: list[dict[str, Any]] = []
+        patch: list[PatchOperation] = []
         if request.get("operation") == "CREATE" and labels.get(QUEUE_LABEL) and not self._child(job):
             if spec.get("suspend") is not True:
                 patch.append({"op": "add", "path": "/spec/suspend", "value": True})
             gvk = request.get("kind") or {}
             if (gvk.get("group"), gvk.get("kind")) in self.options.spec_label_kinds:
                 queue = labels[QUEUE_LABEL]
-                if not isinstance(spec.get("labels"), Mapping):
+                spec_labels = spec.get("labels")
+                if not isinstance(spec_labels, Mapping):
                     patch.append({"op": "add", "path": "/spec/labels", "value": {QUEUE_LABEL: queue}})
-                elif spec["labels"].get(QUEUE_LABEL) != queue:
+                elif spec_labels.get(QUEUE_LABEL) != queue:
                     path = "/spec/labels/" + QUEUE_LABEL.replace("~", "~0").replace("/", "~1")
                     patch.append({"op": "add", "path": path, "value": queue})
         return _answer(request["uid"], True, patch=patch)
 
-    def mutate_pod(self, review: Mapping[str, Any]) -> dict[str, Any]:
+    def mutate_pod(self, review: Mapping[str, object]) -> AdmissionReview:
         """A queued Pod created gated, labelled managed, with Kueue's finalizer and its role hash."""
-        request = review["request"]
+        request = _request_of(review)
         if request.get("operation") != "CREATE":
             return _answer(request["uid"], True)
         return _answer(request["uid"], True, patch=pod_patch(request.get("object") or {}, self.options.owner_kinds))
 
-    def validate(self, review: Mapping[str, Any]) -> dict[str, Any]:
-        request = review["request"]
+    def validate(self, review: Mapping[str, object]) -> AdmissionReview:
+        request = _request_of(review)
         job = request.get("object") or {}
         meta = job.get("metadata") or {}
         namespace = request.get("namespace") or meta.get("namespace") or ""
@@ -129,7 +137,7 @@ class JobWebhook:
             return _answer(request["uid"], False, message="; ".join(denied), warnings=warnings)
         return _answer(request["uid"], True, warnings=warnings)
 
-    def _policies(self, request: Mapping[str, Any], job: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    def _policies(self, request: AdmissionRequest, job: KubeObject) -> tuple[list[str], list[str]]:
         if not self.options.policies:
             return [], []
         gvk = request.get("kind") or {}

@@ -11,8 +11,9 @@ a job of a running integration (a batch Job's pods, a JobSet's) is left alone: i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from gitopsq.api.raw_objects import JsonValue, KubeObject, children
+from gitopsq.intake.admission_review import PatchOperation
 from gitopsq.manifests.object_rules import QUEUE_NAME_LABEL as QUEUE_LABEL
 from gitopsq.manifests.pod_marks import FINALIZER, GATE, MANAGED_LABEL, MANAGED_VALUE, ROLE_HASH, role_hash
 
@@ -21,21 +22,21 @@ def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def _add_key(ops: list[dict[str, Any]], parent: Mapping[str, Any], path: str, key: str, value: Any) -> None:
+def _add_key(ops: list[PatchOperation], parent: Mapping[str, object], path: str, key: str, value: JsonValue) -> None:
     if path.rsplit("/", 1)[-1] not in parent or parent.get(path.rsplit("/", 1)[-1]) is None:
         ops.append({"op": "add", "path": path, "value": {key: value}})
     else:
         ops.append({"op": "add", "path": f"{path}/{_escape(key)}", "value": value})
 
 
-def _append(ops: list[dict[str, Any]], parent: Mapping[str, Any], path: str, value: Any) -> None:
+def _append(ops: list[PatchOperation], parent: Mapping[str, object], path: str, value: JsonValue) -> None:
     if not parent.get(path.rsplit("/", 1)[-1]):
         ops.append({"op": "add", "path": path, "value": [value]})
     else:
         ops.append({"op": "add", "path": f"{path}/-", "value": value})
 
 
-def pod_patch(pod: Mapping[str, Any], owner_kinds: frozenset[tuple[str, str]]) -> list[dict[str, Any]]:
+def pod_patch(pod: KubeObject, owner_kinds: frozenset[tuple[str, str]]) -> list[PatchOperation]:
     """The JSON patch that makes ``pod`` a managed, gated pod; [] when it is not queued or is a managed job's
     pod, or already carries every mark."""
     meta = pod.get("metadata") or {}
@@ -47,12 +48,12 @@ def pod_patch(pod: Mapping[str, Any], owner_kinds: frozenset[tuple[str, str]]) -
                 (str(ref.get("apiVersion") or "").rpartition("/")[0], str(ref.get("kind"))) in owner_kinds:
             return []
     spec = pod.get("spec") or {}
-    ops: list[dict[str, Any]] = []
+    ops: list[PatchOperation] = []
     if labels.get(MANAGED_LABEL) != MANAGED_VALUE:
         _add_key(ops, meta, "/metadata/labels", MANAGED_LABEL, MANAGED_VALUE)
     if FINALIZER not in (meta.get("finalizers") or ()):
         _append(ops, meta, "/metadata/finalizers", FINALIZER)
-    if not any(g.get("name") == GATE for g in spec.get("schedulingGates") or ()):
+    if not any(g.get("name") == GATE for g in children(spec, "schedulingGates")):
         _append(ops, spec, "/spec/schedulingGates", {"name": GATE})
     if ROLE_HASH not in (meta.get("annotations") or {}):
         _add_key(ops, meta, "/metadata/annotations", ROLE_HASH, role_hash(spec))

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal, TypeAlias, TypeGuard, cast
+
+from gitopsq.api.raw_objects import JsonMapping, JsonValue
 
 ChangeOp = Literal["added", "removed", "changed", "reordered"]
 
@@ -36,7 +38,9 @@ class ByName:
 
 PathStep = str | int | ByName
 FieldPath = tuple[PathStep, ...]
-ScalarEqual = Callable[[FieldPath, Any, Any], bool]
+# What the diff walks: a document's values, the documents themselves (mappings) and lists or tuples of them.
+Value: TypeAlias = JsonValue | JsonMapping | Sequence[JsonValue]
+ScalarEqual = Callable[[FieldPath, Value, Value], bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,15 +49,15 @@ class FieldChange:
 
     path: FieldPath
     op: ChangeOp
-    old: Any = None
-    new: Any = None
+    old: Value = None
+    new: Value = None
 
     @property
     def where(self) -> str:
         return render_path(self.path)
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"path": self.where, "op": self.op}
+    def to_json(self) -> dict[str, Value]:
+        out: dict[str, Value] = {"path": self.where, "op": self.op}
         if self.op != "added":
             out["old"] = self.old
         if self.op != "removed":
@@ -74,13 +78,13 @@ def render_path(path: FieldPath) -> str:
     return out
 
 
-def _default_equal(_: FieldPath, a: Any, b: Any) -> bool:
+def _default_equal(_: FieldPath, a: Value, b: Value) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     return bool(a == b)
 
 
-def diff(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None, *,
+def diff(old: JsonMapping | None, new: JsonMapping | None, *,
          equal: ScalarEqual | None = None) -> tuple[FieldChange, ...]:
     """Every field-level difference between ``old`` and ``new`` (either may be None: all added / removed)."""
     eq = equal or _default_equal
@@ -89,15 +93,15 @@ def diff(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None, *,
     return tuple(out)
 
 
-def _named(items: Sequence[Any]) -> dict[str, Mapping[str, Any]] | None:
+def _named(items: Sequence[Value]) -> dict[str, JsonMapping] | None:
     """The items by name when the list is name-keyed (rule 2), else None."""
     if not items or not all(isinstance(i, Mapping) and isinstance(i.get("name"), str) for i in items):
         return None
-    by_name = {i["name"]: i for i in items}
+    by_name = cast("dict[str, JsonMapping]", {i["name"]: i for i in cast("Sequence[JsonMapping]", items)})
     return by_name if len(by_name) == len(items) else None
 
 
-def _diff_value(path: FieldPath, old: Any, new: Any, eq: ScalarEqual, out: list[FieldChange]) -> None:
+def _diff_value(path: FieldPath, old: Value, new: Value, eq: ScalarEqual, out: list[FieldChange]) -> None:
     if isinstance(old, Mapping) and isinstance(new, Mapping):
         for key, value in new.items():
             if key not in old:
@@ -125,7 +129,7 @@ def _diff_value(path: FieldPath, old: Any, new: Any, eq: ScalarEqual, out: list[
         out.append(FieldChange(path, "changed", old, new))
 
 
-def _diff_named(path: FieldPath, old: dict[str, Mapping[str, Any]], new: dict[str, Mapping[str, Any]],
+def _diff_named(path: FieldPath, old: dict[str, JsonMapping], new: dict[str, JsonMapping],
                 eq: ScalarEqual, out: list[FieldChange]) -> None:
     common_old = [n for n in old if n in new]
     common_new = [n for n in new if n in old]
@@ -142,11 +146,11 @@ def _diff_named(path: FieldPath, old: dict[str, Mapping[str, Any]], new: dict[st
             out.append(FieldChange((*path, ByName(name)), "removed", item, None))
 
 
-def _is_list(value: Any) -> bool:
+def _is_list(value: Value) -> TypeGuard[Sequence[JsonValue]]:
     return isinstance(value, list | tuple)
 
 
-def _deep_equal(path: FieldPath, a: Any, b: Any, eq: ScalarEqual) -> bool:
+def _deep_equal(path: FieldPath, a: Value, b: Value, eq: ScalarEqual) -> bool:
     if isinstance(a, Mapping) and isinstance(b, Mapping):
         return a.keys() == b.keys() and all(_deep_equal((*path, k), a[k], b[k], eq) for k in a)
     if _is_list(a) and _is_list(b):

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from gitopsq.api.git_source import InventoryField
 from gitopsq.api.model import ObjectKey
 
 
@@ -73,13 +73,14 @@ class Inventory:
     def __len__(self) -> int:
         return len(self.entries)
 
-    def to_status(self) -> dict[str, Any]:
+    def to_status(self) -> InventoryField:
         """The ``status.inventory`` value of the GitSource."""
         return {"entries": [{"id": e.id, "v": e.version} for e in self.entries]}
 
     @staticmethod
-    def from_status(value: Mapping[str, Any] | None) -> Inventory:
-        """Read ``status.inventory``; a missing inventory is an empty one. Raises InventoryFormatError."""
+    def from_status(value: Mapping[str, object] | None) -> Inventory:
+        """Read ``status.inventory`` (as found: it may have been edited by hand); a missing inventory is an empty
+        one. Raises InventoryFormatError."""
         if not value:
             return Inventory()
         entries = value.get("entries") or []

@@ -17,10 +17,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final, cast
 
 from gitopsq.api.quantity import QuantityError, parse_quantity
-from gitopsq.reconcile.field_diff import ByName, FieldChange, FieldPath
+from gitopsq.api.raw_objects import JsonMapping, JsonObject, meta
+from gitopsq.reconcile.field_diff import ByName, FieldChange, FieldPath, Value
 
 FIELD_MANAGER: Final = "gitopsq"
 
@@ -37,20 +38,22 @@ FLUX_LABEL_PREFIXES: Final = ("kustomize.toolkit.fluxcd.io/", "helm.toolkit.flux
 QUANTITY_FIELDS: Final = frozenset({"nominalQuota", "borrowingLimit", "lendingLimit", "weight"})
 
 
-def normalize_live(obj: Mapping[str, Any]) -> dict[str, Any]:
+def normalize_live(obj: JsonMapping) -> JsonObject:
     """A live object as a user would have written it: no status, no server-populated metadata."""
     out = {k: v for k, v in obj.items() if k != "status"}
-    meta = dict(obj.get("metadata") or {})
+    # metadata, annotations and labels are JSON objects in any object the API server or validation let through
+    metadata = dict(cast(JsonMapping, obj.get("metadata") or {}))
     for key in SERVER_METADATA:
-        meta.pop(key, None)
-    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in SERVER_ANNOTATIONS}
+        metadata.pop(key, None)
+    annotations: JsonObject = {k: v for k, v in cast(JsonMapping, metadata.get("annotations") or {}).items()
+                               if k not in SERVER_ANNOTATIONS}
     if annotations:
-        meta["annotations"] = annotations
+        metadata["annotations"] = annotations
     else:
-        meta.pop("annotations", None)
-    if not meta.get("labels"):
-        meta.pop("labels", None)
-    out["metadata"] = meta
+        metadata.pop("annotations", None)
+    if not metadata.get("labels"):
+        metadata.pop("labels", None)
+    out["metadata"] = metadata
     return out
 
 
@@ -58,11 +61,11 @@ def _is_foreign_label(key: str) -> bool:
     return key == ARGO_INSTANCE_LABEL or key.startswith(FLUX_LABEL_PREFIXES)
 
 
-def foreign_manager(obj: Mapping[str, Any]) -> str | None:
+def foreign_manager(obj: Mapping[str, object]) -> str | None:
     """Which other tool tracks this object, as a sentence naming the marker, or None."""
-    meta = obj.get("metadata") or {}
-    annotations = meta.get("annotations") or {}
-    labels = meta.get("labels") or {}
+    about = meta(obj)
+    annotations = about.get("annotations") or {}
+    labels = about.get("labels") or {}
     if ARGO_TRACKING_ANNOTATION in annotations:
         return f"Argo CD tracks it ({ARGO_TRACKING_ANNOTATION}={annotations[ARGO_TRACKING_ANNOTATION]})"
     if ARGO_INSTANCE_LABEL in labels:
@@ -73,16 +76,16 @@ def foreign_manager(obj: Mapping[str, Any]) -> str | None:
     return None
 
 
-def strip_foreign_markers(doc: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+def strip_foreign_markers(doc: JsonMapping) -> tuple[JsonObject, tuple[str, ...]]:
     """``doc`` without another tool's tracking markers, and the markers dropped (sorted)."""
     out = dict(doc)
-    meta = dict(doc.get("metadata") or {})
+    metadata = dict(cast(JsonMapping, doc.get("metadata") or {}))
     dropped: list[str] = []
-    annotations = dict(meta.get("annotations") or {})
+    annotations = dict(cast(JsonMapping, metadata.get("annotations") or {}))
     if ARGO_TRACKING_ANNOTATION in annotations:
         del annotations[ARGO_TRACKING_ANNOTATION]
         dropped.append(f"annotation {ARGO_TRACKING_ANNOTATION}")
-    labels = dict(meta.get("labels") or {})
+    labels = dict(cast(JsonMapping, metadata.get("labels") or {}))
     for key in sorted(labels):
         if _is_foreign_label(key):
             del labels[key]
@@ -91,14 +94,14 @@ def strip_foreign_markers(doc: Mapping[str, Any]) -> tuple[dict[str, Any], tuple
         return out, ()
     for field, values in (("annotations", annotations), ("labels", labels)):
         if values:
-            meta[field] = values
+            metadata[field] = values
         else:
-            meta.pop(field, None)
-    out["metadata"] = meta
+            metadata.pop(field, None)
+    out["metadata"] = metadata
     return out, tuple(sorted(dropped))
 
 
-def quantity_equal(path: FieldPath, a: Any, b: Any) -> bool:
+def quantity_equal(path: FieldPath, a: Value, b: Value) -> bool:
     """Scalar equality for diffs: quantity fields compare by value, everything else by ``==`` (bools strictly)."""
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
@@ -135,21 +138,21 @@ class OwnedFields:
 NO_FIELDS: Final = OwnedFields(frozenset(), frozenset())
 
 
-def owned_fields(obj: Mapping[str, Any], manager: str = FIELD_MANAGER) -> OwnedFields:
+def owned_fields(obj: Mapping[str, object], manager: str = FIELD_MANAGER) -> OwnedFields:
     """The fields ``manager`` owns through server-side apply on ``obj`` (status subresource excluded)."""
     leaves: set[FieldPath] = set()
     every: set[FieldPath] = set()
     applied = False
-    for entry in (obj.get("metadata") or {}).get("managedFields") or ():
+    for entry in meta(obj).get("managedFields") or ():
         if entry.get("manager") != manager or entry.get("operation") != "Apply" or entry.get("subresource"):
             continue
         applied = True
-        _walk_fields((), entry.get("fieldsV1") or {}, leaves, every)
+        _walk_fields((), cast(JsonMapping, entry.get("fieldsV1") or {}), leaves, every)
     return OwnedFields(frozenset(leaves), frozenset(every), applied)
 
 
-def _walk_fields(path: FieldPath, node: Mapping[str, Any], leaves: set[FieldPath], every: set[FieldPath]) -> None:
-    for raw, child in node.items():
+def _walk_fields(path: FieldPath, node: JsonMapping, leaves: set[FieldPath], every: set[FieldPath]) -> None:
+    for raw, value in node.items():
         if raw == ".":
             continue
         prefix, _, rest = raw.partition(":")
@@ -164,6 +167,7 @@ def _walk_fields(path: FieldPath, node: Mapping[str, Any], leaves: set[FieldPath
         else:
             continue
         every.add(step)
+        child = cast(JsonMapping, value)  # FieldsV1 nests only objects: ``f:``/``k:``/``v:`` steps down to ``{}``
         if not child or set(child) == {"."}:
             leaves.add(step)
         else:
@@ -185,18 +189,18 @@ def _key_step(raw: str) -> ByName | str:
 # manager's entry then loses them (or disappears). kubectl edit shows as kubectl-edit, kubectl patch as
 # kubectl-patch, a controller under its own name.
 
-def drift_managers(live: Mapping[str, Any], changes: Iterable[FieldChange]) -> tuple[str, ...]:
+def drift_managers(live: Mapping[str, object], changes: Iterable[FieldChange]) -> tuple[str, ...]:
     """The field managers of ``live``, other than gitopsq's apply, owning any of the changed fields: most recent
     first, each once; () when none can be named."""
     paths = [c.path for c in changes]
     found: list[tuple[str, str]] = []
-    for entry in (live.get("metadata") or {}).get("managedFields") or ():
+    for entry in meta(live).get("managedFields") or ():
         name = str(entry.get("manager") or "")
         if not name or entry.get("subresource") or (name == FIELD_MANAGER and entry.get("operation") == "Apply"):
             continue
-        leaves: set[Any] = set()
-        every: set[Any] = set()
-        _walk_fields((), entry.get("fieldsV1") or {}, leaves, every)
+        leaves: set[FieldPath] = set()
+        every: set[FieldPath] = set()
+        _walk_fields((), cast(JsonMapping, entry.get("fieldsV1") or {}), leaves, every)
         owned = OwnedFields(frozenset(leaves), frozenset(every))
         if any(owned.owns(p) for p in paths):
             found.append((str(entry.get("time") or ""), name))

@@ -28,9 +28,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Final, Literal, cast
 
 from gitopsq.api.model import KINDS, ObjectKey
+from gitopsq.api.raw_objects import JsonMapping, JsonObject, annotations_of
 from gitopsq.reconcile.field_diff import FieldChange, diff
 from gitopsq.reconcile.inventory import Inventory, InventoryEntry, version_of
 from gitopsq.reconcile.normalize import (
@@ -54,7 +55,7 @@ class ApplyAction:
     key: ObjectKey
     api_version: str
     reason: ApplyReason
-    body: Mapping[str, Any] = field(compare=False)
+    body: JsonMapping = field(compare=False)
     changes: tuple[FieldChange, ...] = ()
     force: bool = False
     dropped_markers: tuple[str, ...] = ()
@@ -101,16 +102,16 @@ class Plan:
         return tuple(a.key for a in self.applies if a.reason == "drift")
 
 
-def api_version_of(doc: Mapping[str, Any]) -> str:
+def api_version_of(doc: JsonMapping) -> str:
     return str(doc.get("apiVersion", ""))
 
 
-def key_of_document(doc: Mapping[str, Any]) -> ObjectKey:
+def key_of_document(doc: JsonMapping) -> ObjectKey:
     """The identity of a wire document (group from apiVersion; namespace dropped for cluster-scoped kinds)."""
     api_version = api_version_of(doc)
     group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
     kind = str(doc.get("kind", ""))
-    meta = doc.get("metadata") or {}
+    meta = cast(JsonMapping, doc.get("metadata") or {})
     namespaced = KINDS.get(kind, (group, True))[1]
     namespace = str(meta.get("namespace") or "") if namespaced else ""
     return ObjectKey(group=group, kind=kind, namespace=namespace, name=str(meta.get("name", "")))
@@ -118,13 +119,13 @@ def key_of_document(doc: Mapping[str, Any]) -> ObjectKey:
 
 def build_plan(
     revision: str,
-    desired: Sequence[Mapping[str, Any]],
-    live: Mapping[ObjectKey, Mapping[str, Any] | None],
+    desired: Sequence[JsonMapping],
+    live: Mapping[ObjectKey, JsonMapping | None],
     inventory: Inventory,
     *,
     prune: bool = True,
     allow_empty: bool = False,
-    previous: Mapping[ObjectKey, Mapping[str, Any]] | None = None,
+    previous: Mapping[ObjectKey, JsonMapping] | None = None,
     assume_unchanged: frozenset[ObjectKey] = frozenset(),
     labels: Mapping[str, str] | None = None,
 ) -> Plan:
@@ -139,7 +140,7 @@ def build_plan(
 
     ``labels`` are added to every applied object (gitopsq's source label, which lets the shell LIST only the
     objects of one source); they count in the diff, so an object missing them is updated once."""
-    wanted: dict[ObjectKey, Mapping[str, Any]] = {}
+    wanted: dict[ObjectKey, JsonMapping] = {}
     for doc in desired:
         key = key_of_document(doc)
         if key in wanted:
@@ -180,7 +181,7 @@ def build_plan(
             gone.append(entry.key)
         elif (manager := foreign_manager(current)) is not None:
             conflicts.append(Conflict(entry.key, manager, "prune"))
-        elif ((current.get("metadata") or {}).get("annotations") or {}).get(PRUNE_ANNOTATION) == "disabled":
+        elif annotations_of(current).get(PRUNE_ANNOTATION) == "disabled":
             orphaned.append(entry.key)
         elif not prune or empty_guard:
             pending.append(entry.key)
@@ -205,8 +206,8 @@ def build_plan(
     )
 
 
-def _apply_action(key: ObjectKey, body: Mapping[str, Any], dropped: tuple[str, ...], *,
-                  current: Mapping[str, Any] | None, in_inventory: Mapping[ObjectKey, InventoryEntry],
+def _apply_action(key: ObjectKey, body: JsonMapping, dropped: tuple[str, ...], *,
+                  current: JsonMapping | None, in_inventory: Mapping[ObjectKey, InventoryEntry],
                   was_applied: bool) -> ApplyAction | None:
     api_version = api_version_of(body)
     if current is None:
@@ -224,11 +225,11 @@ def _apply_action(key: ObjectKey, body: Mapping[str, Any], dropped: tuple[str, .
     return None
 
 
-def _with_labels(doc: dict[str, Any], labels: Mapping[str, str] | None) -> dict[str, Any]:
+def _with_labels(doc: JsonObject, labels: Mapping[str, str] | None) -> JsonObject:
     if not labels:
         return doc
-    meta = dict(doc.get("metadata") or {})
-    meta["labels"] = {**(meta.get("labels") or {}), **labels}
+    meta = dict(cast(JsonMapping, doc.get("metadata") or {}))
+    meta["labels"] = {**cast(JsonMapping, meta.get("labels") or {}), **labels}
     return {**doc, "metadata": meta}
 
 

@@ -6,19 +6,24 @@ not depend on these fields."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import cast
 
 from gitopsq import logs
 from gitopsq.audit.git_approvals import commit_info
 from gitopsq.audit.records import Approval, PolicyVerdict, Record
 from gitopsq.audit.redact import redact
 from gitopsq.errors import GitopsqError
+from gitopsq.forge.port import Forge
 from gitopsq.forge.reviews import maintainer_logins, merged_reviews
+from gitopsq.manifests.config_model import RepoConfig
+from gitopsq.source.facts import CommitInfo
 from gitopsq.source.keyring import signing_keys
-from gitopsq.source.signatures import verify_signature
+from gitopsq.source.port import HistorySource
+from gitopsq.source.signatures import SignatureStatus, verify_signature
 from gitopsq.sync.change_approvals import change_approvals
+from gitopsq.sync.port import RecordSink
 from gitopsq.sync.repo_config import repo_config
 from gitopsq.sync.values import Validated
 
@@ -30,29 +35,30 @@ class SyncAuditRecords:
     ``validated_at`` (revision -> its validation when it is the one validated last, else None; the Syncer's
     `validated_at`; by default no verdicts are known)."""
 
-    def __init__(self, sink: Any, source: Any,
+    def __init__(self, sink: RecordSink, source: HistorySource,
                  validated_at: Callable[[str], Validated | None] = lambda _revision: None,
-                 forge: Any = None) -> None:
+                 forge: Forge | None = None) -> None:
         self.sink = sink
         self.source = source
         self.validated_at = validated_at
-        self.forge = forge  # a gitopsq.forge.Forge: approving reviews of the merged pull requests count too
+        self.forge = forge  # approving reviews of the merged pull requests count too
 
-    def record(self, record: Any) -> None:
+    def record(self, record: Record | Mapping[str, object]) -> None:
         self.sink.record(self.enrich(record))
 
-    def submit(self, record: Any) -> int:
+    def submit(self, record: Record | Mapping[str, object]) -> int:
         return int(self.sink.submit(self.enrich(record)))
 
     def wait_durable(self, ticket: int | None = None, timeout: float | None = None) -> None:
         self.sink.wait_durable(ticket, timeout)
 
-    def enrich(self, record: Any) -> Any:
-        data = getattr(record, "data", record)
+    def enrich(self, record: Record | Mapping[str, object]) -> Record | Mapping[str, object]:
+        data = record.data if isinstance(record, Record) else record
         if data.get("type") != "sync.attempt" or data.get("commit"):
             return record
-        revision, previous = str(data["revision"]), data.get("previousRevision")
-        extra: dict[str, Any] = {}
+        # a sync.attempt names its previous revision, or None for a first sync (gitopsq.audit.records)
+        revision, previous = str(data["revision"]), cast("str | None", data.get("previousRevision"))
+        extra: dict[str, object] = {}
         try:
             info = self.source.commit_info(revision)
             extra["commit"] = commit_info(info, verified_signature(self.source, info, previous)).to_json()
@@ -75,7 +81,7 @@ class SyncAuditRecords:
         extra["verdicts"] = [v.to_json() for v in verdicts]
         return Record({**data, **redact(extra)})
 
-    def _forge_approvals(self, base: str | None, revision: str, trust: Any) -> list[Approval]:
+    def _forge_approvals(self, base: str | None, revision: str, trust: RepoConfig | None) -> list[Approval]:
         """Approving reviews of the merged pull requests, reviewers matched to maintainers by the e-mail the
         forge shows or by ``forgeUser`` (an unmatched reviewer keeps an empty e-mail and counts for nobody)."""
         if self.forge is None:
@@ -92,7 +98,7 @@ class SyncAuditRecords:
         return out
 
 
-def verified_signature(source: Any, info: Any, previous: str | None) -> Any:
+def verified_signature(source: HistorySource, info: CommitInfo, previous: str | None) -> SignatureStatus:
     """The head commit's signature verified as validation verifies it: against the keys of the trusted
     gitopsq.yaml (the previously applied revision's, else the first parent's, else the commit's own)."""
     base = previous if previous not in (None, info.sha) else (info.parents[0] if info.parents else None)

@@ -14,17 +14,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from gitopsq.audit.git_approvals import approvals_from_commits
 from gitopsq.audit.records import Approval
+from gitopsq.manifests.config_model import RepoConfig
 from gitopsq.ownership.approval_check import TeamApproval, changed_global_objects, check_approvals
+from gitopsq.source.port import HistorySource
 from gitopsq.sync.repo_config import repo_config
 from gitopsq.trust import read_base_config
 from gitopsq.validation import first_parent
 
 YAML_SUFFIXES = (".yaml", ".yml")
-ForgeApprovals = Callable[[str | None, str, Any], Sequence[Approval]]
+ForgeApprovals = Callable[[str | None, str, RepoConfig | None], Sequence[Approval]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,13 +36,13 @@ class ChangeApprovals:
     approvals: tuple[Approval, ...]
     required: tuple[TeamApproval, ...]
 
-    def required_json(self) -> list[dict[str, Any]]:
+    def required_json(self) -> list[dict[str, object]]:
         return [{"team": t.team, "platform": t.platform, "maintainers": list(t.maintainers),
                  "reasons": list(t.reasons), "approvedBy": [a.to_json() for a in t.approved_by],
                  "present": t.present} for t in self.required]
 
 
-def change_approvals(source: Any, revision: str, previous: str | None,
+def change_approvals(source: HistorySource, revision: str, previous: str | None,
                      given_elsewhere: ForgeApprovals | None = None) -> ChangeApprovals:
     """Approvals given and required for the change ``previous`` → ``revision`` (see the module docstring).
     ``given_elsewhere(base, revision, trusted config)`` adds approvals Git does not carry (the forge's reviews,

@@ -14,9 +14,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final, cast
 
+from gitopsq.api.git_source import HealthField, QueueHealth
 from gitopsq.api.model import ObjectKey
+from gitopsq.api.raw_objects import Condition, JsonMapping, child, meta
 
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
 QUEUE_KINDS: Final = frozenset({"ClusterQueue", "LocalQueue"})
@@ -36,7 +38,7 @@ class ObjectHealth:
     def healthy(self) -> bool:
         return self.status == "Healthy"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> QueueHealth:
         return {"object": str(self.key), "status": self.status, "reason": self.reason, "message": self.message}
 
 
@@ -45,12 +47,13 @@ def checked(keys: Iterable[ObjectKey]) -> list[ObjectKey]:
     return sorted((k for k in keys if k.group == KUEUE_GROUP and k.kind in QUEUE_KINDS), key=str)
 
 
-def judge(key: ObjectKey, live: Mapping[str, Any] | None) -> ObjectHealth:
+def judge(key: ObjectKey, live: JsonMapping | None) -> ObjectHealth:
     """The health of one queue from its live object (None: it is gone)."""
     if live is None:
         return ObjectHealth(key, "Unhealthy", "NotFound", "the object is not in the cluster")
-    generation = (live.get("metadata") or {}).get("generation")
-    for cond in (live.get("status") or {}).get("conditions") or []:
+    generation = meta(live).get("generation")
+    # a queue's status conditions are metav1.Conditions (Kueue's and gitopsq's admission loop alike)
+    for cond in cast("list[Condition]", child(live, "status").get("conditions") or []):
         if cond.get("type") != "Active":
             continue
         seen = cond.get("observedGeneration")
@@ -73,14 +76,14 @@ def summary(health: Iterable[ObjectHealth]) -> str:
     return f"{len(bad)} of {len(items)} queues not healthy: {shown}{more}"
 
 
-def status_field(health: Iterable[ObjectHealth], *, limit: int = 100) -> dict[str, Any]:
+def status_field(health: Iterable[ObjectHealth], *, limit: int = 100) -> HealthField:
     """``status.health`` of the GitSource: counts and the queues not healthy (at most ``limit``)."""
     items = list(health)
     bad = [h.to_json() for h in items if not h.healthy]
     return {"checked": len(items), "healthy": len(items) - len(bad), "objects": bad[:limit]}
 
 
-def wait_healthy(read: Callable[[list[ObjectKey]], Mapping[ObjectKey, Any]], keys: list[ObjectKey], *,
+def wait_healthy(read: Callable[[list[ObjectKey]], Mapping[ObjectKey, JsonMapping | None]], keys: list[ObjectKey], *,
                  timeout: float, poll: float = 1.0, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep) -> list[ObjectHealth]:
     """Read ``keys`` (``read`` returns key -> live object or None) until all are healthy or ``timeout`` seconds

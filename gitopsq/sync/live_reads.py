@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from gitopsq.api.model import ObjectKey
+from gitopsq.api.raw_objects import JsonMapping, JsonObject, resource_version
 from gitopsq.cluster.apply import KubeRest, read_live, read_objects
 from gitopsq.reconcile.inventory import Inventory, version_of
 from gitopsq.reconcile.pairing import key_of_document
@@ -13,10 +13,10 @@ from gitopsq.reconcile.pairing import key_of_document
 TARGETED_READ_LIMIT = 200  # above this many changed objects, LISTs beat one GET each
 
 
-def live_for_plan(rest: KubeRest, sha: str, last_applied: str | None, docs: tuple[Mapping[str, Any], ...],
+def live_for_plan(rest: KubeRest, sha: str, last_applied: str | None, docs: tuple[JsonMapping, ...],
                   inventory: Inventory, *, verified: Mapping[ObjectKey, str] | None,
-                  applied: Mapping[ObjectKey, Mapping[str, Any]] | None,
-                  selector: str) -> tuple[dict[ObjectKey, Any], frozenset[ObjectKey]]:
+                  applied: Mapping[ObjectKey, JsonMapping] | None,
+                  selector: str) -> tuple[dict[ObjectKey, JsonObject | None], frozenset[ObjectKey]]:
     """Live objects for the plan of ``sha``, and the keys that need no diff. ``verified``: key → resourceVersion
     at which live was seen equal to ``last_applied``; ``applied``: that revision's desired objects (both known
     only to a warm syncer).
@@ -40,6 +40,5 @@ def live_for_plan(rest: KubeRest, sha: str, last_applied: str | None, docs: tupl
     live = read_live(rest, all_keys, selector=selector)
     if verified is None or sha != last_applied:
         return live, frozenset()
-    same = {k for k, rv in verified.items()
-            if ((live.get(k) or {}).get("metadata") or {}).get("resourceVersion") == rv}
+    same = {k for k, rv in verified.items() if resource_version(live.get(k) or {}) == rv}
     return live, frozenset(same)

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
-from gitopsq.audit.records import sync_rewind_refused
+from gitopsq.api.git_source import GitSourceStatus, Rejection
+from gitopsq.api.raw_objects import JsonValue
+from gitopsq.audit.records import Record, sync_rewind_refused
 from gitopsq.cluster.status import SourceState, build_status, suspended_status
 from gitopsq.errors import SourceError
 from gitopsq.reconcile.inventory import Inventory, InventoryFormatError
@@ -43,9 +44,9 @@ class Ending:
     """
 
     state: SourceState
-    status: dict[str, Any]
+    status: GitSourceStatus
     notices: tuple[Notice, ...] = ()
-    records: tuple[Any, ...] = ()
+    records: tuple[Record, ...] = ()
     records_if_written: bool = False
     best_effort: bool = False
     forget_verified: bool = field(default=False)  # the next pass must read and compare every object again
@@ -67,9 +68,10 @@ def rejected(sha: str, state: SourceState, validated: Validated, options: SyncOp
     if options.dry_run:
         return result, None
     first_time = state.last_rejected != sha
-    rejection = {"revision": sha, "time": _stamp(now) if first_time else
-                 ((state.status or {}).get("lastRejection") or {}).get("time"),
-                 "findings": [{k: v for k, v in f.items() if v is not None} for f in validated.findings[:50]]}
+    rejection: Rejection = {"revision": sha, "time": _stamp(now) if first_time else
+                            ((state.status or {}).get("lastRejection") or {}).get("time"),
+                            "findings": [{k: v for k, v in f.items() if v is not None}
+                                         for f in validated.findings[:50]]}
     message = f"Revision {sha} rejected: {validated.reason}; revision {state.last_applied or 'none'} stays applied"
     status = build_status(state.status, outcome="rejected", now=now, generation=state.generation,
                           attempted=sha, rejection=rejection, message=message, reason=validated.reason_code)
@@ -103,10 +105,10 @@ def rewound(sha: str, state: SourceState, why: str, options: SyncOptions, *, now
     if options.dry_run:
         return result, None
     first_time = state.last_rejected != sha
-    rejection = {"revision": sha, "time": _stamp(now) if first_time else
-                 ((state.status or {}).get("lastRejection") or {}).get("time"),
-                 "findings": [{"severity": "error", "code": "history-not-forward", "reason": HISTORY_REWOUND,
-                               "message": why}]}
+    rejection: Rejection = {"revision": sha, "time": _stamp(now) if first_time else
+                            ((state.status or {}).get("lastRejection") or {}).get("time"),
+                            "findings": [{"severity": "error", "code": "history-not-forward",
+                                          "reason": HISTORY_REWOUND, "message": why}]}
     status = build_status(state.status, outcome="rejected", now=now, generation=state.generation, attempted=sha,
                           rejection=rejection, message=message, reason=HISTORY_REWOUND)
     if not first_time:
@@ -175,10 +177,10 @@ def refused(sha: str, state: SourceState, validated: Validated, plan: Plan, *, t
     the inventory); Ready=False DryRunFailed with every refusal, one Event and audit record per revision."""
     where = validated.locations
     staged = tried.execution.applied
-    found = [{"severity": "error", "code": "sync/dry-run-refused", "reason": "DryRunFailed",
-              "message": f.reason, "object": str(f.key),
-              **({"path": where[f.key][0], "line": where[f.key][1]} if f.key in where else {})}
-             for f in tried.refusals]
+    found: list[dict[str, JsonValue]] = [
+        {"severity": "error", "code": "sync/dry-run-refused", "reason": "DryRunFailed", "message": f.reason,
+         "object": str(f.key), **({"path": where[f.key][0], "line": where[f.key][1]} if f.key in where else {})}
+        for f in tried.refusals]
     refusals = "; ".join(f"{f['object']}" + (f" ({f['path']}:{f['line']})" if "path" in f else "")
                          + f": {f['message']}" for f in found)
     kept = f" except the new Namespaces {', '.join(k.name for k in staged)}" if staged else ""
@@ -187,8 +189,8 @@ def refused(sha: str, state: SourceState, validated: Validated, plan: Plan, *, t
     result = SyncResult("refused", sha, False, plan, tried.execution, validated, error=message,
                         timings=timings, refusals=tried.refusals, attempts=1)
     first_time = state.last_rejected != sha
-    rejection = {"revision": sha, "time": _stamp(now) if first_time else
-                 ((state.status or {}).get("lastRejection") or {}).get("time"), "findings": found[:50]}
+    rejection: Rejection = {"revision": sha, "time": _stamp(now) if first_time else
+                            ((state.status or {}).get("lastRejection") or {}).get("time"), "findings": found[:50]}
     inventory = inventory_after(plan, set(staged), set()).to_status() if staged else None
     status = build_status(state.status, outcome="refused", now=now, generation=state.generation,
                           attempted=sha, rejection=rejection, message=message, inventory=inventory)

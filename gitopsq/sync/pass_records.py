@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from gitopsq.audit import records
+from gitopsq.reconcile.field_diff import Value
+from gitopsq.reconcile.pairing import ApplyAction
 from gitopsq.sync.values import SyncResult
 
 
@@ -47,7 +48,7 @@ def audit_records(result: SyncResult, *, now: datetime, source_url: str,
     return out
 
 
-def drift_message(undone: Sequence[Any], limit: int = 5) -> str:
+def drift_message(undone: Sequence[ApplyAction], limit: int = 5) -> str:
     """``ClusterQueue/team-a: spec…nominalQuota was 32, put back to 16 (changed by kubectl-edit)``, per object."""
     parts = []
     for action in undone:
@@ -58,5 +59,5 @@ def drift_message(undone: Sequence[Any], limit: int = 5) -> str:
     return "; ".join(parts)
 
 
-def _shown(value: Any) -> str:
+def _shown(value: Value) -> str:
     return "(absent)" if value is None else str(value)

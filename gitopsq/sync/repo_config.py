@@ -4,16 +4,16 @@ revision whose configuration does not parse, with findings, on its own path."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from gitopsq.errors import GitopsqError, PolicyError
 from gitopsq.manifests.config import parse_config
-from gitopsq.manifests.config_model import CONFIG_PATH
+from gitopsq.manifests.config_model import CONFIG_PATH, RepoConfig
 from gitopsq.manifests.keyfiles import revision_reader
 from gitopsq.policy import load_policies
+from gitopsq.policy.language import Policy
+from gitopsq.source.port import Source
 
 
-def repo_config(source: Any, commit: str) -> Any:
+def repo_config(source: Source, commit: str) -> RepoConfig | None:
     """The RepoConfig of gitopsq.yaml at ``commit`` (None when it cannot be read or parsed)."""
     try:
         entry = next(iter(source.list_files(commit, [CONFIG_PATH], [])), None)
@@ -24,7 +24,7 @@ def repo_config(source: Any, commit: str) -> Any:
         return None
 
 
-def job_policies(source: Any, commit: str) -> list[Any]:
+def job_policies(source: Source, commit: str) -> list[Policy]:
     """The repository's own policies (``policyPaths``) at ``commit``, for the Job webhook (those matching kind
     Job judge Jobs); [] when there are none or they do not load (the sync rejects such a revision anyway)."""
     config = repo_config(source, commit)
@@ -39,7 +39,7 @@ def job_policies(source: Any, commit: str) -> list[Any]:
         return []
 
 
-def audit_config(source: Any, branch: str) -> dict[str, Any]:
+def audit_config(source: Source, branch: str) -> dict[str, object]:
     """The ``audit`` block of gitopsq.yaml at the followed branch, or {} when it cannot be read."""
     try:
         config = repo_config(source, source.resolve(branch))

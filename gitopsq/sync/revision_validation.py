@@ -3,12 +3,12 @@ to the `Validated` the `Syncer` works with."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from gitopsq.api.codec import encode
+from gitopsq.api.raw_objects import JsonMapping
 from gitopsq.manifests import finding_json
+from gitopsq.manifests.check_report import LoadedObject, PassThrough, Report
 from gitopsq.reconcile.pairing import key_of_document
 from gitopsq.source.port import Source
 from gitopsq.sync.values import Validated, Validator
@@ -35,7 +35,7 @@ def check_pipeline_validator(forge_approvals: ForgeApprovals | None = None, *,
     return validate
 
 
-def from_report(report: Any) -> Validated:
+def from_report(report: Report) -> Validated:
     """Adapt a check Report (objects, pass-through documents, findings including policy verdicts) to Validated."""
     findings = []
     for f in report.findings:
@@ -47,8 +47,8 @@ def from_report(report: Any) -> Validated:
     documents = tuple(encode(o) for o in report.objects) + tuple(dict(p.doc) for p in report.passthrough)
     places = [(e.path, e.line) for e in report.entries] + [(p.path, p.line) for p in report.passthrough]
     locations = {key_of_document(d): place for d, place in zip(documents, places, strict=True)}
-    overlays = {key_of_document(d): item.overlay for d, item in
-                zip(documents, (*report.entries, *report.passthrough), strict=True) if item.overlay}
+    sourced: tuple[LoadedObject | PassThrough, ...] = (*report.entries, *report.passthrough)
+    overlays = {key_of_document(d): item.overlay for d, item in zip(documents, sourced, strict=True) if item.overlay}
     reason = f"{len(errors)} error(s), first: {errors[0]}" if errors else ""
     policy_only = bool(errors) and all(f.code.startswith("policy") for f in errors)
     return Validated(documents, tuple(findings), bool(errors), reason,
@@ -63,7 +63,7 @@ def within_paths(validated: Validated, paths: tuple[str, ...]) -> Validated:
         return validated
     where = validated.locations
 
-    def inside(doc: Mapping[str, Any]) -> bool:
+    def inside(doc: JsonMapping) -> bool:
         key = key_of_document(doc)
         path = validated.overlays.get(key) or where.get(key, ("", 0))[0]
         return any(path == r or path.startswith(r + "/") for r in roots)

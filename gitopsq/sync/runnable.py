@@ -7,12 +7,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
 
 from gitopsq import logs
 from gitopsq.errors import GitopsqError
 from gitopsq.sync.syncer import Syncer
-from gitopsq.sync.values import SyncOptions
+from gitopsq.sync.values import SyncOptions, SyncResult
 
 _log = logs.get("controller")
 
@@ -38,7 +37,7 @@ class SyncLoop:
     name = "sync"
 
     def __init__(self, syncer: Syncer, options: SyncOptions, *, interval: float, drift_interval: float = 300.0,
-                 max_backoff: float = 300.0, on_result: Callable[[Any], None] | None = None,
+                 max_backoff: float = 300.0, on_result: Callable[[SyncResult | str], None] | None = None,
                  health_timeout: float | None = HEALTH_TIMEOUT) -> None:
         self.syncer = syncer
         # the controller checks the applied queues' health (docs/sync.md, "Health after apply"); None: it does not
@@ -81,7 +80,7 @@ class SyncLoop:
                 return
             self._wake.wait(min(remaining, 0.2))
 
-    def once(self) -> Any:
+    def once(self) -> SyncResult | None:
         self.stats.passes += 1
         now = time.monotonic()
         check = self._last_drift_check is None or now - self._last_drift_check >= self.drift_interval

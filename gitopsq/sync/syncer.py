@@ -5,14 +5,10 @@ resolve the revision → validate it → read the live objects → plan → exec
 The same `Syncer` serves ``gitopsq apply`` (one pass) and the controller's sync loop (many passes; it keeps
 the last validated revision in memory so a no-change reconcile neither re-reads Git nor re-validates).
 
-A revision is validated whole by the same pipeline as ``gitopsq check`` (gitopsq.sync.revision_validation) before the
-first write; a rejected revision writes nothing but its status, and the last applied revision stays live. An
-accepted one is applied all or nothing (gitopsq.sync.whole): every object is dry-run on the API server first,
-a write that fails is retried from fresh state, and one that keeps failing is rolled back to the last good
-revision. After the apply, the queues' health is checked when asked (gitopsq.sync.health). A GitSource with
-``spec.suspend`` gets a Suspended condition and nothing else; ``spec.paths`` narrows the objects applied. An
-inventory that cannot be read marks the GitSource Stalled: pruning from it would be a guess, and retrying cannot
-fix it (a person must).
+A revision is validated whole (gitopsq.sync.revision_validation) before the first write and applied all or
+nothing (gitopsq.sync.whole); a head that does not descend from the applied revision is refused
+(gitopsq.sync.forward_only); the queues' health is checked when asked (gitopsq.sync.health). docs/sync.md tells
+the rest: suspend, paths, and why an unreadable inventory stalls the source.
 
 Every step that ends a pass hands back an `Ending` (gitopsq.sync.outcomes) instead of writing; `Syncer.sync`
 writes it once, in a ``finally`` (Flux's deferred status patch), so every path writes its status: a step that
@@ -25,10 +21,12 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import cast
 
 from gitopsq import logs
 from gitopsq.api.model import ObjectKey
+from gitopsq.api.raw_objects import JsonMapping, JsonObject, KubeObject
+from gitopsq.audit.records import Record
 from gitopsq.cluster.apply import Execution, Executor, KubeRest, read_live
 from gitopsq.cluster.status import SourceRef, SourceState, StatusStore, build_status
 from gitopsq.errors import GitopsqError, SourceError
@@ -42,6 +40,7 @@ from gitopsq.sync.health import ObjectHealth, checked, summary, wait_healthy
 from gitopsq.sync.labels import SOURCE_LABEL, source_label_value
 from gitopsq.sync.live_reads import live_for_plan
 from gitopsq.sync.outcomes import HEALTH_PENDING, Ending
+from gitopsq.sync.port import AuditRecorder
 from gitopsq.sync.revision_validation import check_pipeline_validator, within_paths
 from gitopsq.sync.values import SyncOptions, SyncOutcome, SyncResult, Validated, Validator
 from gitopsq.sync.whole import attempt, keys_of, rollback_plan
@@ -74,7 +73,7 @@ class Syncer:
     """Syncs one source into one cluster, recording status in the GitSource ``ref``."""
 
     def __init__(self, source: Source, rest: KubeRest, ref: SourceRef, *, url: str,
-                 validator: Validator | None = None, audit: Any = None,
+                 validator: Validator | None = None, audit: AuditRecorder | None = None,
                  clock: Callable[[], datetime] | None = None, cluster: str = "") -> None:
         self.source = source
         self.rest = rest
@@ -86,7 +85,7 @@ class Syncer:
         self.validator = validator or check_pipeline_validator()
         self.audit = audit
         self._validated: tuple[str, Validated] | None = None
-        self._applied_docs: tuple[str, Mapping[ObjectKey, Mapping[str, Any]]] | None = None
+        self._applied_docs: tuple[str, Mapping[ObjectKey, JsonMapping]] | None = None
         # (revision, key -> resourceVersion at which live was seen equal to that revision's desired object)
         self._verified: tuple[str, dict[ObjectKey, str]] | None = None
         self._health_since: tuple[str, float] | None = None  # (revision, monotonic time its health was first asked)
@@ -177,7 +176,7 @@ class Syncer:
         if written or not ending.records_if_written:
             self._audit(ending.records)
 
-    def _audit(self, records: tuple[Any, ...]) -> None:
+    def _audit(self, records: tuple[Record, ...]) -> None:
         if self.audit is None:
             return
         for record in records:
@@ -213,14 +212,14 @@ class Syncer:
         return not options.drift_check and not options.dry_run and sha == state.last_applied and _ready(state) \
             and self._verified is not None and self._verified[0] == sha
 
-    def _plan(self, sha: str, state: SourceState, *, validated: Validated, live: Mapping[ObjectKey, Any],
+    def _plan(self, sha: str, state: SourceState, *, validated: Validated, live: Mapping[ObjectKey, JsonMapping | None],
               assumed: frozenset[ObjectKey], inventory: Inventory, options: SyncOptions) -> Plan:
         return build_plan(sha, validated.documents, live, inventory, prune=options.prune,
                           allow_empty=options.allow_empty, previous=self._previous(sha, state, validated),
                           assume_unchanged=assumed, labels={SOURCE_LABEL: self.label_value})
 
     def _apply_whole(self, run: _Run, sha: str, state: SourceState, *, validated: Validated, plan: Plan,
-                     live: Mapping[ObjectKey, Any], inventory: Inventory, options: SyncOptions,
+                     live: Mapping[ObjectKey, JsonMapping | None], inventory: Inventory, options: SyncOptions,
                      timings: dict[str, float], started: float) -> SyncResult:
         """Dry-run then apply; a failed write is retried from fresh state (live re-read, plan rebuilt) up to
         APPLY_ATTEMPTS times, then the last good revision is put back."""
@@ -254,7 +253,7 @@ class Syncer:
                                created=created, timings=timings)
 
     def _succeeded(self, run: _Run, state: SourceState, result: SyncResult, options: SyncOptions,
-                   live: Mapping[ObjectKey, Any]) -> SyncResult:
+                   live: Mapping[ObjectKey, JsonMapping | None]) -> SyncResult:
         """Record a complete apply, with the queues' health when asked."""
         plan, execution, sha = result.plan, result.execution, result.revision
         assert plan is not None and execution is not None and sha is not None and result.validated is not None
@@ -290,7 +289,7 @@ class Syncer:
         else:
             first = False
 
-        def read(wanted: list[ObjectKey]) -> Mapping[ObjectKey, Any]:
+        def read(wanted: list[ObjectKey]) -> Mapping[ObjectKey, JsonMapping | None]:
             return read_live(self.rest, [(k, versions[k]) for k in wanted],
                              selector=f"{SOURCE_LABEL}={self.label_value}")
 
@@ -307,8 +306,8 @@ class Syncer:
             state = self.store.read()  # the final status is written against this one
         return wait_healthy(read, keys, timeout=timeout), False, state
 
-    def _read_live(self, sha: str, state: SourceState, docs: tuple[Mapping[str, Any], ...],
-                   inventory: Inventory) -> tuple[dict[ObjectKey, Any], frozenset[ObjectKey]]:
+    def _read_live(self, sha: str, state: SourceState, docs: tuple[JsonMapping, ...],
+                   inventory: Inventory) -> tuple[dict[ObjectKey, JsonObject | None], frozenset[ObjectKey]]:
         """Live objects for the plan, and the keys that need no diff (gitopsq.sync.live_reads)."""
         verified = self._verified[1] if self._verified is not None and self._verified[0] == state.last_applied \
             else None
@@ -317,16 +316,18 @@ class Syncer:
         return live_for_plan(self.rest, sha, state.last_applied, docs, inventory, verified=verified, applied=applied,
                              selector=f"{SOURCE_LABEL}={self.label_value}")
 
-    def _remember_verified(self, sha: str, plan: Plan, execution: Execution, live: Mapping[ObjectKey, Any]) -> None:
+    def _remember_verified(self, sha: str, plan: Plan, execution: Execution,
+                           live: Mapping[ObjectKey, JsonMapping | None]) -> None:
         old = self._verified[1] if self._verified is not None else {}
         seen: dict[ObjectKey, str] = {}
         for key in plan.unchanged:
             obj = live.get(key)
-            rv = (obj or {}).get("metadata", {}).get("resourceVersion") if obj is not None else old.get(key)
+            rv = cast(KubeObject, obj or {}).get("metadata", {}).get("resourceVersion") if obj is not None \
+                else old.get(key)
             if rv:
                 seen[key] = rv
         for key, obj in execution.live_after.items():
-            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            rv = (cast(KubeObject, obj).get("metadata") or {}).get("resourceVersion")
             if rv:
                 seen[key] = rv
         self._verified = (sha, seen)
@@ -345,7 +346,7 @@ class Syncer:
         self._validated = (sha, validated)
         return validated
 
-    def _previous(self, sha: str, state: SourceState, validated: Validated) -> Mapping[ObjectKey, Any] | None:
+    def _previous(self, sha: str, state: SourceState, validated: Validated) -> Mapping[ObjectKey, JsonMapping] | None:
         """The desired objects of the revision last applied, when known: they tell drift from change."""
         if state.last_applied == sha:
             return {key_of_document(d): d for d in validated.documents}
@@ -385,7 +386,7 @@ class Syncer:
         run.ending = outcomes.rolled_back(state, result, inventory, now=self.clock(), url=self.url)
         return result
 
-    def _documents_of(self, revision: str | None, state: SourceState) -> tuple[Mapping[str, Any], ...]:
+    def _documents_of(self, revision: str | None, state: SourceState) -> tuple[JsonMapping, ...]:
         """The objects of ``revision`` (the last good one): remembered, or read and validated again from Git."""
         if revision is None:
             return ()

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
+from gitopsq.api.raw_objects import JsonMapping
 from gitopsq.errors import EXIT_OK, EXIT_REJECTED, EXIT_RUNTIME
 from gitopsq.reconcile.pairing import Plan
 
@@ -37,8 +38,8 @@ class Validated:
     Findings are JSON objects (severity, reason, message, path, line, object) as ``status.lastRejection`` holds.
     """
 
-    documents: tuple[Mapping[str, Any], ...]
-    findings: tuple[Mapping[str, Any], ...] = ()
+    documents: tuple[JsonMapping, ...]
+    findings: tuple[JsonMapping, ...] = ()
     rejected: bool = False
     reason: str = ""
     reason_code: str = "ValidationFailed"
@@ -88,10 +89,10 @@ class SyncResult:
         return {"applied": EXIT_OK, "unchanged": EXIT_OK, "rejected": EXIT_REJECTED, "refused": EXIT_REJECTED,
                 "suspended": EXIT_REJECTED, "rewound": EXIT_REJECTED}.get(self.outcome, EXIT_RUNTIME)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The stable JSON form of a sync (``gitopsq apply --output json``; docs/sync.md)."""
         plan, execution = self.plan, self.execution
-        out: dict[str, Any] = {"outcome": self.outcome, "revision": self.revision, "dryRun": self.dry_run,
+        out: dict[str, object] = {"outcome": self.outcome, "revision": self.revision, "dryRun": self.dry_run,
                                "error": self.error}
         if self.validated is not None:
             out["findings"] = [dict(f) for f in self.validated.findings]
@@ -131,5 +132,5 @@ class SyncResult:
         return out
 
 
-def _where(location: tuple[str, int] | None) -> dict[str, Any]:
+def _where(location: tuple[str, int] | None) -> dict[str, str | int]:
     return {"path": location[0], "line": location[1]} if location else {}

@@ -18,11 +18,12 @@ timeout) is the caller's to retry from fresh state and, if it persists, to roll 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal
 
 from gitopsq.api.model import ObjectKey
+from gitopsq.api.raw_objects import JsonMapping, JsonObject
 from gitopsq.cluster.apply import Execution, Executor, Failure
 from gitopsq.progress import NullProgress, Progress
 from gitopsq.reconcile.inventory import Inventory, version_of
@@ -56,7 +57,7 @@ def attempt(executor: Executor, plan: Plan, *, dry_run_first: bool = True,
             shown.done()
 
     staged: tuple[ObjectKey, ...] = ()
-    staged_live: dict[ObjectKey, Mapping[str, Any]] = {}
+    staged_live: dict[ObjectKey, JsonObject] = {}
     rest = plan
     started = time.perf_counter()
     retries_before = executor.rest.retries  # the dry run's retries count too (an API restart during it)
@@ -100,7 +101,7 @@ def rollback_plan(plan: Plan, created: Iterable[ObjectKey]) -> Plan:
     return replace(plan, prunes=tuple(p for p in plan.prunes if p.key in made))
 
 
-def keys_of(docs: tuple[Mapping[str, Any], ...], inventory: Inventory) -> set[tuple[ObjectKey, str]]:
+def keys_of(docs: tuple[JsonMapping, ...], inventory: Inventory) -> set[tuple[ObjectKey, str]]:
     """(key, version) of every object in ``docs`` or ``inventory``."""
     return {(key_of_document(d), version_of(str(d.get("apiVersion")))) for d in docs} | \
         {(e.key, e.version) for e in inventory.entries}

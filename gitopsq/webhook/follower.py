@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Any
+from typing import cast
 
 from gitopsq import logs
+from gitopsq.api.git_source import GitSource
+from gitopsq.cluster.apply import KubeRest
 from gitopsq.errors import GitopsqError
 from gitopsq.intake.jobs import JobWebhook
+from gitopsq.policy.language import Policy
+from gitopsq.source.port import Source
 
 _log = logs.get("webhook")
 
@@ -19,14 +24,15 @@ class PolicyFollower:
     branch (so the commit is in the mirror) and loads that commit's policies. Runs on every replica, so
     followers follow the leader's sync."""
 
-    def __init__(self, rest: Any, path: str, source: Any, branch: str, hook: JobWebhook, *,
-                 load: Any) -> None:
+    def __init__(self, rest: KubeRest, path: str, source: Source, branch: str, hook: JobWebhook, *,
+                 load: Callable[[str], Iterable[Policy]]) -> None:
         self.rest, self.path, self.source, self.branch, self.hook, self.load = rest, path, source, branch, hook, load
         self.loaded: str | None = None
 
     def refresh(self) -> None:
         try:
-            applied = (self.rest.request("GET", self.path, retry=False).get("status") or {}).get("lastAppliedRevision")
+            found = cast(GitSource, self.rest.request("GET", self.path, retry=False))
+            applied = (found.get("status") or {}).get("lastAppliedRevision")
             if applied and applied != self.loaded:
                 self.source.resolve(self.branch)
                 policies = tuple(self.load(applied))
