@@ -186,6 +186,20 @@ class AuditBranch:
         self.tip = BranchTip(commit_id, read_head(self.repo, commit_id))
         return self.tip
 
+    def fetch_ref(self, ref: str) -> str | None:
+        """The commit ``ref`` names in the audit repository, brought into the cache (None when there is no such
+        ref)."""
+        listed = git(["ls-remote", self.target, ref], cwd=self.cache_dir)
+        if listed.returncode != 0:
+            raise RemoteUnreachableError(f"cannot reach audit repository: {_last_line(listed.stderr)}")
+        if not any(line.endswith(f"\t{ref}") for line in listed.stdout.decode("utf-8", "replace").splitlines()):
+            return None
+        local = f"refs/audit-remote-ref/{ref.removeprefix('refs/')}"
+        fetched = git(["fetch", "--no-tags", "--quiet", self.target, f"+{ref}:{local}"], cwd=self.cache_dir)
+        if fetched.returncode != 0:
+            raise RemoteUnreachableError(f"cannot fetch {ref}: {_last_line(fetched.stderr)}")
+        return str(self.repo.references[local].target)
+
     def build(self, records: Sequence[Mapping[str, Any]], *, writer: dict[str, Any],
               now: datetime) -> tuple[str, ChainHead]:
         """A commit on the current tip that appends ``records`` (chained after the tip's head); no ref moves."""

@@ -14,8 +14,8 @@ Two background threads do the slow work:
    other writer's), backs off while the remote is unreachable, and compacts the WAL after a push.
 
 The commit it last pushed is kept beside the WAL (``pushed.json``); a branch that no longer descends from it is an
-incident (known_tip.py): records go onto the known history under a recovery ref, never onto the branch, and the
-WAL is not compacted until the branch holds that history again.
+incident (rewind_guard.py): records go onto the known history under a recovery ref, never onto the branch, and
+the WAL is not compacted until the branch holds that history again.
 """
 
 from __future__ import annotations
@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from gitopsq import logs
-from gitopsq.audit import known_tip
 from gitopsq.audit.backlog import Backlog
 from gitopsq.audit.canonical import canonical_json
-from gitopsq.audit.gitstore import AuditBranch, BranchTip, PushRejectedError, RemoteUnreachableError
-from gitopsq.audit.known_tip import KnownTip, RewindIncident, has_commit, lineage, load_known_tip, save_known_tip
+from gitopsq.audit.gitstore import AuditBranch, PushRejectedError, RemoteUnreachableError
+from gitopsq.audit.known_tip import KnownTip, load_known_tip
 from gitopsq.audit.records import Record, validate_record
 from gitopsq.audit.redact import redact
+from gitopsq.audit.rewind_guard import RewindGuard
 from gitopsq.audit.signing import SshSigner
 from gitopsq.audit.sink import TrailSettings, TrailStatus
 from gitopsq.audit.wal import Replay, WalEntry, WriteAheadLog
@@ -54,8 +54,7 @@ class AuditTrail:
     def __init__(self, wal: WriteAheadLog, branch: AuditBranch, settings: TrailSettings, *,
                  replay: Replay, clock: Callable[[], datetime], known: KnownTip | None = None) -> None:
         self._wal, self._branch, self._settings, self._clock = wal, branch, settings, clock
-        self._known = known           # the commit this writer last pushed (or the branch as first found)
-        self._incident: RewindIncident | None = None
+        self._guard = RewindGuard(branch, wal.directory, wal.writer_id, known, clock)
         self._torn = replay.torn
         self._cond = threading.Condition()
         self._incoming: list[dict[str, Any]] = []
@@ -141,13 +140,13 @@ class AuditTrail:
             self._cond.notify_all()
             self._cond.wait_for(lambda: self._backlog.pushed >= goal or self._stopped or self._failed_round > started,
                                 timeout)
-            return self._backlog.pushed >= goal and self._incident is None
+            return self._backlog.pushed >= goal and self._guard.incident is None
 
     def status(self) -> TrailStatus:
         with self._cond:
             return TrailStatus(self._submitted, self._backlog.durable, self._backlog.pushed, self._branch.tip.head,
-                               self._last_error, self._torn, len(self._backlog.memory), self._incident,
-                               self._known if self._known is not None and self._known.writer_id else None)
+                               self._last_error, self._torn, len(self._backlog.memory), self._guard.incident,
+                               self._guard.known if self._guard.watermark() else None)
 
     def close(self, timeout: float = 30.0) -> None:
         """Make everything durable, try one last push, stop the threads and release the WAL lock."""
@@ -164,7 +163,7 @@ class AuditTrail:
                 self._cond.notify_all()
             self._wal_thread.join(timeout)
             self._commit_thread.join(timeout)
-            if self._backlog.pushed and not self._wal_thread.is_alive() and self._incident is None:
+            if self._backlog.pushed and not self._wal_thread.is_alive() and self._guard.incident is None:
                 self._wal.rotate()
                 self._wal.compact(self._backlog.pushed)
             self._wal.close()
@@ -209,7 +208,7 @@ class AuditTrail:
     # -- the commit thread ------------------------------------------------------------------------------------
 
     def _due(self) -> bool:
-        if self._stopped or self._incident is not None:  # an incident is rechecked every round (with backoff)
+        if self._stopped or self._guard.incident is not None:  # an incident is rechecked every round (with backoff)
             return True
         waiting = len(self._backlog)
         if not waiting:
@@ -259,10 +258,9 @@ class AuditTrail:
     def _first_sync(self) -> None:
         """On the first fetch, learn which replayed records the branch already holds (crash after push)."""
         self._branch.fetch()
-        self._settle()
+        self._guard.settle()
         watermark = self._branch.writer_watermark(self._wal.writer_id) if self._backlog.replayed_upto else 0
-        if self._known is not None and self._known.writer_id == self._wal.writer_id:
-            watermark = max(watermark, self._known.wal_seq)
+        watermark = max(watermark, self._guard.watermark())
         if watermark >= self._wal.next_seq:
             # The WAL lost its files (numbering restarted): numbers prove nothing, ids still do.
             _log.warning("audit_wal_numbering_behind_branch", watermark=watermark, next=self._wal.next_seq)
@@ -281,9 +279,9 @@ class AuditTrail:
         """Commit and push the oldest waiting records (at most max_batch)."""
         if not self._synced:
             self._first_sync()
-        elif self._incident is not None:  # has the branch been given back its history?
+        elif self._guard.incident is not None:  # has the branch been given back its history?
             self._branch.fetch()
-            self._settle()
+            self._guard.settle()
         with self._cond:
             batch, low, high = self._backlog.next_batch(self._settings.max_batch)
         if high < low:
@@ -298,69 +296,22 @@ class AuditTrail:
         with self._cond:
             self._backlog.done_through(high)
             self._after_progress()
-        if self._incident is not None:
-            raise AuditBranchRewoundError(self._incident.message())
-
-    def _settle(self) -> None:
-        """Judge the branch just fetched against the known tip: build on it, or on the known history if it was
-        rewound (raising the incident once, and ending it when the branch holds that history again)."""
-        found, known = self._branch.tip, self._known
-        if known is None:  # no push of ours yet: the anchor the repository keeps, else the branch as found
-            known = self._known = known_tip.first_known(self._branch.repo, self._settings.branch,
-                                                        self._branch.remote_anchor, found.commit)
-            if known is None:
-                return
-        verdict, reason = lineage(self._branch.repo, known.commit, found.commit)
-        if verdict != "rewound":
-            if self._incident is not None:
-                _log.warning("audit_branch_restored", branch=self._settings.branch, commit=found.commit,
-                             recovery_ref=self._incident.recovery_ref)
-                with self._cond:
-                    self._incident = None
-            return
-        if self._incident is None:
-            incident = known_tip.incident(known, found.commit, found.head, reason, now=self._clock(),
-                                          writer_id=self._wal.writer_id)
-            _log.error("audit_branch_rewound", branch=incident.branch, known_commit=known.commit,
-                       known_seq=known.seq, known_hash=known.hash, found_commit=found.commit,
-                       found_seq=found.head.seq, reason=reason, recovery_ref=incident.recovery_ref)
-            with self._cond:
-                self._incident = incident
-                self._last_error = incident.message()
-        base = known.commit if has_commit(self._branch.repo, known.commit) else None
-        self._branch.tip = BranchTip(base, known.head)  # the history we know (or its head alone, if lost)
-
-    def _pushed(self, commit_id: str, ref: str, writer: dict[str, Any]) -> None:
-        """Keep the commit just pushed as the known tip (durably), then move the repository's anchor to it."""
-        head = self._branch.tip.head
-        known = KnownTip(self._settings.branch, commit_id, head.seq, head.hash, self._wal.writer_id,
-                         int(writer["walSeq"]), ref)
-        save_known_tip(self._wal.directory, known)
-        self._known = known
-        problem = self._branch.push_anchor(commit_id)
-        if problem is not None:
-            _log.warning("audit_anchor_not_moved", commit=commit_id, reason=problem)
+        if self._guard.incident is not None:
+            raise AuditBranchRewoundError(self._guard.incident.message())
 
     def _push(self, batch: list[WalEntry], *, writer: dict[str, Any]) -> None:
         for attempt in range(self._settings.push_retries):
             commit_id, head = self._branch.build([e.record for e in batch], writer=writer, now=self._clock())
-            incident = self._incident
             try:
-                if incident is None:
-                    self._branch.push(commit_id)
-                else:  # onto the history we know, under the recovery ref; never onto the rewound branch
-                    known = self._known
-                    self._branch.push(commit_id, ref=incident.recovery_ref,
-                                      expected=known.commit if known and known.ref == incident.recovery_ref else None)
-                ref = incident.recovery_ref if incident else f"refs/heads/{self._settings.branch}"
+                ref = self._guard.push(commit_id)  # during an incident: onto the known history, never the branch
                 _log.info("audit_batch_pushed", records=len(batch), seq=head.seq, hash=head.hash, ref=ref)
-                self._pushed(commit_id, ref, writer)
+                self._guard.pushed(commit_id, ref, writer)
                 return
             except PushRejectedError:
                 _log.info("audit_push_rejected_retrying", attempt=attempt + 1)
                 time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
                 self._branch.fetch()
-                self._settle()
+                self._guard.settle()
                 # A push that landed although we saw an error shows up as our own writer near the tip.
                 landed = self._branch.writer_watermark(self._wal.writer_id, max_commits=64)
                 batch = [e for e in batch if e.wal_seq > landed]
@@ -374,9 +325,9 @@ class AuditTrail:
         self._oldest_wait = time.monotonic() if waiting else None
         if not waiting:
             self._flush_requested = False
-        if self._backlog.pushed > 0 and self._incident is None:  # during an incident the WAL keeps every record
+        if self._backlog.pushed > 0 and self._guard.incident is None:  # during an incident the WAL keeps every record
             self._compact_upto = max(self._compact_upto, self._backlog.pushed)
-        self._last_error = None if self._incident is None else self._incident.message()
+        self._last_error = None if self._guard.incident is None else self._guard.incident.message()
         self._cond.notify_all()
 
     def _remember(self, record_id: str) -> None:
