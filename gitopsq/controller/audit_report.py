@@ -1,7 +1,8 @@
 """What the controller tells the cluster about its audit trail, from each sample of the trail's status:
 
 1. ``status.audit`` of the GitSource: the chain head the writer last pushed (the anchor that
-   ``gitopsq audit verify --anchor-from-cluster`` checks the branch against), written when it changes;
+   ``gitopsq audit verify --anchor-from-cluster`` checks the branch against), written when it changes, at most
+   every ``PUBLISH_EVERY`` seconds (a batch is pushed every few seconds; the API server need not see each);
 2. a Warning Event ``AuditBranchRewound`` on the GitSource, once per incident (the writer found the audit branch
    rewound or rewritten: docs/audit.md); the metric ``gitopsq_audit_branch_rewound`` is set by SyncMetrics.
 
@@ -20,6 +21,7 @@ from gitopsq.cluster.status import StatusStore
 from gitopsq.errors import ClusterError
 
 _log = logs.get("controller")
+PUBLISH_EVERY = 30.0
 
 
 def audit_status(pushed: KnownTip, now: datetime) -> dict[str, Any]:
@@ -34,6 +36,7 @@ class AuditReport:
     def __init__(self, store: StatusStore | None) -> None:
         self._store = store
         self._published: str | None = None   # the commit status.audit names
+        self._published_at: datetime | None = None
         self._reported: str | None = None    # the recovery ref of the incident an Event was recorded for
 
     def observe(self, status: TrailStatus, now: datetime) -> None:
@@ -44,9 +47,11 @@ class AuditReport:
             return
         try:
             pushed = status.last_pushed
-            if pushed is not None and pushed.commit != self._published:
+            due = self._published_at is None or (now - self._published_at).total_seconds() >= PUBLISH_EVERY \
+                or (pushed is not None and pushed.ref != f"refs/heads/{pushed.branch}")  # recovering: at once
+            if pushed is not None and pushed.commit != self._published and due:
                 self._store.write_audit(audit_status(pushed, now))
-                self._published = pushed.commit
+                self._published, self._published_at = pushed.commit, now
             if incident is not None and incident.recovery_ref != self._reported:
                 self._store.event(self._store.read(), "AuditBranchRewound", incident.message(), warning=True)
                 self._reported = incident.recovery_ref

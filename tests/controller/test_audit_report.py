@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import subprocess
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pygit2
@@ -63,8 +63,15 @@ def test_the_gitsource_anchor_exposes_a_rewind_and_the_incident_is_an_event(kueu
                     trail.record(admitted(i))
                 assert trail.flush(30)
             report.observe(trail.status(), NOW)
+            assert store.read().status["audit"]["head"]["seq"] == 20  # type: ignore[index]
+            trail.record(admitted(20))
+            assert trail.flush(30)
+            report.observe(trail.status(), NOW + timedelta(seconds=5))
+            assert store.read().status["audit"]["head"]["seq"] == 20, \
+                "a push 5 s later is not yet published"  # type: ignore[index]
+            report.observe(trail.status(), NOW + timedelta(seconds=31))
         audit = store.read().status["audit"]  # type: ignore[index]
-        assert audit["branch"] == BRANCH and audit["head"]["seq"] == 20 and audit["ref"] == f"refs/heads/{BRANCH}"
+        assert audit["branch"] == BRANCH and audit["head"]["seq"] == 21 and audit["ref"] == f"refs/heads/{BRANCH}"
         assert audit["commit"] == _git(remote, "rev-parse", BRANCH)
 
         first = _git(remote, "rev-list", "--max-parents=0", BRANCH)
@@ -78,21 +85,21 @@ def test_the_gitsource_anchor_exposes_a_rewind_and_the_incident_is_an_event(kueu
         anchored = runner.invoke(command, ["verify", str(remote), "--anchor-from-cluster", f"{namespace}/queues",
                                            "--kubeconfig", str(kueue_crds.kubeconfig)])
         assert anchored.exit_code == 1, anchored.output
-        assert f"REWOUND: GitSource {namespace}/queues names chain head 20 " in anchored.output
+        assert f"REWOUND: GitSource {namespace}/queues names chain head 21 " in anchored.output
         missing = runner.invoke(command, ["verify", str(remote), "--anchor-from-cluster", f"{namespace}/nothing",
                                           "--kubeconfig", str(kueue_crds.kubeconfig)])
         assert isinstance(missing.exception, AuditError) and missing.exception.exit_code == 3
         assert f"no GitSource {namespace}/nothing" in str(missing.exception)
 
         with AuditTrail.open(str(remote), wal, settings=fast_settings()) as trail:
-            trail.record(admitted(20))
+            trail.record(admitted(21))
             assert not trail.flush(30)
             incident = trail.status().incident
             assert incident is not None
             for _ in range(2):  # the same incident sampled twice: one Event
-                report.observe(trail.status(), NOW)
+                report.observe(trail.status(), NOW + timedelta(seconds=32))
         events = [e for e in store.events() if e["reason"] == "AuditBranchRewound"]
         assert len(events) == 1 and events[0]["type"] == "Warning"
         assert incident.recovery_ref in events[0]["message"] and first[:12] in events[0]["message"]
         audit = store.read().status["audit"]  # type: ignore[index]
-        assert audit["ref"] == incident.recovery_ref and audit["head"]["seq"] == 21
+        assert audit["ref"] == incident.recovery_ref and audit["head"]["seq"] == 22
