@@ -284,19 +284,18 @@ class AuditTrail:
             self._guard.settle()
         with self._cond:
             batch, low, high = self._backlog.next_batch(self._settings.max_batch)
-        if high < low:
-            return
-        if batch is None:  # spilled: read the records back from the WAL
-            batch = self._wal.read_range(low, high)
-            if [e.wal_seq for e in batch] != list(range(low, high + 1)):
-                raise AuditError(f"write-ahead log is missing records {low}-{high}")
-        fresh = self._backlog.keep(batch)
-        if fresh:
-            self._push(fresh, writer={"id": self._wal.writer_id, "walSeq": high})
-        with self._cond:
-            self._backlog.done_through(high)
-            self._after_progress()
-        if self._guard.incident is not None:
+        if high >= low:
+            if batch is None:  # spilled: read the records back from the WAL
+                batch = self._wal.read_range(low, high)
+                if [e.wal_seq for e in batch] != list(range(low, high + 1)):
+                    raise AuditError(f"write-ahead log is missing records {low}-{high}")
+            fresh = self._backlog.keep(batch)
+            if fresh:
+                self._push(fresh, writer={"id": self._wal.writer_id, "walSeq": high})
+            with self._cond:
+                self._backlog.done_through(high)
+                self._after_progress()
+        if self._guard.incident is not None:  # a failed round even with nothing to push: it backs off
             raise AuditBranchRewoundError(self._guard.incident.message())
 
     def _push(self, batch: list[WalEntry], *, writer: dict[str, Any]) -> None:

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -281,3 +282,21 @@ def test_the_cluster_anchor_finds_a_rewind_when_the_anchor_ref_went_too(rewound:
     assert "GitSource gitopsq-system/queues names chain head 50" in result.summary()
     with pytest.raises(AuditError, match=r"no status\.audit"):
         status_anchor({}, "gitopsq-system/queues", BRANCH)
+
+
+def test_an_idle_writer_during_an_incident_backs_off_instead_of_spinning(rewound: Rewound) -> None:
+    """With nothing to push, each round that finds the branch still rewound counts as failed and backs off."""
+    settings = fast_settings(backoff_initial=0.5, backoff_max=1.0)
+    with AuditTrail.open(str(rewound.remote), rewound.wal, settings=settings) as trail:
+        assert not trail.flush(30)
+        assert trail.status().incident is not None
+        fetches = []
+        real_fetch = trail._branch.fetch  # counted, still the real fetch from the real remote
+
+        def counted() -> object:
+            fetches.append(1)
+            return real_fetch()
+
+        trail._branch.fetch = counted  # type: ignore[method-assign]
+        time.sleep(2.0)
+    assert 1 <= len(fetches) <= 4, f"{len(fetches)} fetches in 2 s: the incident is rechecked with backoff"
