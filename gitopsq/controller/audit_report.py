@@ -17,6 +17,7 @@ from typing import Any
 from gitopsq import logs
 from gitopsq.audit.known_tip import KnownTip
 from gitopsq.audit.sink import TrailStatus
+from gitopsq.cluster.kube import ClusterNotFound
 from gitopsq.cluster.status import StatusStore
 from gitopsq.errors import ClusterError
 
@@ -55,5 +56,7 @@ class AuditReport:
             if incident is not None and incident.recovery_ref != self._reported:
                 self._store.event(self._store.read(), "AuditBranchRewound", incident.message(), warning=True)
                 self._reported = incident.recovery_ref
-        except ClusterError as err:  # the GitSource may not exist before the first sync; the next sample retries
+        except ClusterNotFound:  # no GitSource before the first sync creates it: the next sample retries
+            return
+        except ClusterError as err:
             _log.warning("audit status not written to the GitSource", error=str(err))

@@ -55,13 +55,15 @@ def test_the_gitsource_anchor_exposes_a_rewind_and_the_incident_is_an_event(kueu
     remote, wal = bare_repo(tmp_path / "remote.git"), tmp_path / "wal"
     with kueue_crds.api_client() as api:
         store = StatusStore(KubeRest(api), SourceRef(namespace, "queues"))
-        store.ensure(url=str(remote), ref="main", prune=True)
         report = AuditReport(store)
         with AuditTrail.open(str(remote), wal, settings=fast_settings()) as trail:
             for batch in (range(10), range(10, 20)):
                 for i in batch:
                     trail.record(admitted(i))
                 assert trail.flush(30)
+            report.observe(trail.status(), NOW)  # before the first sync made the GitSource: nothing, no error
+            assert not store.read().exists
+            store.ensure(url=str(remote), ref="main", prune=True)
             report.observe(trail.status(), NOW)
             assert store.read().status["audit"]["head"]["seq"] == 20  # type: ignore[index]
             trail.record(admitted(20))
