@@ -300,3 +300,28 @@ def test_an_idle_writer_during_an_incident_backs_off_instead_of_spinning(rewound
         trail._branch.fetch = counted  # type: ignore[method-assign]
         time.sleep(2.0)
     assert 1 <= len(fetches) <= 4, f"{len(fetches)} fetches in 2 s: the incident is rechecked with backoff"
+
+
+def test_a_signed_anchor_is_checked_with_the_allowed_signers(remote: Path, tmp_path: Path) -> None:
+    """The anchor ref names a signed audit commit: with --allowed-signers a genuine anchor proves the rewind, and
+    an anchor someone pointed at an unsigned commit of their own is reported as such, not believed."""
+    key = tmp_path / "audit_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text(f"gitopsq@localhost {key.with_suffix('.pub').read_text()}")
+    with AuditTrail.open(str(remote), tmp_path / "wal", settings=fast_settings(signing_key=str(key))) as trail:
+        for batch in (range(3), range(3, 6)):
+            for i in batch:
+                trail.record(admitted(i))
+            assert trail.flush(30)
+    first = _history(remote)[0]
+    subprocess.run(["git", "-C", str(remote), "update-ref", f"refs/heads/{BRANCH}", first], check=True)
+    repo = pygit2.Repository(str(remote))
+    genuine = verify_branch(repo, BRANCH, allowed_signers=str(allowed))
+    assert genuine.state == "rewound", genuine.summary()
+    tip = repo.references[ANCHOR].peel(pygit2.Commit)
+    who = pygit2.Signature("mallory", "gitopsq@localhost")
+    forged = repo.create_commit(None, who, who, tip.message, tip.tree.id, list(tip.parent_ids))
+    repo.references.create(ANCHOR, forged, force=True)
+    result = verify_branch(repo, BRANCH, allowed_signers=str(allowed))
+    assert result.state == "broken" and "unsigned" in [p.kind for p in result.problems]
