@@ -325,3 +325,17 @@ def test_a_signed_anchor_is_checked_with_the_allowed_signers(remote: Path, tmp_p
     repo.references.create(ANCHOR, forged, force=True)
     result = verify_branch(repo, BRANCH, allowed_signers=str(allowed))
     assert result.state == "broken" and "unsigned" in [p.kind for p in result.problems]
+
+
+def test_a_deleted_branch_is_a_rewind_not_an_absent_one(rewound: Rewound, tmp_path: Path) -> None:
+    """Deleting the branch loses every record: the writer raises the incident, verify says rewound (exit 1)."""
+    subprocess.run(["git", "-C", str(rewound.remote), "update-ref", "-d", f"refs/heads/{BRANCH}"], check=True)
+    result = CliRunner().invoke(command, ["verify", str(rewound.remote)])
+    assert result.exit_code == 1 and "REWOUND" in result.output and "the branch is gone" in result.output
+    with AuditTrail.open(str(rewound.remote), rewound.wal, settings=fast_settings()) as trail:
+        trail.record(admitted(50))
+        assert not trail.flush(30)
+        incident = trail.status().incident
+        assert incident is not None and incident.reason == "the branch no longer exists"
+    assert _ref(rewound.remote, f"refs/heads/{BRANCH}") is None, "the writer did not start a new branch"
+    assert _names_on(rewound.remote, incident.recovery_ref, tmp_path) == [f"w{i}" for i in range(51)]
