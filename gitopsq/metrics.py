@@ -250,6 +250,8 @@ class SyncMetrics:
                                      "Wall time of the last successful audit push", registry=r)
         self.audit_failures = Counter("gitopsq_audit_push_failures_total", "Failed audit commit or push rounds",
                                       registry=r)
+        self.audit_rewound = Gauge("gitopsq_audit_branch_rewound", "1 while the audit branch does not hold the commit "
+                                   "the writer last pushed (records go to a recovery ref)", registry=r)
         self._audit_seen: tuple[int, str | None] | None = None  # (pushed seq, last error) at the previous sample
 
     def observe(self, result: Any) -> None:
@@ -288,6 +290,7 @@ class SyncMetrics:
         if status.last_error and (previous is None or previous[1] != status.last_error):
             self.audit_failures.inc()
         self._audit_seen = (status.pushed, status.last_error)
+        self.audit_rewound.set(0 if getattr(status, "incident", None) is None else 1)
 
 
 def serve(address: str, registry: CollectorRegistry) -> Any:

@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry
 from gitopsq.admission.topology import build_topology
 from gitopsq.api.codec import decode
 from gitopsq.audit.canonical import ChainHead
+from gitopsq.audit.known_tip import RewindIncident
 from gitopsq.audit.sink import TrailStatus
 from gitopsq.metrics import SyncMetrics
 
@@ -42,6 +43,20 @@ def test_audit_series_follow_the_trail_status(samples: list[tuple[TrailStatus, f
     assert sample(metrics, "gitopsq_audit_pending_records") == pending
     assert sample(metrics, "gitopsq_audit_last_push_timestamp_seconds") == last_push
     assert (sample(metrics, "gitopsq_audit_push_failures_total") or 0) == failures
+
+
+def test_the_rewound_gauge_follows_the_incident() -> None:
+    """gitopsq_audit_branch_rewound is 1 while the trail reports a rewind incident, 0 once it ends."""
+    metrics = SyncMetrics(CollectorRegistry())
+    metrics.observe_audit(status(5, 5, 5), 100.0)
+    assert sample(metrics, "gitopsq_audit_branch_rewound") == 0
+    incident = RewindIncident("gitopsq/audit", "a" * 40, ChainHead(9, "b" * 64), "c" * 40, ChainHead(3, "d" * 64),
+                              "the branch no longer contains commit aaaaaaaaaaaa",
+                              "refs/gitopsq/audit-recovery/20260301T120000Z-0123abcd", "2026-03-01T12:00:00Z")
+    metrics.observe_audit(TrailStatus(6, 6, 6, ChainHead(), incident.message(), None, incident=incident), 102.0)
+    assert sample(metrics, "gitopsq_audit_branch_rewound") == 1
+    metrics.observe_audit(status(7, 7, 7), 104.0)
+    assert sample(metrics, "gitopsq_audit_branch_rewound") == 0
 
 
 def test_applied_revision_keeps_one_series_per_source() -> None:

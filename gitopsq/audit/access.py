@@ -20,7 +20,8 @@ def _is_url(target: str) -> bool:
 
 @contextlib.contextmanager
 def open_audit_repository(target: str, branch: str) -> Iterator[pygit2.Repository]:
-    """Yield a repository whose ``refs/heads/<branch>`` is the audit branch of ``target``."""
+    """Yield a repository whose ``refs/heads/<branch>`` is the audit branch of ``target`` (with its
+    ``refs/gitopsq/*`` anchor and recovery refs)."""
     if not _is_url(target):
         try:
             yield pygit2.Repository(str(Path(target).resolve()))
@@ -29,8 +30,9 @@ def open_audit_repository(target: str, branch: str) -> Iterator[pygit2.Repositor
         return
     with tempfile.TemporaryDirectory(prefix="gitopsq-audit-") as tmp:
         pygit2.init_repository(tmp, bare=True)
-        fetched = git(["fetch", "--no-tags", "--quiet", target, f"+refs/heads/{branch}:refs/heads/{branch}"],
-                      cwd=Path(tmp))
+        # the anchor and recovery refs too (a glob that matches nothing fetches nothing, without error)
+        fetched = git(["fetch", "--no-tags", "--quiet", target, f"+refs/heads/{branch}:refs/heads/{branch}",
+                       "+refs/gitopsq/*:refs/gitopsq/*"], cwd=Path(tmp))
         if fetched.returncode != 0:
             detail = fetched.stderr.decode("utf-8", "replace").strip().splitlines()
             reason = redact_text(detail[-1] if detail else "failed")

@@ -33,6 +33,12 @@ from gitopsq.errors import AuditError
 DEFAULT_BRANCH = "gitopsq/audit"
 HEAD_FILE = "HEAD.json"
 RECORDS_DIR = "records"
+ANCHOR_PREFIX = "refs/gitopsq/audit-anchor/"
+
+
+def anchor_ref(branch: str) -> str:
+    """The ref in the audit repository that names the commit the writer last pushed (its anchor)."""
+    return f"{ANCHOR_PREFIX}{branch}"
 
 
 class RemoteUnreachableError(AuditError):
@@ -150,23 +156,49 @@ class AuditBranch:
         self.repo = (pygit2.Repository(str(cache_dir)) if (cache_dir / "HEAD").exists()
                      else pygit2.init_repository(str(cache_dir), bare=True))
         self.tracking = f"refs/audit-remote/{branch}"
+        self.anchor_tracking = f"refs/audit-remote-anchor/{branch}"
+        self.kept = f"refs/audit-pushed/{branch}"  # keeps the last pushed commit's objects in the cache
         self.tip = BranchTip(None, ChainHead())
+        self.remote_anchor: str | None = None  # the anchor ref's commit as last fetched
 
     def fetch(self) -> BranchTip:
-        """Bring the remote branch into the cache; a missing branch is an empty chain."""
-        listed = git(["ls-remote", "--exit-code", self.target, f"refs/heads/{self.branch}"], cwd=self.cache_dir)
-        if listed.returncode == 2:
-            self.tip = BranchTip(None, ChainHead())
-            return self.tip
+        """Bring the remote branch (and the writer's anchor ref, when there is one) into the cache; a missing
+        branch is an empty chain. The tracking ref follows the remote even when it went backwards: whether
+        that is acceptable is decided against the writer's known tip (gitopsq/audit/known_tip.py)."""
+        anchor = anchor_ref(self.branch)
+        listed = git(["ls-remote", self.target, f"refs/heads/{self.branch}", anchor], cwd=self.cache_dir)
         if listed.returncode != 0:
             raise RemoteUnreachableError(f"cannot reach audit repository: {_last_line(listed.stderr)}")
-        fetched = git(["fetch", "--no-tags", "--quiet", self.target,
-                       f"+refs/heads/{self.branch}:{self.tracking}"], cwd=self.cache_dir)
-        if fetched.returncode != 0:
-            raise RemoteUnreachableError(f"cannot fetch audit branch: {_last_line(fetched.stderr)}")
+        names = {line.split("\t", 1)[-1] for line in listed.stdout.decode("utf-8", "replace").splitlines()}
+        refspecs = [f"+refs/heads/{self.branch}:{self.tracking}"] if f"refs/heads/{self.branch}" in names else []
+        if anchor in names:
+            refspecs.append(f"+{anchor}:{self.anchor_tracking}")
+        if refspecs:
+            fetched = git(["fetch", "--no-tags", "--quiet", self.target, *refspecs], cwd=self.cache_dir)
+            if fetched.returncode != 0:
+                raise RemoteUnreachableError(f"cannot fetch audit branch: {_last_line(fetched.stderr)}")
+        self.remote_anchor = (str(self.repo.references[self.anchor_tracking].target)
+                              if anchor in names else None)
+        if f"refs/heads/{self.branch}" not in names:
+            self.tip = BranchTip(None, ChainHead())
+            return self.tip
         commit_id = str(self.repo.references[self.tracking].target)
         self.tip = BranchTip(commit_id, read_head(self.repo, commit_id))
         return self.tip
+
+    def fetch_ref(self, ref: str) -> str | None:
+        """The commit ``ref`` names in the audit repository, brought into the cache (None when there is no such
+        ref)."""
+        listed = git(["ls-remote", self.target, ref], cwd=self.cache_dir)
+        if listed.returncode != 0:
+            raise RemoteUnreachableError(f"cannot reach audit repository: {_last_line(listed.stderr)}")
+        if not any(line.endswith(f"\t{ref}") for line in listed.stdout.decode("utf-8", "replace").splitlines()):
+            return None
+        local = f"refs/audit-remote-ref/{ref.removeprefix('refs/')}"
+        fetched = git(["fetch", "--no-tags", "--quiet", self.target, f"+{ref}:{local}"], cwd=self.cache_dir)
+        if fetched.returncode != 0:
+            raise RemoteUnreachableError(f"cannot fetch {ref}: {_last_line(fetched.stderr)}")
+        return str(self.repo.references[local].target)
 
     def build(self, records: Sequence[Mapping[str, Any]], *, writer: dict[str, Any],
               now: datetime) -> tuple[str, ChainHead]:
@@ -211,21 +243,39 @@ class AuditBranch:
         builder.insert(parts[0], self._insert(child, parts[1:], filename, blob), pygit2.enums.FileMode.TREE)
         return builder.write()
 
-    def push(self, commit_id: str) -> None:
-        """Move the remote branch to ``commit_id``; raises PushRejectedError or RemoteUnreachableError."""
-        result = git(["push", "--porcelain", "--quiet", self.target, f"{commit_id}:refs/heads/{self.branch}"],
-                     cwd=self.cache_dir)
+    def push(self, commit_id: str, *, ref: str | None = None, expected: str | None = None) -> None:
+        """Move the remote ``ref`` (default: the branch) to ``commit_id`` if it is still at ``expected`` (default:
+        the commit we built on; ``None`` there means the ref must not exist yet). Raises PushRejectedError when
+        the ref moved (a lost race, or someone rewound it), PushRefusedError or RemoteUnreachableError."""
+        target_ref = ref or f"refs/heads/{self.branch}"
+        old = self.tip.commit if ref is None else expected
+        result = git(["push", "--porcelain", "--quiet", f"--force-with-lease={target_ref}:{old or ''}",
+                      self.target, f"{commit_id}:{target_ref}"], cwd=self.cache_dir)
         out = result.stdout.decode("utf-8", "replace")
         if result.returncode == 0:
-            self.repo.references.create(self.tracking, pygit2.Oid(hex=commit_id), force=True)
+            if ref is None:
+                self.repo.references.create(self.tracking, pygit2.Oid(hex=commit_id), force=True)
+            self.repo.references.create(self.kept, pygit2.Oid(hex=commit_id), force=True)
             self.tip = BranchTip(commit_id, read_head(self.repo, commit_id))
             return
         reason = _rejection(out)
         if "[rejected]" in out or ("[remote rejected]" in out and any(m in reason for m in _LOST_RACE)):
-            raise PushRejectedError(f"audit branch push rejected: {reason}")
+            raise PushRejectedError(f"audit push to {target_ref} rejected: {reason}")
         if "[remote rejected]" in out:
-            raise PushRefusedError(f"audit branch push refused by the remote: {reason}")
+            raise PushRefusedError(f"audit push to {target_ref} refused by the remote: {reason}")
         raise RemoteUnreachableError(f"cannot push audit branch: {_last_line(result.stderr)}")
+
+    def push_anchor(self, commit_id: str) -> str | None:
+        """Point the repository's anchor ref at ``commit_id`` (fast-forward only, never backwards); None when
+        done, else why not. After the branch push: an anchor never names a commit the branch has not held."""
+        anchor = anchor_ref(self.branch)
+        result = git(["push", "--porcelain", "--quiet", self.target, f"{commit_id}:{anchor}"], cwd=self.cache_dir)
+        if result.returncode == 0:
+            self.repo.references.create(self.anchor_tracking, pygit2.Oid(hex=commit_id), force=True)
+            self.remote_anchor = commit_id
+            return None
+        out = result.stdout.decode("utf-8", "replace")
+        return _rejection(out) if "rejected]" in out else _last_line(result.stderr)
 
     def writer_watermark(self, writer_id: str, *, max_commits: int = 100_000) -> int:
         """The highest WAL sequence number of ``writer_id`` already on the branch (0 when none)."""

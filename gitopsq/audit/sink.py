@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from gitopsq.audit.canonical import ChainHead
 from gitopsq.audit.gitstore import DEFAULT_BRANCH
+from gitopsq.audit.known_tip import KnownTip, RewindIncident
 from gitopsq.audit.records import Record
 from gitopsq.audit.wal import TornLine
 
@@ -55,6 +56,8 @@ class TrailStatus:
     last_error: str | None
     torn: TornLine | None   # the torn WAL line dropped when the trail opened, if any
     in_memory: int = 0      # waiting records held in memory (the rest of the backlog is only in the WAL)
+    incident: RewindIncident | None = None  # the branch was rewound: records go to incident.recovery_ref
+    last_pushed: KnownTip | None = None     # the commit this writer last pushed (the anchor it publishes)
 
 
 

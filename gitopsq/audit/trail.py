@@ -12,6 +12,10 @@ Two background threads do the slow work:
 2. the commit thread turns durable records into one commit on the audit branch every ``batch_seconds`` or
    ``batch_records``, pushes it, retries a rejected push on the new tip (renumbering our records after the
    other writer's), backs off while the remote is unreachable, and compacts the WAL after a push.
+
+The commit it last pushed is kept beside the WAL (``pushed.json``); a branch that no longer descends from it is an
+incident (rewind_guard.py): records go onto the known history under a recovery ref, never onto the branch, and
+the WAL is not compacted until the branch holds that history again.
 """
 
 from __future__ import annotations
@@ -28,8 +32,10 @@ from gitopsq import logs
 from gitopsq.audit.backlog import Backlog
 from gitopsq.audit.canonical import canonical_json
 from gitopsq.audit.gitstore import AuditBranch, PushRejectedError, RemoteUnreachableError
+from gitopsq.audit.known_tip import KnownTip, load_known_tip
 from gitopsq.audit.records import Record, validate_record
 from gitopsq.audit.redact import redact
+from gitopsq.audit.rewind_guard import RewindGuard
 from gitopsq.audit.signing import SshSigner
 from gitopsq.audit.sink import TrailSettings, TrailStatus
 from gitopsq.audit.wal import Replay, WalEntry, WriteAheadLog
@@ -38,12 +44,17 @@ from gitopsq.errors import AuditError
 _log = logs.get("audit")
 
 
+class AuditBranchRewoundError(AuditError):
+    """The audit branch does not hold what this writer pushed: records go to the recovery ref, not the branch."""
+
+
 class AuditTrail:
     """Durable, batched, hash-chained audit writer. Thread-safe for callers."""
 
     def __init__(self, wal: WriteAheadLog, branch: AuditBranch, settings: TrailSettings, *,
-                 replay: Replay, clock: Callable[[], datetime]) -> None:
+                 replay: Replay, clock: Callable[[], datetime], known: KnownTip | None = None) -> None:
         self._wal, self._branch, self._settings, self._clock = wal, branch, settings, clock
+        self._guard = RewindGuard(branch, wal.directory, wal.writer_id, known, clock)
         self._torn = replay.torn
         self._cond = threading.Condition()
         self._incoming: list[dict[str, Any]] = []
@@ -82,10 +93,11 @@ class AuditTrail:
             signer = SshSigner(settings.signing_key) if settings.signing_key else None
             branch = AuditBranch(Path(wal_dir) / "cache.git", target, settings.branch,
                                  identity=settings.identity, signer=signer)
+            known = load_known_tip(Path(wal_dir), settings.branch)
         except BaseException:
             wal.close()
             raise
-        return cls(wal, branch, settings, replay=replay, clock=clock or (lambda: datetime.now(UTC)))
+        return cls(wal, branch, settings, replay=replay, clock=clock or (lambda: datetime.now(UTC)), known=known)
 
     # -- the caller's side ------------------------------------------------------------------------------------
 
@@ -128,12 +140,13 @@ class AuditTrail:
             self._cond.notify_all()
             self._cond.wait_for(lambda: self._backlog.pushed >= goal or self._stopped or self._failed_round > started,
                                 timeout)
-            return self._backlog.pushed >= goal
+            return self._backlog.pushed >= goal and self._guard.incident is None
 
     def status(self) -> TrailStatus:
         with self._cond:
             return TrailStatus(self._submitted, self._backlog.durable, self._backlog.pushed, self._branch.tip.head,
-                               self._last_error, self._torn, len(self._backlog.memory))
+                               self._last_error, self._torn, len(self._backlog.memory), self._guard.incident,
+                               self._guard.known if self._guard.watermark() else None)
 
     def close(self, timeout: float = 30.0) -> None:
         """Make everything durable, try one last push, stop the threads and release the WAL lock."""
@@ -150,7 +163,7 @@ class AuditTrail:
                 self._cond.notify_all()
             self._wal_thread.join(timeout)
             self._commit_thread.join(timeout)
-            if self._backlog.pushed and not self._wal_thread.is_alive():
+            if self._backlog.pushed and not self._wal_thread.is_alive() and self._guard.incident is None:
                 self._wal.rotate()
                 self._wal.compact(self._backlog.pushed)
             self._wal.close()
@@ -195,7 +208,7 @@ class AuditTrail:
     # -- the commit thread ------------------------------------------------------------------------------------
 
     def _due(self) -> bool:
-        if self._stopped:
+        if self._stopped or self._guard.incident is not None:  # an incident is rechecked every round (with backoff)
             return True
         waiting = len(self._backlog)
         if not waiting:
@@ -219,10 +232,11 @@ class AuditTrail:
             try:
                 self._commit_round()
                 backoff = 0.0
-            except RemoteUnreachableError as err:
+            except (RemoteUnreachableError, AuditBranchRewoundError) as err:
                 backoff = min(max(backoff * 2, self._settings.backoff_initial), self._settings.backoff_max)
                 self._note_failure(str(err), round_number)
-                _log.warning("audit_remote_unreachable", error=str(err), retry_in=backoff)
+                if isinstance(err, RemoteUnreachableError):
+                    _log.warning("audit_remote_unreachable", error=str(err), retry_in=backoff)
                 self._sleep(backoff)
             except AuditError as err:
                 self._note_failure(str(err), round_number)
@@ -244,7 +258,9 @@ class AuditTrail:
     def _first_sync(self) -> None:
         """On the first fetch, learn which replayed records the branch already holds (crash after push)."""
         self._branch.fetch()
+        self._guard.settle()
         watermark = self._branch.writer_watermark(self._wal.writer_id) if self._backlog.replayed_upto else 0
+        watermark = max(watermark, self._guard.watermark())
         if watermark >= self._wal.next_seq:
             # The WAL lost its files (numbering restarted): numbers prove nothing, ids still do.
             _log.warning("audit_wal_numbering_behind_branch", watermark=watermark, next=self._wal.next_seq)
@@ -263,32 +279,38 @@ class AuditTrail:
         """Commit and push the oldest waiting records (at most max_batch)."""
         if not self._synced:
             self._first_sync()
+        elif self._guard.incident is not None:  # has the branch been given back its history?
+            self._branch.fetch()
+            self._guard.settle()
         with self._cond:
             batch, low, high = self._backlog.next_batch(self._settings.max_batch)
-        if high < low:
-            return
-        if batch is None:  # spilled: read the records back from the WAL
-            batch = self._wal.read_range(low, high)
-            if [e.wal_seq for e in batch] != list(range(low, high + 1)):
-                raise AuditError(f"write-ahead log is missing records {low}-{high}")
-        fresh = self._backlog.keep(batch)
-        if fresh:
-            self._push(fresh, writer={"id": self._wal.writer_id, "walSeq": high})
-        with self._cond:
-            self._backlog.done_through(high)
-            self._after_progress()
+        if high >= low:
+            if batch is None:  # spilled: read the records back from the WAL
+                batch = self._wal.read_range(low, high)
+                if [e.wal_seq for e in batch] != list(range(low, high + 1)):
+                    raise AuditError(f"write-ahead log is missing records {low}-{high}")
+            fresh = self._backlog.keep(batch)
+            if fresh:
+                self._push(fresh, writer={"id": self._wal.writer_id, "walSeq": high})
+            with self._cond:
+                self._backlog.done_through(high)
+                self._after_progress()
+        if self._guard.incident is not None:  # a failed round even with nothing to push: it backs off
+            raise AuditBranchRewoundError(self._guard.incident.message())
 
     def _push(self, batch: list[WalEntry], *, writer: dict[str, Any]) -> None:
         for attempt in range(self._settings.push_retries):
             commit_id, head = self._branch.build([e.record for e in batch], writer=writer, now=self._clock())
             try:
-                self._branch.push(commit_id)
-                _log.info("audit_batch_pushed", records=len(batch), seq=head.seq, hash=head.hash)
+                ref = self._guard.push(commit_id)  # during an incident: onto the known history, never the branch
+                _log.info("audit_batch_pushed", records=len(batch), seq=head.seq, hash=head.hash, ref=ref)
+                self._guard.pushed(commit_id, ref, writer)
                 return
             except PushRejectedError:
                 _log.info("audit_push_rejected_retrying", attempt=attempt + 1)
                 time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
                 self._branch.fetch()
+                self._guard.settle()
                 # A push that landed although we saw an error shows up as our own writer near the tip.
                 landed = self._branch.writer_watermark(self._wal.writer_id, max_commits=64)
                 batch = [e for e in batch if e.wal_seq > landed]
@@ -302,9 +324,9 @@ class AuditTrail:
         self._oldest_wait = time.monotonic() if waiting else None
         if not waiting:
             self._flush_requested = False
-        if self._backlog.pushed > 0:
+        if self._backlog.pushed > 0 and self._guard.incident is None:  # during an incident the WAL keeps every record
             self._compact_upto = max(self._compact_upto, self._backlog.pushed)
-        self._last_error = None
+        self._last_error = None if self._guard.incident is None else self._guard.incident.message()
         self._cond.notify_all()
 
     def _remember(self, record_id: str) -> None:

@@ -9,18 +9,22 @@ Checks, in this order (the first problem found names the record, file and line, 
 4. along the branch's first-parent history, every commit only adds one records file and rewrites HEAD.json
    (anything else is rewritten history), and the chain head its message and HEAD.json state is in the chain;
 5. with ``since_head``, the previously verified head is still in the chain (else the branch was rewritten);
-6. with ``allowed_signers``, every audit commit carries a good SSH signature by its committer.
+6. with ``allowed_signers``, every audit commit carries a good SSH signature by its committer;
+7. every anchor (the repository's anchor ref, read by itself, and any given, e.g. from the GitSource status) names
+   a head the chain still holds; one it does not is a rewind (state ``rewound``), however consistent the rest is.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pygit2
 
+from gitopsq.audit.anchor import Anchor, recovery_refs, repository_anchor
 from gitopsq.audit.canonical import GENESIS_HASH, entry_hash
 from gitopsq.audit.gitstore import HEAD_FILE, RECORDS_DIR, blob_data, first_parent_history, read_head_json
 from gitopsq.audit.records import validate_record
@@ -76,8 +80,10 @@ class Verification:
 
     @property
     def state(self) -> str:
-        """``intact``, ``broken`` or ``absent`` (no audit branch)."""
-        return "absent" if self.absent else "intact" if self.ok else "broken"
+        """``intact``, ``broken``, ``rewound`` (a sound chain lacking an anchored head) or ``absent``."""
+        if self.absent or self.ok:
+            return "absent" if self.absent else "intact"
+        return "rewound" if all(p.kind == "rewound" for p in self.problems) else "broken"
 
     def summary(self) -> str:
         if self.absent:
@@ -87,6 +93,8 @@ class Verification:
             return (f"audit branch {self.branch} intact: {self.records} records in {self.commits} commits, "
                     f"chain head {self.head_seq} sha256:{self.head_hash}")
         first = self.problems[0]
+        if self.state == "rewound":
+            return f"audit branch {self.branch} REWOUND: {first.message}"
         return f"audit branch {self.branch} BROKEN at {first.where()}: {first.message}"
 
     def to_json(self) -> dict[str, Any]:
@@ -96,12 +104,17 @@ class Verification:
 
 
 def verify_branch(repo: pygit2.Repository, branch: str, *, since_head: str | None = None,
-                  allowed_signers: str | None = None, progress: Progress | None = None) -> Verification:
-    """Verify ``branch`` of ``repo``; ``progress`` (if given) advances once per record checked."""
+                  allowed_signers: str | None = None, progress: Progress | None = None,
+                  anchors: Sequence[Anchor] = ()) -> Verification:
+    """Verify ``branch`` of ``repo``; ``progress`` (if given) advances once per record checked. The repository's
+    anchor ref is checked by itself, ``anchors`` (e.g. from the GitSource status) as well."""
+    own = repository_anchor(repo, branch)
+    anchors = [*([own] if own else []), *anchors]
     ref = repo.references.get(f"refs/heads/{branch}") or repo.references.get(f"refs/remotes/origin/{branch}")
     if ref is None:
-        result = Verification(branch, None, absent=True)
+        result = Verification(branch, None, absent=not anchors)
         result.problems.append(Problem("missing", f"no branch {branch!r} in the repository"))
+        _check_anchors(repo, anchors, result, allowed_signers)
         return result
     tip = ref.peel(pygit2.Commit)
     result = Verification(branch, str(tip.id))
@@ -114,7 +127,34 @@ def verify_branch(repo: pygit2.Repository, branch: str, *, since_head: str | Non
     if since_head:
         _check_since(since_head, result)
     result.problems.extend(history.problems)  # records first: they name the first bad record
+    _check_anchors(repo, anchors, result, allowed_signers)
     return result
+
+
+def _on_branch(repo: pygit2.Repository, tip: str | None, commit: str) -> bool:
+    return tip is not None and (tip == commit or repo.descendant_of(tip, commit))
+
+
+def _check_anchors(repo: pygit2.Repository, anchors: Sequence[Anchor], result: Verification,
+                   allowed_signers: str | None) -> None:
+    """Every anchored head must be in the chain; a missing branch with an anchor was deleted, i.e. rewound."""
+    held = {s.entry["seq"]: s.entry["hash"] for s in result.entries}
+    recovery = recovery_refs(repo)
+    kept = f"; the writer's records since are on {', '.join(recovery)}" if recovery else ""
+    for anchor in anchors:
+        if allowed_signers and anchor.commit and anchor.source.startswith("refs/") and anchor.commit in repo \
+                and not _on_branch(repo, result.tip, anchor.commit):  # the branch's own commits are checked
+            _check_signature(repo, repo[anchor.commit].peel(pygit2.Commit), allowed_signers, result)
+        if anchor.seq == 0 or held.get(anchor.seq) == anchor.hash:
+            continue
+        where = f" (commit {anchor.commit[:12]})" if anchor.commit else ""
+        ends = f"the branch ends at {result.head_seq} sha256:{result.head_hash[:12]}…" if result.tip else \
+            "the branch is gone"
+        result.problems.append(Problem("rewound", f"{anchor.source} names chain head {anchor.seq} "
+                                       f"sha256:{anchor.hash}{where}, which the branch no longer holds ({ends}): "
+                                       f"it was rewound or rewritten{kept}", commit=anchor.commit))
+    if result.tip is None and result.problems[1:]:
+        result.problems.pop(0)  # a deleted branch with an anchor: the rewind says it all
 
 
 def _records_files(repo: pygit2.Repository, tree: pygit2.Tree, result: Verification) -> list[tuple[int, str, bytes]]:

@@ -6,11 +6,13 @@ One GitSource per synced source holds Flux/kstatus-style status:
 - ``lastAttemptedRevision``, ``lastAppliedRevision``, ``lastRejection`` (revision, time, findings);
 - ``inventory`` (gitopsq.reconcile.inventory), from which the next sync prunes;
 - ``health``: how many of the applied queues were checked and found healthy, and the ones that were not;
-- while ``spec.suspend`` is true, a ``Suspended`` condition (the others keep their last value).
+- while ``spec.suspend`` is true, a ``Suspended`` condition (the others keep their last value);
+- ``audit``: the chain head the audit writer last pushed (``write_audit``, from the controller's audit sampler).
 The status is written with a JSON merge patch of the fields that changed on the status subresource, and only
 when something changed, so a no-change reconcile writes nothing.
 Events (core/v1) name the GitSource: ``Synced``, ``DriftCorrected``, ``Rejected``, ``DryRunFailed``,
-``SyncFailed``, ``RolledBack``, ``HealthCheckFailed``, ``Suspended``, ``ConflictDetected``, ``SourceUnavailable``.
+``SyncFailed``, ``RolledBack``, ``HealthCheckFailed``, ``Suspended``, ``ConflictDetected``, ``SourceUnavailable``,
+``AuditBranchRewound``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Final, Literal, cast
 
 from gitopsq.api.git_source import GitSource, GitSourceSpec, GitSourceStatus, InventoryField, Rejection
-from gitopsq.api.raw_objects import Condition, KubeObject
+from gitopsq.api.raw_objects import Condition, JsonValue, KubeObject
 from gitopsq.cluster.apply import APPLY_CONTENT_TYPE, KubeRest
 from gitopsq.cluster.edge_objects import Event, EventList
 from gitopsq.cluster.kinds import GIT_SOURCE
@@ -251,6 +253,12 @@ class StatusStore:
         with contextlib.suppress(ClusterError):
             self.rest.request("POST", f"/api/v1/namespaces/{self.ref.namespace}/events", body=body,
                               obj=f"Event/{reason}", retry=False)
+
+    def write_audit(self, anchor: Mapping[str, JsonValue]) -> None:
+        """``status.audit``: the chain head the audit writer last pushed (an anchor `gitopsq audit verify
+        --anchor-from-cluster` checks the branch against). Its own merge patch: the sync's writes keep it."""
+        self.rest.request("PATCH", f"{self._path}/status", body={"status": {"audit": dict(anchor)}},
+                          content_type="application/merge-patch+json", obj=f"GitSource/{self.ref}/status")
 
     def events(self) -> Sequence[Event]:
         """The Events recorded about this GitSource, oldest first (for tests and `gitopsq apply` output)."""

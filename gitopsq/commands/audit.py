@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 
 from gitopsq.audit.access import open_audit_repository
+from gitopsq.audit.anchor import Anchor, status_anchor
 from gitopsq.audit.bundle import write_bundle
 from gitopsq.audit.evidence import build_evidence
 from gitopsq.audit.evidence_formats import records_csv, to_html, to_jsonl
@@ -25,7 +26,7 @@ from gitopsq.audit.gitstore import DEFAULT_BRANCH
 from gitopsq.audit.verify import Verification, verify_branch
 from gitopsq.commands.groups import group
 from gitopsq.commands.repo import locate
-from gitopsq.errors import EXIT_OK, EXIT_REJECTED, UsageError
+from gitopsq.errors import EXIT_OK, EXIT_REJECTED, AuditError, UsageError
 from gitopsq.progress import for_stderr
 
 EXIT_NO_BRANCH = 4
@@ -54,15 +55,21 @@ def command() -> None:
               help="A chain head verified before; the branch must still contain it (detects rewritten history).")
 @click.option("--allowed-signers", type=click.Path(exists=True, dir_okay=False),
               help="ssh allowed_signers file: every audit commit must be signed by its committer's key.")
+@click.option("--anchor-from-cluster", "anchor_source", metavar="NAMESPACE/NAME",
+              help="Also check the chain head the controller published in this GitSource's status.audit.")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), help="For --anchor-from-cluster [default: $KUBECONFIG].")
+@click.option("--context", "kube_context", help="For --anchor-from-cluster: the kubeconfig context.")
 @click.option("--output", "-o", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.pass_context
 def verify(ctx: click.Context, *, repo: str, branch: str, since_head: str | None, allowed_signers: str | None,
-           output_format: str) -> None:
-    """Check the audit branch of REPO: chain, heads, append-only history; name the first bad record.
+           anchor_source: str | None, kubeconfig: str | None, kube_context: str | None, output_format: str) -> None:
+    """Check the audit branch of REPO: chain, heads, append-only history, the writer's anchors; name the first
+    bad record, or the anchored head a rewound branch lost.
 
-    Exit 0 intact, 1 broken (tampering or damage), 3 REPO cannot be read, 4 REPO has no audit branch.
+    Exit 0 intact, 1 broken or rewound, 3 REPO (or the GitSource) cannot be read, 4 REPO has no audit branch.
     """
-    result = _verified(repo, branch, since_head, allowed_signers)
+    anchors = [cluster_anchor(anchor_source, branch, kubeconfig, kube_context)] if anchor_source else []
+    result = _verified(repo, branch, since_head, allowed_signers, anchors)
     if output_format == "json":
         click.echo(json.dumps(result.to_json(), indent=2, sort_keys=True))
     else:
@@ -72,13 +79,14 @@ def verify(ctx: click.Context, *, repo: str, branch: str, since_head: str | None
     ctx.exit(EXIT_NO_BRANCH if result.absent else EXIT_OK if result.ok else EXIT_REJECTED)
 
 
-def _verified(repo: str, branch: str, since_head: str | None, allowed_signers: str | None) -> Verification:
+def _verified(repo: str, branch: str, since_head: str | None, allowed_signers: str | None,
+              anchors: list[Anchor] | None = None) -> Verification:
     """Verify the audit branch of REPO (REPO may be a subdirectory of the repository), with progress on a TTY."""
     progress = for_stderr()
     try:
         with open_audit_repository(locate(repo), branch) as repository:
             return verify_branch(repository, branch, since_head=since_head, allowed_signers=allowed_signers,
-                                 progress=progress)
+                                 progress=progress, anchors=anchors or ())
     finally:
         progress.done()
 
@@ -144,3 +152,23 @@ def _export_target(output: str | None, to_path: Path | None, old_format: str | N
                    err=True)
         return old_format or "html", Path(output)
     return output or old_format or "html", to_path
+
+
+def cluster_anchor(source: str, branch: str, kubeconfig: str | None, context: str | None) -> Anchor:
+    """The chain head the controller published in GitSource NAMESPACE/NAME's status.audit."""
+    namespace, _, name = source.partition("/")
+    if not namespace or not name or "/" in name:
+        raise UsageError(f"--anchor-from-cluster {source!r}: expected NAMESPACE/NAME of a GitSource")
+    # the Kubernetes client loads only here: verify without a cluster stays quick to start
+    from gitopsq.cluster.apply import KubeRest
+    from gitopsq.cluster.kube import load_api_client
+    from gitopsq.cluster.status import SourceRef, StatusStore
+
+    api_client = load_api_client(kubeconfig, context)
+    try:
+        state = StatusStore(KubeRest(api_client), SourceRef(namespace, name)).read()
+    finally:
+        api_client.close()  # type: ignore[no-untyped-call]
+    if not state.exists:
+        raise AuditError(f"no GitSource {source} in the cluster")
+    return status_anchor(state.status, source, branch)

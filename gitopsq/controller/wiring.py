@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -24,6 +25,7 @@ from gitopsq.cluster.apply import KubeRest
 from gitopsq.cluster.kube import load_api_client
 from gitopsq.cluster.leader import LeaderElector, LeaseConfig
 from gitopsq.cluster.status import SourceRef
+from gitopsq.controller.audit_report import AuditReport
 from gitopsq.controller.cluster_names import exposed_registry
 from gitopsq.controller.cluster_scope import check_cluster, cluster_validator
 from gitopsq.controller.endpoints import HttpEndpoints
@@ -152,6 +154,7 @@ class Wiring:
                 raise UsageError(f"cannot listen on --metrics-addr {f['metrics_addr']}: {err}") from err
             self.closers.append(server.shutdown)
         if self.audit is not None:
+            self.audit_report = AuditReport(self.loop.syncer.store if self.loop is not None else None)
             threading.Thread(target=self._sample_audit, name="gitopsq-audit-metrics", daemon=True).start()
 
     def source_name(self) -> str:
@@ -202,6 +205,7 @@ class Wiring:
             status = self.audit.status()
             if status is not None:
                 self.sync_metrics.observe_audit(status, time.time())
+                self.audit_report.observe(status, datetime.now(UTC))  # status.audit, AuditBranchRewound
 
     def _ready(self) -> bool:
         if self.webhook is not None and not self.webhook.serving():

@@ -119,13 +119,18 @@ def test_an_amended_commit_with_a_recomputed_chain_contradicts_the_earlier_state
     assert (first.kind, first.file, first.seq) == ("rewritten", middle, 7)
 
 
-def test_a_wholly_rebuilt_branch_is_caught_only_with_the_previous_head(branch: Path, tmp_path: Path) -> None:
-    """A branch rebuilt from scratch verifies on its own; --since-head with the earlier head exposes it."""
+def test_a_wholly_rebuilt_branch_is_caught_by_the_anchor_or_the_previous_head(branch: Path, tmp_path: Path) -> None:
+    """A branch rebuilt from scratch contradicts the writer's anchor ref; rebuilt together with the anchor ref it
+    verifies on its own, and --since-head with the earlier head exposes it."""
     honest_head = verified(branch)
     forged = bare_repo(tmp_path / "forged.git")
     _fill(forged, tmp_path / "forged-wal", queue="cq-evil")
     subprocess.run(["git", "-C", str(branch), "fetch", "-q", str(forged), f"+{BRANCH}:{BRANCH}"], check=True)
     repo = pygit2.Repository(str(branch))
+    anchored = verify_branch(repo, BRANCH)
+    assert anchored.state == "rewound" and [p.kind for p in anchored.problems] == ["rewound"]
+    anchor = f"refs/gitopsq/audit-anchor/{BRANCH}"
+    subprocess.run(["git", "-C", str(branch), "fetch", "-q", str(forged), f"+{anchor}:{anchor}"], check=True)
     assert verify_branch(repo, BRANCH).ok
     since = f"{honest_head.head_seq}:{honest_head.head_hash}"
     result = verify_branch(repo, BRANCH, since_head=since)

@@ -1,8 +1,10 @@
 """A writer run as a separate process by the crash tests: records admissions and acknowledges each on stdout.
 
-Usage: python -m tests.audit.writer_process TARGET WAL_DIR START COUNT [--flush-then-wait]
+Usage: python -m tests.audit.writer_process TARGET WAL_DIR START COUNT [--flush-then-wait | --report]
 Prints ``ack <i>`` once record ``i`` is durable, ``pushed`` after a successful flush, then either exits or
-(with --flush-then-wait) sleeps until killed. With --flush-then-wait the WAL is never compacted, so the kill
+(with --flush-then-wait) sleeps until killed. With --report it flushes, prints ``flushed True|False`` and the
+incident (``incident <recovery ref>`` or ``incident none``), then closes. With --flush-then-wait the WAL is
+never compacted, so the kill
 always lands "after the push, before compaction" (on a busy machine compaction could otherwise win the race).
 """
 
@@ -25,6 +27,11 @@ def main(argv: list[str]) -> None:
     for i in range(start, start + count):
         trail.record(admitted(i))
         sys.stdout.write(f"ack {i}\n")
+        sys.stdout.flush()
+    if "--report" in argv:
+        sys.stdout.write(f"flushed {trail.flush(30)}\n")
+        incident = trail.status().incident
+        sys.stdout.write(f"incident {incident.recovery_ref if incident else 'none'}\n")
         sys.stdout.flush()
     if "--flush-then-wait" in argv:
         if trail.flush(30):

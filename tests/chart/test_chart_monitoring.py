@@ -74,7 +74,7 @@ def test_the_expected_alerts_ship(helm: Helm) -> None:
         "GitopsqAdmissionWaitHigh", "GitopsqClusterQueueOverLimit", "GitopsqPreemptionThrash",
         "GitopsqAdmissionBacklog", "GitopsqAdmissionLoopDown", "GitopsqSyncFailing", "GitopsqSyncStalled",
         "GitopsqRevisionRejected", "GitopsqHistoryRewound", "GitopsqDriftCorrectedRepeatedly", "GitopsqAuditLagging",
-        "GitopsqAuditPushFailing"}
+        "GitopsqAuditPushFailing", "GitopsqAuditBranchRewound"}
 
 
 def test_every_alert_has_a_runbook_section(helm: Helm) -> None:
