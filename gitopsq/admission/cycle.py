@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from gitopsq.admission import messages as msg
-from gitopsq.admission import quota, tournament
+from gitopsq.admission import quota, tas_fit, tournament
 from gitopsq.admission.entry import FIT, NO_FIT, PREEMPT, Entry
 from gitopsq.admission.messages import Status
 from gitopsq.admission.nomination import nominate, preemption_engine
@@ -199,7 +199,11 @@ def _still_fits(c: _Cycle, e: Entry) -> bool:
     gone = c.victims_by_root.get(state.root_by_queue[e.spec.name], []) + [t.workload for t in e.targets]
     node = state.tree.queues[e.spec.name]
     with without(state.tree, gone):
-        return all(val <= quota.available(node, fr) for fr, val in e.nomination.usage.items())
+        fits = all(val <= quota.available(node, fr) for fr, val in e.nomination.usage.items())
+    # An entry admitted earlier in the cycle may have taken the nodes this one was placed on.
+    if fits and e.nomination.topology and state.tas is not None:
+        return tas_fit.still_fits(state.tas, e.nomination.topology, state.topology.flavors)
+    return fits
 
 
 def _no_longer_fits(c: _Cycle, e: Entry) -> None:
@@ -228,7 +232,7 @@ def _admit(c: _Cycle, e: Entry) -> None:
     state = c.state
     c.touch(e)
     e.w.last_tried = None
-    assignment = Assignment(e.spec.name, e.nomination.flavors, e.nomination.usage)
+    assignment = Assignment(e.spec.name, e.nomination.flavors, e.nomination.usage, e.nomination.topology)
     state.reserve(e.w, assignment, c.now, checks=e.spec.checks_for(assignment.flavors_used()))
     settings = state.topology.settings
     if settings.fair_sharing and settings.fair_sharing_look_ahead:

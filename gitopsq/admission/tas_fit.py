@@ -1,0 +1,137 @@
+"""Topology-aware scheduling in flavor assignment (Kueue v0.19.2's flavorassigner, TopologyAwareScheduling on).
+
+A pod set *requests* TAS when its annotations ask for a topology, or (implied) when every flavor of its
+ClusterQueue is a TAS flavor. While flavors are scanned, `flavor_mismatch` passes over a flavor that cannot serve
+the pod set's request (a TAS flavor for a pod set that requests none, a plain flavor for one that does, a flavor
+whose topology lacks the requested level). Once quota fits, `place_workload` places every requesting pod set in
+its TAS flavor; one that does not fit makes the workload wait for preemption if it would fit on a cluster without
+TAS workloads, and not fit at all (``TopologyPlacementFailed``) otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from gitopsq.admission.tas_domains import ONE_POD, PODS, TasCluster
+from gitopsq.admission.tas_filter import PodConstraints, go_quote
+from gitopsq.admission.tas_placement import Placement, PodSetPlacement, has_levels, place
+from gitopsq.admission.topology import QueueSpec
+from gitopsq.admission.workload import PodSetShape, Shape
+from gitopsq.api import model as m
+from gitopsq.api.frozenmap import FrozenMap
+
+TOPOLOGY_PLACEMENT_FAILED = "TopologyPlacementFailed"
+
+
+class Outcome:
+    """``failed``: the pod set that did not fit (empty: all did) and why; ``error``: a pod set whose flavors
+    cannot be placed at all (Kueue's status error)."""
+
+    __slots__ = ("error", "failed", "placements", "reason")
+
+    def __init__(self, placements: tuple[PodSetPlacement, ...], failed: str = "", reason: str = "",
+                 error: str = "") -> None:
+        self.placements = placements
+        self.failed = failed
+        self.reason = reason
+        self.error = error
+
+
+def tas_only(spec: QueueSpec, flavors: Mapping[str, m.ResourceFlavor], tas: TasCluster) -> bool:
+    """Every flavor of the ClusterQueue is a TAS flavor (pod sets without a request get an implied one)."""
+    return all(tas.is_tas_flavor(flavors.get(f)) for g in spec.groups for f in g.flavors)
+
+
+def requests_tas(ps: PodSetShape, only_tas: bool) -> bool:
+    return (ps.topology is not None and ps.topology.explicit()) or only_tas
+
+
+def flavor_mismatch(tas: TasCluster, ps: PodSetShape, flavor: str, rf: m.ResourceFlavor, *, only_tas: bool,
+                    covered: tuple[str, ...]) -> str:
+    """Why the flavor cannot serve the pod set's topology request (empty: it can); Kueue's
+    checkPodSetAndFlavorMatchForTAS."""
+    quoted = go_quote(flavor)
+    if requests_tas(ps, only_tas):
+        if ps.topology is None or not ps.topology.explicit():
+            return ""  # implied: any flavor of a TAS-only ClusterQueue serves it
+        if rf.topology_name is None:
+            if not any(r in covered for r in ps.per_pod):
+                return ""
+            return f"Flavor {quoted} does not support TopologyAwareScheduling"
+        tree = tas.tree(rf)
+        if tree is None:
+            return f"Flavor {quoted} information missing in TAS cache"
+        if not has_levels(tree, ps.topology):
+            return f"Flavor {quoted} does not contain the requested level"
+        return ""
+    if rf.topology_name is not None:
+        return f"Flavor {quoted} supports only TopologyAwareScheduling"
+    return ""
+
+
+def _usage(ps: PodSetShape, count: int, placement: Placement) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for leaf, pods in placement.leaves:
+        amounts = {r: v * pods for r, v in ps.per_pod.items()}
+        amounts[PODS] = amounts.get(PODS, 0) + ONE_POD * pods
+        out[leaf] = amounts
+    return out
+
+
+def place_workload(tas: TasCluster, shape: Shape, chosen: tuple[tuple[str, FrozenMap[str, str]], ...],
+                   flavors: Mapping[str, m.ResourceFlavor], *, only_tas: bool, simulate_empty: bool) -> Outcome:
+    """Place every pod set that requests TAS in the TAS flavor its resources were assigned (``chosen``, per pod
+    set), in pod set order; pod sets placed earlier in the same topology count against later ones."""
+    placements: list[PodSetPlacement] = []
+    assumed: dict[str, dict[str, dict[str, int]]] = {}  # topology -> leaf -> amounts
+    for ps, (_, per_resource) in zip(shape.pod_sets, chosen, strict=True):
+        if not requests_tas(ps, only_tas) or ps.count == 0:
+            continue
+        tas_flavors = sorted({f for f in per_resource.values() if tas.is_tas_flavor(flavors.get(f))})
+        if not tas_flavors:
+            return Outcome(tuple(placements), ps.name, error="no TAS flavor assigned")
+        if len(tas_flavors) > 1:
+            return Outcome(tuple(placements), ps.name,
+                           error=f"more than one TAS flavor assigned: {', '.join(tas_flavors)}")
+        rf = flavors[tas_flavors[0]]
+        tree = tas.tree(rf)
+        if tree is None:
+            return Outcome(tuple(placements), ps.name,
+                           error="workload requires Topology, but there is no TAS cache information")
+        implied = ps.topology is None or not ps.topology.explicit()
+        mine = assumed.setdefault(tree.topology_name, {})
+        result = place(tree, None if implied else ps.topology, implied=implied, count=ps.count,
+                       per_pod=ps.per_pod,
+                       pod=PodConstraints(ps.node_selector, ps.required_affinity, (*ps.tolerations, *rf.tolerations)),
+                       used={} if simulate_empty else tas.leaf_usage(tree.topology_name), assumed=mine)
+        if result.placement is None:
+            return Outcome(tuple(placements), ps.name, result.reason)
+        usage = _usage(ps, ps.count, result.placement)
+        for leaf, amounts in usage.items():
+            held = mine.setdefault(leaf, {})
+            for res, val in amounts.items():
+                held[res] = held.get(res, 0) + val
+        placements.append(PodSetPlacement(ps.name, rf.meta.name, tree.topology_name, result.placement, usage))
+    return Outcome(tuple(placements))
+
+
+def still_fits(tas: TasCluster, placements: tuple[PodSetPlacement, ...],
+               flavors: Mapping[str, m.ResourceFlavor]) -> bool:
+    """Whether placements found earlier fit the current usage (Kueue's Fits, before admitting)."""
+    extra: dict[tuple[str, str], dict[str, int]] = {}
+    for p in placements:
+        rf = flavors.get(p.flavor)
+        tree = tas.tree(rf) if rf is not None else None
+        if tree is None:
+            return False
+        used = tas.leaf_usage(p.topology)
+        for leaf, amounts in p.usage.items():
+            node = tree.leaves.get(leaf)
+            if node is None:
+                return False
+            held = extra.setdefault((p.topology, leaf), {})
+            for res, val in amounts.items():
+                held[res] = held.get(res, 0) + val
+                if node.capacity.get(res, 0) - used.get(leaf, {}).get(res, 0) < held[res]:
+                    return False
+    return True

@@ -1,0 +1,155 @@
+"""Topology-aware scheduling through the whole engine: quota and placement together, pending reasons and
+messages word for word, node usage held while admitted and given back on finish.
+
+Sources of truth: Kueue v0.19.2's pkg/scheduler/scheduler_tas_test.go (``TestScheduleForTAS``; each test names
+its case) with the fixtures defaultSingleNode (x1: 1 CPU, 1Gi, 10 pods, label tas-node=true), the one-level
+topology "tas-single-level" (hostname), the flavor "tas-default" (node label tas-node=true) and the ClusterQueue
+"tas-main" (50 CPU, 50Gi in tas-default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gitopsq.admission.engine import Engine
+from gitopsq.admission.tas_assignment import v1beta1, v1beta2
+from gitopsq.admission.tas_domains import TasCluster, TasNode, TasTopology
+from gitopsq.admission.tas_requests import TopologyRequest
+from gitopsq.api import model as m
+from gitopsq.api.codec import decode
+
+from .builders import V, cq, flavor, lq, one, pod_sets, topology
+
+HOST = "kubernetes.io/hostname"
+GI = 1024 ** 3 * 1000
+ON_HOST = {"main": TopologyRequest(required=HOST)}
+
+
+def tas_flavor(name: str = "tas-default", topology_name: str = "tas-single-level") -> m.QueueObject:
+    doc: dict[str, Any] = {"apiVersion": V, "kind": "ResourceFlavor", "metadata": {"name": name},
+                           "spec": {"nodeLabels": {"tas-node": "true"}, "topologyName": topology_name}}
+    decoded = decode(doc)
+    assert decoded.obj is not None and not isinstance(decoded.obj, m.Workload)
+    return decoded.obj
+
+
+def x1(cpu: int = 1000, **labels: str) -> TasNode:
+    return TasNode("x1", {"tas-node": "true", HOST: "x1", **labels}, {"cpu": cpu, "memory": GI, "pods": 10_000})
+
+
+def engine(*objects: m.QueueObject, nodes: tuple[TasNode, ...] = (x1(),)) -> Engine:
+    objs = objects or (tas_flavor(), cq("tas-main", quotas={"tas-default": {"cpu": "50", "memory": "50Gi"}}))
+    cluster = TasCluster([TasTopology("tas-single-level", (HOST,))], nodes)
+    return Engine(topology(*objs, lq("default", "tas-main", "tas-main")), tas=cluster)
+
+
+def submit(e: Engine, key: str, pods: tuple[m.PodSet, ...],
+           requests: Mapping[str, TopologyRequest] | None = ON_HOST, created: float = 0.0) -> None:
+    e.submit(key=key, namespace="default", queue="tas-main", priority=0, created=created, pod_sets=pods,
+             topology_requests=requests)
+
+
+def test_required_topology_gets_placed() -> None:
+    """Kueue: "workload required TAS gets scheduled" (admitted on x1, one pod)."""
+    e = engine()
+    submit(e, "default/foo", one("1"))
+    e.schedule(0.0)
+    assert e.view("default/foo").state == "Admitted"
+    (p,) = e.placements("default/foo")
+    assert (p.pod_set, p.flavor) == ("main", "tas-default")
+    assert v1beta1(p.placement) == {"levels": [HOST], "domains": [{"values": ["x1"], "count": 1}]}
+    assert v1beta2(p.placement) == {"levels": [HOST], "slices": [
+        {"domainCount": 1, "valuesPerLevel": [{"universal": "x1"}], "podCounts": {"universal": 1}}]}
+
+
+def test_placement_that_never_fits() -> None:
+    """Kueue: "workload does not get scheduled as it does not fit within the node capacity" (reason
+    TopologyPlacementFailed, the message of the placement with the current usage)."""
+    e = engine()
+    submit(e, "default/foo", one("1", count=2))
+    e.schedule(0.0)
+    v = e.view("default/foo")
+    assert (v.state, v.reason) == ("Pending", "TopologyPlacementFailed")
+    assert v.message == ('couldn\'t assign flavors to pod set main: topology "tas-single-level" allows to fit only 1 '
+                         "out of 2 pod(s)")
+
+
+def test_node_taken_by_another_tas_workload() -> None:
+    """Kueue: "workload does not get scheduled as the node capacity is already used by another TAS workload":
+    quota fits, the node does not; it would fit on an empty node, so it waits (Kueue looks for preemption
+    victims; the message is the same)."""
+    e = engine()
+    submit(e, "default/bar", one("1"))
+    e.schedule(0.0)
+    submit(e, "default/foo", one("1"), created=1.0)
+    e.schedule(1.0)
+    v = e.view("default/foo")
+    assert (v.state, v.reason) == ("Pending", "WaitingForQuota")
+    assert v.message == ('couldn\'t assign flavors to pod set main: topology "tas-single-level" doesn\'t allow to fit '
+                         'any of 1 pod(s). Total nodes: 1; excluded: resource "cpu": 1')
+    e.finish("default/bar", 2.0)
+    e.schedule(2.0)
+    assert e.view("default/foo").state == "Admitted"  # the node's usage went with the finished workload
+
+
+def test_two_queues_in_one_cycle_do_not_share_a_node() -> None:
+    """Two ClusterQueues' heads nominated in one cycle against the same free node: the one processed second is
+    not admitted once the first took the node (Kueue checks the TAS fit again before admitting)."""
+    objs = (tas_flavor(), cq("tas-main", quotas={"tas-default": {"cpu": "50"}}),
+            cq("tas-other", quotas={"tas-default": {"cpu": "50"}}), lq("default", "other", "tas-other"))
+    e = engine(*objs)
+    submit(e, "default/a", one("1"))
+    e.submit(key="default/b", namespace="default", queue="other", priority=0, created=1.0, pod_sets=one("1"),
+             topology_requests=ON_HOST)
+    e.step(0.0)  # one cycle: both heads nominated on x1
+    states = sorted(e.view(k).state for k in ("default/a", "default/b"))
+    assert states == ["Admitted", "Pending"]
+    e.schedule(0.0)
+    assert sorted(e.view(k).state for k in ("default/a", "default/b")) == ["Admitted", "Pending"]
+
+
+def test_level_missing_from_topology() -> None:
+    """Kueue: "workload requests topology level which is not present in topology" (NoMatchingFlavor)."""
+    e = engine()
+    submit(e, "default/foo", one("1"), {"main": TopologyRequest(required="cloud.com/non-existing")})
+    e.schedule(0.0)
+    v = e.view("default/foo")
+    assert (v.reason, v.message) == ("NoMatchingFlavor", 'couldn\'t assign flavors to pod set main: Flavor '
+                                     '"tas-default" does not contain the requested level')
+
+
+def test_workload_without_tas_skips_the_tas_flavor() -> None:
+    """Kueue: "workload which does not need TAS skips the TAS flavor" and "workload with mixed PodSets
+    (requiring TAS and not)"."""
+    objs = (tas_flavor(), flavor("default"), cq("tas-main", quotas={"tas-default": {"cpu": "50"},
+                                                                    "default": {"cpu": "50"}}))
+    e = engine(*objs)
+    submit(e, "default/foo", one("1"), None)
+    mixed = pod_sets(("launcher", 1, {"cpu": "500m"}), ("worker", 1, {"cpu": "500m"}))
+    submit(e, "default/mixed", mixed, {"worker": TopologyRequest(required=HOST)}, created=1.0)
+    e.schedule(0.0)
+    assert e.view("default/foo").flavors == (("main", m.FrozenMap({"cpu": "default"})),)
+    assert dict(e.view("default/mixed").flavors) == {"launcher": {"cpu": "default"}, "worker": {"cpu": "tas-default"}}
+    assert [p.pod_set for p in e.placements("default/mixed")] == ["worker"]
+
+
+def test_implied_request_on_a_tas_only_queue() -> None:
+    """Kueue's implied TAS: every flavor of the ClusterQueue is a TAS flavor, so a pod set without annotations is
+    placed as unconstrained (here: three pods over two nodes)."""
+    nodes = (x1(), TasNode("x2", {"tas-node": "true", HOST: "x2"}, {"cpu": 2000, "pods": 10_000}))
+    e = engine(nodes=nodes)
+    submit(e, "default/foo", one("1", count=3), None)
+    e.schedule(0.0)
+    (p,) = e.placements("default/foo")
+    assert p.placement.domains == ((("x1",), 1), (("x2",), 2))
+
+
+def test_without_nodes_the_engine_ignores_topologies() -> None:
+    """No TAS input: a flavor's topologyName is not read and nothing is placed (the engine as before)."""
+    e = Engine(topology(tas_flavor(), cq("tas-main", quotas={"tas-default": {"cpu": "50"}}),
+                        lq("default", "tas-main", "tas-main")))
+    submit(e, "default/foo", one("1", count=2))
+    e.schedule(0.0)
+    assert e.view("default/foo").state == "Admitted"
+    assert e.placements("default/foo") == ()
