@@ -62,9 +62,9 @@ def _level_values(values: list[str]) -> dict[str, JsonValue]:
 
 def _slice(levels: tuple[str, ...], domains: Domains) -> dict[str, JsonValue]:
     per_level: list[JsonValue] = [_level_values([values[i] for values, _ in domains]) for i in range(len(levels))]
-    counts = [c for _, c in domains]
+    counts: list[JsonValue] = [c for _, c in domains]
     pod_counts: dict[str, JsonValue] = ({"universal": counts[0]} if all(c == counts[0] for c in counts)
-                                        else {"individual": list[JsonValue](counts)})
+                                        else {"individual": counts})
     return {"domainCount": len(domains), "valuesPerLevel": per_level, "podCounts": pod_counts}
 
 
@@ -129,12 +129,23 @@ def _size(obj: dict[str, JsonValue]) -> int:
     return len(json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode())
 
 
-def v1beta2(p: Placement) -> dict[str, JsonValue]:
+def single_slice(p: Placement) -> dict[str, JsonValue]:
+    """Every domain in one slice (Kueue without TASAssignmentsEncodingByHostnamePrefix)."""
+    return _encode(p.levels, [list(p.domains)])
+
+
+def by_hostname_prefix(p: Placement) -> dict[str, JsonValue]:
+    """One slice per run of consecutive hosts sharing a dash-ended name prefix."""
     domains: Domains = list(p.domains)
     keys = _prefix_keys(domains) if len(domains) > 1 and p.levels and p.levels[-1] == HOSTNAME else None
-    by_prefix = _encode(p.levels, _runs(domains, keys))
+    return _encode(p.levels, _runs(domains, keys))
+
+
+def v1beta2(p: Placement) -> dict[str, JsonValue]:
+    """Kueue v0.19.2's encoding: by hostname prefix, unless that takes several slices and one slice is shorter."""
+    by_prefix = by_hostname_prefix(p)
     slices = by_prefix.get("slices")
-    if not isinstance(slices, list) or len(slices) <= 1 or len(domains) > MAX_DOMAINS_PER_SLICE:
+    if not isinstance(slices, list) or len(slices) <= 1 or len(p.domains) > MAX_DOMAINS_PER_SLICE:
         return by_prefix
-    single = _encode(p.levels, [domains])
+    single = single_slice(p)
     return single if _size(single) < _size(by_prefix) else by_prefix
