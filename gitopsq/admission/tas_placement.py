@@ -72,12 +72,20 @@ class PodSetPlacement:
         return f"PodSetPlacement({self.pod_set}, {self.flavor}, {self.placement})"
 
 
-def count_in(requests: Mapping[str, int], capacity: Mapping[str, int]) -> tuple[int, str]:
-    """How many times ``requests`` fit in ``capacity``, and the resource that limits it (ties: the first name)."""
+_EMPTY: dict[str, int] = {}
+
+
+def count_in(requests: list[tuple[str, int]], capacity: Mapping[str, int],
+             taken: Mapping[str, int] = _EMPTY, mine: Mapping[str, int] = _EMPTY) -> tuple[int, str]:
+    """How many times ``requests`` (sorted by resource) fit in ``capacity`` less ``taken`` and ``mine``, and the
+    resource that limits it (ties: the first name)."""
     best, limiting = _MAX, ""
-    for res in sorted(requests):
-        need = requests[res]
-        count = _MAX if need == 0 else max(0, min(capacity.get(res, 0) // need, _MAX))
+    for res, need in requests:
+        if need == 0:
+            count = _MAX
+        else:
+            free = capacity.get(res, 0) - taken.get(res, 0) - mine.get(res, 0)
+            count = max(0, min(free // need, _MAX))
         if limiting == "" or count < best:
             best, limiting = count, res
     return best, limiting
@@ -257,7 +265,7 @@ def place(tree: DomainTree, request: TopologyRequest | None, *, implied: bool, c
     requests[PODS] = requests.get(PODS, 0) + ONE_POD
     run = _Run(tree, best_fit=not unconstrained)
     stats = NodeStats()
-    _fill_leaves(run, tree, requests, pod, used=used, assumed=assumed, stats=stats)
+    _fill_leaves(run, tree, sorted(requests.items()), pod, used=used, assumed=assumed, stats=stats)
     for root in tree.roots:
         run.fill(root, 0, slice_level, slice_size)
 
@@ -281,23 +289,14 @@ def place(tree: DomainTree, request: TopologyRequest | None, *, implied: bool, c
     return PlacementResult(_placement(run, chosen), "")
 
 
-def _fill_leaves(run: _Run, tree: DomainTree, requests: Mapping[str, int], pod: PodConstraints, *,
+def _fill_leaves(run: _Run, tree: DomainTree, requests: list[tuple[str, int]], pod: PodConstraints, *,
                  used: Mapping[str, Mapping[str, int]], assumed: Mapping[str, Mapping[str, int]],
                  stats: NodeStats) -> None:
     for key, leaf in tree.leaves.items():
         stats.total += 1
         if leaf.node is not None and node_excluded(leaf.node, pod, stats):
             continue
-        free = leaf.capacity
-        taken = used.get(key)
-        mine = assumed.get(key)
-        if taken or mine:
-            free = dict(free)
-            for part in (taken, mine):
-                if part:
-                    for res, val in part.items():
-                        free[res] = free.get(res, 0) - val
-        pods, limiting = count_in(requests, free)
+        pods, limiting = count_in(requests, leaf.capacity, used.get(key, _EMPTY), assumed.get(key, _EMPTY))
         run.pods[leaf.idx] = pods
         if pods == 0 and limiting:
             stats.resources[limiting] = stats.resources.get(limiting, 0) + 1

@@ -153,3 +153,70 @@ def test_without_nodes_the_engine_ignores_topologies() -> None:
     e.schedule(0.0)
     assert e.view("default/foo").state == "Admitted"
     assert e.placements("default/foo") == ()
+
+
+def test_tas_flavor_passed_over_for_a_pod_set_without_request() -> None:
+    """Kueue's checkPodSetAndFlavorMatchForTAS, as in "workload which does not need TAS skips the TAS flavor": the
+    TAS flavor's reason joins the message when no flavor fits; per group the least severe reason wins."""
+    objs = (tas_flavor(), flavor("default"), cq("tas-main", quotas={"tas-default": {"cpu": "50"},
+                                                                    "default": {"cpu": "500m"}}))
+    e = engine(*objs)
+    submit(e, "default/foo", one("1"), None)
+    e.schedule(0.0)
+    v = e.view("default/foo")
+    assert v.reason == "ExceedsMaxQuota"
+    assert v.message == ('couldn\'t assign flavors to pod set main: Flavor "tas-default" supports only '
+                         "TopologyAwareScheduling, insufficient quota for cpu in flavor default, previously considered "
+                         "podsets requests (0) + current podset request (1) > maximum capacity (500m)")
+
+
+def test_plain_flavor_passed_over_for_a_tas_request() -> None:
+    """Kueue: "workload requests topology level which is only present in second flavor" — a flavor that cannot
+    serve the request is passed over and the next one places the pod set."""
+    objs = (flavor("default"), tas_flavor(), cq("tas-main", quotas={"default": {"cpu": "50"},
+                                                                    "tas-default": {"cpu": "50"}}))
+    e = engine(*objs)
+    submit(e, "default/foo", one("1"))
+    submit(e, "default/bar", one("1"), created=1.0)
+    e.schedule(0.0)
+    assert dict(e.view("default/foo").flavors) == {"main": {"cpu": "tas-default"}}
+    v = e.view("default/bar")  # the node is taken; the plain flavor cannot serve it
+    assert v.state == "Pending"
+    assert v.message == ('couldn\'t assign flavors to pod set main: topology "tas-single-level" doesn\'t allow to fit '
+                         'any of 1 pod(s). Total nodes: 1; excluded: resource "cpu": 1')
+
+
+def test_preemption_cannot_make_room_on_the_nodes() -> None:
+    """Kueue's flavorassigner: quota would need preemption, and the pods do not fit even on nodes free of TAS
+    workloads: NoFit with reason TopologyPlacementFailed, the quota message unchanged (no preemption)."""
+    objs = (tas_flavor(), cq("tas-main", quotas={"tas-default": {"cpu": "2"}},
+                             preemption={"withinClusterQueue": "LowerPriority"}))
+    e = engine(*objs)
+    e.submit(key="default/low", namespace="default", queue="tas-main", priority=-1, created=0.0, pod_sets=one("1"))
+    e.restore("default/low", cluster_queue="tas-main", flavors={"main": {"cpu": "tas-default"}}, at=0.0)
+    submit(e, "default/foo", one("1", count=2), created=1.0)
+    e.schedule(1.0)
+    v = e.view("default/foo")
+    assert (v.state, v.reason) == ("Pending", "TopologyPlacementFailed")
+    assert v.message == "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor " \
+                        "tas-default, 1 more needed"
+    assert e.view("default/low").state == "Admitted"  # nothing preempted for a placement that cannot happen
+
+
+def test_preemption_when_the_pods_would_fit() -> None:
+    """Kueue's flavorassigner: quota needs preemption and the pods fit on nodes free of TAS workloads: the
+    workload preempts (TestScheduleForTASPreemption's messages end in "Pending the preemption of 1
+    workload(s)")."""
+    objs = (tas_flavor(), cq("tas-main", quotas={"tas-default": {"cpu": "1"}},
+                             preemption={"withinClusterQueue": "LowerPriority"}))
+    e = engine(*objs)
+    e.submit(key="default/low", namespace="default", queue="tas-main", priority=-1, created=0.0, pod_sets=one("1"))
+    e.restore("default/low", cluster_queue="tas-main", flavors={"main": {"cpu": "tas-default"}}, at=0.0)
+    submit(e, "default/foo", one("1"), created=1.0)
+    e.step(1.0)
+    v = e.view("default/foo")
+    assert (v.state, v.reason) == ("Pending", "WaitingForPreemptedWorkloads")
+    assert v.message.endswith("Pending the preemption of 1 workload(s)")
+    e.schedule(1.0)
+    assert e.view("default/foo").state == "Admitted"
+    assert e.placements("default/foo")[0].placement.domains == ((("x1",), 1),)
