@@ -12,16 +12,20 @@ and the shorter JSON of that form and of a single slice is kept. Slices hold at 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
-from gitopsq.admission.tas_domains import HOSTNAME
+from gitopsq.admission.tas_domains import HOSTNAME, leaf_id
 from gitopsq.admission.tas_placement import Placement
+from gitopsq.api.raw_objects import JsonValue
 
 MAX_DOMAINS_PER_SLICE = 100_000
 MAX_SLICES = 1_000
 
-JsonValue = str | int | list["JsonValue"] | dict[str, "JsonValue"]
 Domains = list[tuple[tuple[str, ...], int]]
+
+
+class AssignmentError(ValueError):
+    """A topologyAssignment that cannot be read; the message names where and why."""
 
 
 def v1beta1(p: Placement) -> dict[str, JsonValue]:
@@ -149,3 +153,87 @@ def v1beta2(p: Placement) -> dict[str, JsonValue]:
         return by_prefix
     single = single_slice(p)
     return single if _size(single) < _size(by_prefix) else by_prefix
+
+
+def placement_of(levels: tuple[str, ...], domains: Domains) -> Placement:
+    return Placement(levels, tuple(domains), tuple((leaf_id(levels, v), c) for v, c in domains))
+
+
+def _strings(value: JsonValue, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise AssignmentError(f"{where}: expected a list of strings")
+    return [v for v in value if isinstance(v, str)]
+
+
+def _count(value: JsonValue, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise AssignmentError(f"{where}: expected a count (a non-negative integer), got {value!r}")
+    return value
+
+
+def _mapping(value: JsonValue, where: str) -> Mapping[str, JsonValue]:
+    if not isinstance(value, dict):
+        raise AssignmentError(f"{where}: expected an object")
+    return value
+
+
+def from_v1beta1(doc: JsonValue, where: str) -> Placement:
+    """A v1beta1 topologyAssignment read back (``where`` names it in errors)."""
+    obj = _mapping(doc, where)
+    levels = tuple(_strings(obj.get("levels"), f"{where}.levels"))
+    raw = obj.get("domains") or []
+    if not isinstance(raw, list):
+        raise AssignmentError(f"{where}.domains: expected a list")
+    domains: Domains = []
+    for i, d in enumerate(raw):
+        dm = _mapping(d, f"{where}.domains[{i}]")
+        values = tuple(_strings(dm.get("values"), f"{where}.domains[{i}].values"))
+        if len(values) != len(levels):
+            raise AssignmentError(f"{where}.domains[{i}].values: {len(values)} values for {len(levels)} levels")
+        domains.append((values, _count(dm.get("count"), f"{where}.domains[{i}].count")))
+    return placement_of(levels, domains)
+
+
+def _level_values_of(value: JsonValue, count: int, where: str) -> list[str]:
+    obj = _mapping(value, where)
+    universal = obj.get("universal")
+    if isinstance(universal, str):
+        return [universal] * count
+    individual = _mapping(obj.get("individual"), f"{where}.individual")
+    prefix, suffix = individual.get("prefix") or "", individual.get("suffix") or ""
+    if not isinstance(prefix, str) or not isinstance(suffix, str):
+        raise AssignmentError(f"{where}.individual: prefix and suffix must be strings")
+    roots = _strings(individual.get("roots"), f"{where}.individual.roots")
+    if len(roots) != count:
+        raise AssignmentError(f"{where}.individual.roots: {len(roots)} roots for {count} domains")
+    return [prefix + r + suffix for r in roots]
+
+
+def from_v1beta2(doc: JsonValue, where: str) -> Placement:
+    """A v1beta2 topologyAssignment read back (``where`` names it in errors)."""
+    obj = _mapping(doc, where)
+    levels = tuple(_strings(obj.get("levels"), f"{where}.levels"))
+    raw = obj.get("slices") or []
+    if not isinstance(raw, list):
+        raise AssignmentError(f"{where}.slices: expected a list")
+    domains: Domains = []
+    for i, sl in enumerate(raw):
+        at = f"{where}.slices[{i}]"
+        sm = _mapping(sl, at)
+        count = _count(sm.get("domainCount"), f"{at}.domainCount")
+        per_level = sm.get("valuesPerLevel")
+        if not isinstance(per_level, list) or len(per_level) != len(levels):
+            raise AssignmentError(f"{at}.valuesPerLevel: expected one entry per level ({len(levels)})")
+        columns = [_level_values_of(v, count, f"{at}.valuesPerLevel[{j}]") for j, v in enumerate(per_level)]
+        pods = _mapping(sm.get("podCounts"), f"{at}.podCounts")
+        universal = pods.get("universal")
+        if universal is not None:
+            counts = [_count(universal, f"{at}.podCounts.universal")] * count
+        else:
+            individual = pods.get("individual")
+            if not isinstance(individual, list) or len(individual) != count:
+                raise AssignmentError(f"{at}.podCounts.individual: expected {count} counts")
+            counts = [_count(c, f"{at}.podCounts.individual[{k}]") for k, c in enumerate(individual)]
+        for k in range(count):
+            domains.append((tuple(col[k] for col in columns), counts[k]))
+    return placement_of(levels, domains)

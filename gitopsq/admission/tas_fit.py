@@ -69,13 +69,20 @@ def flavor_mismatch(tas: TasCluster, ps: PodSetShape, flavor: str, rf: m.Resourc
     return ""
 
 
-def _usage(ps: PodSetShape, count: int, placement: Placement) -> dict[str, dict[str, int]]:
+def usage_of(per_pod: Mapping[str, int], placement: Placement) -> dict[str, dict[str, int]]:
+    """What a placement takes per leaf: its pods' requests and one ``pods`` each."""
     out: dict[str, dict[str, int]] = {}
     for leaf, pods in placement.leaves:
-        amounts = {r: v * pods for r, v in ps.per_pod.items()}
+        amounts = {r: v * pods for r, v in per_pod.items()}
         amounts[PODS] = amounts.get(PODS, 0) + ONE_POD * pods
         out[leaf] = amounts
     return out
+
+
+def admitted_placement(pod_set: str, flavor: str, topology: str, per_pod: Mapping[str, int],
+                       placement: Placement) -> PodSetPlacement:
+    """An admitted pod set's placement (read back with `tas_assignment.from_v1beta2`), for `Engine.restore`."""
+    return PodSetPlacement(pod_set, flavor, topology, placement, usage_of(per_pod, placement))
 
 
 def place_workload(tas: TasCluster, shape: Shape, chosen: tuple[tuple[str, FrozenMap[str, str]], ...],
@@ -106,7 +113,7 @@ def place_workload(tas: TasCluster, shape: Shape, chosen: tuple[tuple[str, Froze
                        used={} if simulate_empty else tas.leaf_usage(tree.topology_name), assumed=mine)
         if result.placement is None:
             return Outcome(tuple(placements), ps.name, result.reason)
-        usage = _usage(ps, ps.count, result.placement)
+        usage = usage_of(ps.per_pod, result.placement)
         for leaf, amounts in usage.items():
             held = mine.setdefault(leaf, {})
             for res, val in amounts.items():

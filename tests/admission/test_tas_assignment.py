@@ -7,14 +7,23 @@ from typing import Any
 
 import pytest
 
-from gitopsq.admission.tas_assignment import by_hostname_prefix, single_slice, v1beta1, v1beta2
+from gitopsq.admission.tas_assignment import (
+    AssignmentError,
+    by_hostname_prefix,
+    from_v1beta1,
+    from_v1beta2,
+    placement_of,
+    single_slice,
+    v1beta1,
+    v1beta2,
+)
 from gitopsq.admission.tas_placement import Placement
 
 HOST = "kubernetes.io/hostname"
 
 
 def placement(levels: tuple[str, ...], *domains: tuple[tuple[str, ...], int]) -> Placement:
-    return Placement(levels, tuple(domains), tuple((v[-1], c) for v, c in domains))
+    return placement_of(levels, list(domains))
 
 
 def one_slice(count: int, pods: dict[str, Any], *values: dict[str, Any]) -> dict[str, Any]:
@@ -120,3 +129,47 @@ def test_v1beta1() -> None:
     p = placement((HOST,), (("x1",), 2), (("x3",), 1))
     assert v1beta1(p) == {"levels": [HOST], "domains": [{"values": ["x1"], "count": 2},
                                                        {"values": ["x3"], "count": 1}]}
+
+
+@pytest.mark.parametrize("p", [
+    placement(("a", "b"), (("a1", "b1"), 1)),
+    placement(("a",), (("a123",), 1), (("a12",), 1), (("a1",), 1), (("a13",), 1)),
+    placement((HOST,), (("gke-c-pool-a-hash1-aa",), 3), (("gke-c-pool-a-hash1-bb",), 3),
+              (("gke-c-pool-b-hash2-cc",), 4), (("gke-c-pool-b-hash2-dd",), 5)),
+    _pools(20),
+])
+def test_read_back(p: Placement) -> None:
+    """Go: TestInternalFromV1Beta2 (both ways): what is written reads back to the same domains and leaves."""
+    for doc in (v1beta2(p), single_slice(p), by_hostname_prefix(p)):
+        got = from_v1beta2(doc, "wl.status.admission.podSetAssignments[0].topologyAssignment")
+        assert (got.levels, got.domains, got.leaves) == (p.levels, p.domains, p.leaves)
+    got = from_v1beta1(v1beta1(p), "x")
+    assert (got.levels, got.domains, got.leaves) == (p.levels, p.domains, p.leaves)
+
+
+@pytest.mark.parametrize(("doc", "message"), [
+    ({"levels": "a"}, "ps.levels: expected a list of strings"),
+    ({"levels": ["a"], "slices": [{"domainCount": 2, "valuesPerLevel": [{"universal": "x"}],
+                                   "podCounts": {"individual": [1]}}]},
+     "ps.slices[0].podCounts.individual: expected 2 counts"),
+    ({"levels": ["a", "b"], "slices": [{"domainCount": 1, "valuesPerLevel": [{"universal": "x"}],
+                                        "podCounts": {"universal": 1}}]},
+     "ps.slices[0].valuesPerLevel: expected one entry per level (2)"),
+    ({"levels": ["a"], "slices": [{"domainCount": 1, "valuesPerLevel": [{"universal": "x"}],
+                                   "podCounts": {"universal": -1}}]},
+     "ps.slices[0].podCounts.universal: expected a count (a non-negative integer), got -1"),
+])
+def test_bad_assignments_are_named(doc: dict[str, Any], message: str) -> None:
+    """A topologyAssignment that cannot be read is an error naming the field, not a traceback."""
+    with pytest.raises(AssignmentError) as err:
+        from_v1beta2(doc, "ps")
+    assert str(err.value) == message
+
+
+def test_large_assignment_backs_off_to_fit_the_slice_limit() -> None:
+    """Go: TestV1Beta2FromInternal_largeHostnameAssignmentWithManyPools: 2,000 pools of 100 nodes would take
+    2,000 slices by pool; a shorter shared prefix takes two slices of 100,000 domains."""
+    p = placement((HOST,), *(((f"gke-cluster-pool-{pool:04d}-{pool:08x}-{node:04x}",), 1)
+                             for pool in range(2000) for node in range(100)))
+    slices = v1beta2(p)["slices"]
+    assert isinstance(slices, list) and [s["domainCount"] for s in slices if isinstance(s, dict)] == [100_000] * 2

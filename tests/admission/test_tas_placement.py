@@ -283,3 +283,30 @@ def test_bad_slice_requests(request_: TopologyRequest, reason: str) -> None:
     """Kueue: "slice required topology level cannot be above the main required topology level", "slice size is
     required when slice topology is requested", "cannot request not existing slice topology"."""
     assert run(DEFAULT, THREE, request_, 1).reason == reason
+
+
+def test_slices_below_a_block() -> None:
+    """Kueue: "block required for podset; host required for slices; select domains with tight fit",
+    "... optimize last domain", "block preferred for podset; host required for slices; 2 blocks with unbalanced
+    subdomains" (all BestFit)."""
+    host_slices = TopologyRequest(required=BLOCK, slice_topology=HOST, slice_size=2)
+    tight = (bnode("b1", "r1", "x3", 3), bnode("b1", "r1", "x5", 2), bnode("b1", "r1", "x1", 2))
+    assert domains(run(tight, THREE, host_slices, 4)) == [(("x1",), 2), (("x5",), 2)]
+    last = (bnode("b1", "r1", "x3", 4), bnode("b1", "r1", "x5", 3), bnode("b1", "r1", "x1", 2))
+    assert domains(run(last, THREE, host_slices, 6)) == [(("x1",), 2), (("x3",), 4)]
+    unbalanced = (bnode("b1", "r1", "x3", 3), bnode("b1", "r1", "x5", 3), bnode("b1", "r1", "x1", 3),
+                  bnode("b2", "r1", "x6", 6))
+    preferred = TopologyRequest(preferred=BLOCK, slice_topology=HOST, slice_size=3)
+    assert domains(run(unbalanced, THREE, preferred, 12)) == [(("x1",), 3), (("x3",), 3), (("x6",), 6)]
+
+
+def test_rack_slices() -> None:
+    """Kueue: "block required for podset; rack required for slices; BestFit" and "block preferred for podset; rack
+    required for slices; BestFit" (pods below the slice level go one by one, fewest first)."""
+    nodes = (bnode("b1", "r1", "x3", 1), bnode("b1", "r1", "x5", 1), bnode("b1", "r2", "x1", 1),
+             bnode("b1", "r2", "x6", 1), bnode("b1", "r2", "x2", 1), bnode("b2", "r1", "x4", 1),
+             bnode("b2", "r1", "x7", 1))
+    rack_slices = TopologyRequest(required=BLOCK, slice_topology=RACK, slice_size=2)
+    assert domains(run(nodes, THREE, rack_slices, 4)) == [(("x3",), 1), (("x5",), 1), (("x1",), 1), (("x2",), 1)]
+    preferred = TopologyRequest(preferred=BLOCK, slice_topology=RACK, slice_size=2)
+    assert domains(run(DEFAULT, THREE, preferred, 4)) == [(("x1",), 1), (("x5",), 1), (("x4",), 2)]
