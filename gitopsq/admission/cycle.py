@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from gitopsq.admission import messages as msg
 from gitopsq.admission import quota, tas_fit, tournament
 from gitopsq.admission.entry import FIT, NO_FIT, PREEMPT, Entry
+from gitopsq.admission.flavors import Nomination
 from gitopsq.admission.messages import Status
 from gitopsq.admission.nomination import nominate, preemption_engine
 from gitopsq.admission.preemption import Target, without
@@ -200,9 +201,21 @@ def _still_fits(c: _Cycle, e: Entry) -> bool:
     node = state.tree.queues[e.spec.name]
     with without(state.tree, gone):
         fits = all(val <= quota.available(node, fr) for fr, val in e.nomination.usage.items())
-    # An entry admitted earlier in the cycle may have taken the nodes this one was placed on.
-    if fits and e.nomination.topology and state.tas is not None:
-        return tas_fit.still_fits(state.tas, e.nomination.topology, state.topology.flavors)
+    # An entry admitted earlier in the cycle may have taken the nodes this one was placed on: Kueue
+    # (TASRecomputeAssignmentWithinSchedulingCycle) places it again in the flavors it was nominated in.
+    n = e.nomination
+    if fits and n.topology and state.tas is not None:
+        flavors = state.topology.flavors
+        if tas_fit.still_fits(state.tas, n.topology, flavors):
+            return True
+        counts = {p.pod_set: sum(c for _, c in p.placement.domains) for p in n.topology}
+        again = tas_fit.place_workload(state.tas, e.w.shape, n.flavors, flavors,
+                                       only_tas=tas_fit.tas_only(e.spec, flavors, state.tas), simulate_empty=False,
+                                       counts=counts)
+        if again.error or again.failed:
+            return False
+        e.nomination = Nomination(n.mode, n.borrow, n.flavors, n.usage, n.needs_preemption, n.reason, n.message,
+                                  n.tried, again.placements)
     return fits
 
 

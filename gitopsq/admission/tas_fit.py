@@ -86,13 +86,16 @@ def admitted_placement(pod_set: str, flavor: str, topology: str, per_pod: Mappin
 
 
 def place_workload(tas: TasCluster, shape: Shape, chosen: tuple[tuple[str, FrozenMap[str, str]], ...],
-                   flavors: Mapping[str, m.ResourceFlavor], *, only_tas: bool, simulate_empty: bool) -> Outcome:
+                   flavors: Mapping[str, m.ResourceFlavor], *, only_tas: bool, simulate_empty: bool,
+                   counts: Mapping[str, int] | None = None) -> Outcome:
     """Place every pod set that requests TAS in the TAS flavor its resources were assigned (``chosen``, per pod
-    set), in pod set order; pod sets placed earlier in the same topology count against later ones."""
+    set), in pod set order; pod sets placed earlier in the same topology count against later ones. ``counts``:
+    pods per pod set when not the shape's (a partial admission placed again)."""
     placements: list[PodSetPlacement] = []
     assumed: dict[str, dict[str, dict[str, int]]] = {}  # topology -> leaf -> amounts
     for ps, (_, per_resource) in zip(shape.pod_sets, chosen, strict=True):
-        if not requests_tas(ps, only_tas) or ps.count == 0:
+        count = counts.get(ps.name, ps.count) if counts else ps.count
+        if not requests_tas(ps, only_tas) or count == 0:
             continue
         tas_flavors = sorted({f for f in per_resource.values() if tas.is_tas_flavor(flavors.get(f))})
         if not tas_flavors:
@@ -107,7 +110,7 @@ def place_workload(tas: TasCluster, shape: Shape, chosen: tuple[tuple[str, Froze
                            error="workload requires Topology, but there is no TAS cache information")
         implied = ps.topology is None or not ps.topology.explicit()
         mine = assumed.setdefault(tree.topology_name, {})
-        result = place(tree, None if implied else ps.topology, implied=implied, count=ps.count,
+        result = place(tree, None if implied else ps.topology, implied=implied, count=count,
                        per_pod=ps.per_pod,
                        pod=PodConstraints(ps.node_selector, ps.required_affinity, (*ps.tolerations, *rf.tolerations)),
                        used={} if simulate_empty else tas.leaf_usage(tree.topology_name), assumed=mine)

@@ -109,6 +109,22 @@ def test_two_queues_in_one_cycle_do_not_share_a_node() -> None:
     assert sorted(e.view(k).state for k in ("default/a", "default/b")) == ["Admitted", "Pending"]
 
 
+def test_placed_again_within_the_cycle() -> None:
+    """Kueue's TASRecomputeAssignmentWithinSchedulingCycle (on by default): both heads were placed on x1; the one
+    processed second is placed again, on x2, and admitted in the same cycle."""
+    objs = (tas_flavor(), cq("tas-main", quotas={"tas-default": {"cpu": "50"}}),
+            cq("tas-other", quotas={"tas-default": {"cpu": "50"}}), lq("default", "other", "tas-other"))
+    x2 = TasNode("x2", {"tas-node": "true", HOST: "x2"}, {"cpu": 1000, "memory": GI, "pods": 10_000})
+    e = engine(*objs, nodes=(x1(), x2))
+    submit(e, "default/a", one("1"))
+    e.submit(key="default/b", namespace="default", queue="other", priority=0, created=1.0, pod_sets=one("1"),
+             topology_requests=ON_HOST)
+    e.step(0.0)
+    assert [e.view(k).state for k in ("default/a", "default/b")] == ["Admitted", "Admitted"]
+    hosts = sorted(e.placements(k)[0].placement.domains[0][0][0] for k in ("default/a", "default/b"))
+    assert hosts == ["x1", "x2"]
+
+
 def test_level_missing_from_topology() -> None:
     """Kueue: "workload requests topology level which is not present in topology" (NoMatchingFlavor)."""
     e = engine()
