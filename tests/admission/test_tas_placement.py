@@ -13,6 +13,7 @@ import pytest
 
 from gitopsq.admission.tas_domains import DomainTree, TasCluster, TasNode, TasTopology
 from gitopsq.admission.tas_filter import PodConstraints
+from gitopsq.admission.tas_fit import usage_of
 from gitopsq.admission.tas_placement import PlacementResult, place
 from gitopsq.admission.tas_requests import TopologyRequest
 from gitopsq.api import model as m
@@ -310,3 +311,30 @@ def test_rack_slices() -> None:
     assert domains(run(nodes, THREE, rack_slices, 4)) == [(("x3",), 1), (("x5",), 1), (("x1",), 1), (("x2",), 1)]
     preferred = TopologyRequest(preferred=BLOCK, slice_topology=RACK, slice_size=2)
     assert domains(run(DEFAULT, THREE, preferred, 4)) == [(("x1",), 1), (("x5",), 1), (("x4",), 2)]
+
+
+def test_later_pod_sets_count_the_earlier_ones() -> None:
+    """Kueue: "multiple podsets: block required for one, unconstrained for another; TASProfileMixed" and
+    "multiple PodSets account assumed pod usage against allocatable pods; BestFit": a workload's pod sets placed
+    earlier in the same topology count against the later ones."""
+    multipod = (bnode("b1", "r1", "x3", 10, mem_gi=1), bnode("b1", "r2", "x5", 10, mem_gi=1),
+                bnode("b1", "r2", "x1", 10, mem_gi=1), bnode("b1", "r2", "x6", 10, mem_gi=1),
+                bnode("b2", "r1", "x2", 10, mem_gi=1), bnode("b2", "r2", "x4", 20, mem_gi=4, pods=40))
+    tree = tree_of(multipod, THREE)
+    nobody = PodConstraints({}, (), ())
+    first = place(tree, required(BLOCK), implied=False, count=8, per_pod={"cpu": 1000}, pod=nobody, used={},
+                  assumed={})
+    assert domains(first) == [(("x2",), 8)]
+    assert first.placement is not None
+    taken = usage_of({"cpu": 1000}, first.placement)
+    second = place(tree, TopologyRequest(unconstrained=True), implied=False, count=2, per_pod={"cpu": 1000},
+                   pod=nobody, used={}, assumed=taken)
+    assert domains(second) == [(("x2",), 2)]
+    one_slot = tree_of((node("x1", cpu=2, pods=1, labels={HOST: "x1"}),), (HOST,))
+    placed = place(one_slot, required(HOST), implied=False, count=1, per_pod={"cpu": 1000}, pod=nobody, used={},
+                   assumed={})
+    assert placed.placement is not None
+    again = place(one_slot, required(HOST), implied=False, count=1, per_pod={"cpu": 1000}, pod=nobody, used={},
+                  assumed=usage_of({"cpu": 1000}, placed.placement))
+    assert again.reason == ('topology "default" doesn\'t allow to fit any of 1 pod(s). Total nodes: 1; excluded: '
+                            'resource "pods": 1')
