@@ -141,8 +141,18 @@ def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
     return best_wall, best_cpu
 
 
+def _request(engine: Engine, i: int, ps: tuple[m.PodSet, ...], request: TopologyRequest) -> str:
+    """Submit the i-th pending workload: a new priority each time, so it is not parked behind an equivalent one."""
+    key = f"default/requested-{i}"
+    engine.submit(key=key, namespace="default", queue="tas-main", priority=10**6 + i, created=float(i),
+                  pod_sets=ps, topology_requests={"main": request})
+    return key
+
+
 def scenario(name: str, levels: tuple[str, ...], nodes: list[TasNode], request: TopologyRequest,
-             selector: dict[str, str] | None, *, full: bool) -> None:
+             selector: dict[str, str] | None, *, full: bool, rounds: int = 5) -> None:
+    # Peak memory: building the tree, the engine and its admitted placements, and the first decision. Timings
+    # come after, with tracemalloc stopped (it slows every allocation).
     tracemalloc.start()
     cluster = TasCluster([TasTopology("tas-topology", levels)], nodes)
     engine = Engine(build_topology(queue_objects()), tas=cluster)
@@ -151,6 +161,12 @@ def scenario(name: str, levels: tuple[str, ...], nodes: list[TasNode], request: 
     tree = cluster.tree(flavor)
     assert tree is not None
     ps = pod_set(200, 5, 50, selector)
+    engine.schedule(0.0)
+    _request(engine, 0, ps, request)
+    engine.schedule(0.0)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+
     per_pod = {r: q.milli for r, q in ps[0].requests.items()}
     pod = PodConstraints(ps[0].node_selector, (), ())
 
@@ -158,32 +174,29 @@ def scenario(name: str, levels: tuple[str, ...], nodes: list[TasNode], request: 
         return lambda: place(tree, request, implied=False, count=200, per_pod=per_pod, pod=pod,
                              used=cluster.leaf_usage("tas-topology") if used else {}, assumed={})
 
-    now_wall, now_cpu = timed(placement(True), 5)
-    empty_wall, empty_cpu = timed(placement(False), 5)
-    fits_now = placement(True)()
-    fits_empty = placement(False)()
-    decisions = 0
+    now_wall, now_cpu = timed(placement(True), rounds)
+    empty_wall, empty_cpu = timed(placement(False), rounds)
+    fits_now = place(tree, request, implied=False, count=200, per_pod=per_pod, pod=pod,
+                     used=cluster.leaf_usage("tas-topology"), assumed={})
+    fits_empty = place(tree, request, implied=False, count=200, per_pod=per_pod, pod=pod, used={}, assumed={})
     cpu_total = wall_total = 0.0
-    for i in range(5):
-        key = f"default/requested-{i}"
-        engine.submit(key=key, namespace="default", queue="tas-main", priority=10**6 + i, created=float(i), pod_sets=ps,
-                      topology_requests={"main": request})
+    key = ""
+    for i in range(1, rounds + 1):
+        key = _request(engine, i, ps, request)
         w, c = time.perf_counter(), time.process_time()
         engine.schedule(float(i))
         wall_total += time.perf_counter() - w
         cpu_total += time.process_time() - c
-        decisions += 1  # a new priority each round: not parked behind an equivalent workload
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
     print(f"{name}: {len(nodes):,} nodes, {len(levels)} levels, {admitted:,} admitted TAS workloads")
     print(f"  placement with current usage: {now_wall:.1f} ms ({now_cpu:.1f} ms CPU), "
           f"{'fits' if fits_now.placement else 'does not fit: ' + fits_now.reason[:90]}")
-    print(f"  placement on an empty cluster: {empty_wall:.1f} ms ({empty_cpu:.1f} ms CPU), "
-          f"{'fits on ' + str(len(fits_empty.placement.domains)) + ' nodes' if fits_empty.placement else 'no fit'}")
-    last = engine.view(f"default/requested-{decisions - 1}")
-    print(f"  decision (Engine.schedule): {wall_total / decisions * 1000:.1f} ms, "
-          f"{decisions / cpu_total:,.1f} decisions per CPU-second; the last one: {last.state} {last.reason}")
-    print(f"  peak memory (tracemalloc, nodes + engine + placements): {peak / 2**20:,.1f} MiB")
+    spread = f"fits on {len(fits_empty.placement.domains)} nodes" if fits_empty.placement else "no fit"
+    print(f"  placement on an empty cluster: {empty_wall:.1f} ms ({empty_cpu:.1f} ms CPU), {spread}")
+    last = engine.view(key)
+    print(f"  decision (Engine.schedule): {wall_total / rounds * 1000:.1f} ms, "
+          f"{rounds / cpu_total:,.1f} decisions per CPU-second; the last one: {last.state} {last.reason}")
+    print(f"  peak memory (tracemalloc: nodes, tree, engine, admitted placements, one decision): "
+          f"{peak / 2**20:,.1f} MiB")
 
 
 def main() -> None:

@@ -72,8 +72,9 @@ def flavor_mismatch(tas: TasCluster, ps: PodSetShape, flavor: str, rf: m.Resourc
 def usage_of(per_pod: Mapping[str, int], placement: Placement) -> dict[str, dict[str, int]]:
     """What a placement takes per leaf: its pods' requests and one ``pods`` each."""
     out: dict[str, dict[str, int]] = {}
+    requests = list(per_pod.items())  # once: a FrozenMap is slow to walk
     for leaf, pods in placement.leaves:
-        amounts = {r: v * pods for r, v in per_pod.items()}
+        amounts = {r: v * pods for r, v in requests}
         amounts[PODS] = amounts.get(PODS, 0) + ONE_POD * pods
         out[leaf] = amounts
     return out
