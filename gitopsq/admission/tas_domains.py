@@ -175,3 +175,42 @@ class TasCluster:
             if not any(held.values()):
                 del by_leaf[leaf]
         self.version += 1
+
+
+_TAS_ANNOTATIONS = ("kueue.x-k8s.io/podset-preferred-topology", "kueue.x-k8s.io/podset-required-topology",
+                    "kueue.x-k8s.io/podset-slice-required-topology",
+                    "kueue.x-k8s.io/podset-slice-required-topology-constraints",
+                    "kueue.x-k8s.io/podset-unconstrained-topology")
+
+
+class BoundPod:
+    """A pod as the node usage of pods not placed by TAS reads it: the node it is bound to (empty: none yet), its
+    phase, annotations and requests (milli-units, the pod's effective requests)."""
+
+    __slots__ = ("annotations", "node", "phase", "requests")
+
+    def __init__(self, node: str, phase: str, annotations: Mapping[str, str], requests: Mapping[str, int]) -> None:
+        self.node = node
+        self.phase = phase
+        self.annotations = annotations
+        self.requests = requests
+
+
+def placed_by_tas(annotations: Mapping[str, str]) -> bool:
+    """Whether a pod's annotations ask for a topology (Kueue's IsTAS): its usage is the placement's, not the
+    node's."""
+    return any(a in annotations for a in _TAS_ANNOTATIONS)
+
+
+def non_tas_usage(pods: Iterable[BoundPod]) -> dict[str, dict[str, int]]:
+    """Per node, what bound pods not placed by TAS and not finished (Succeeded, Failed) request, plus one ``pods``
+    each: `TasNode.non_tas_usage`."""
+    out: dict[str, dict[str, int]] = {}
+    for pod in pods:
+        if not pod.node or pod.phase in ("Succeeded", "Failed") or placed_by_tas(pod.annotations):
+            continue
+        held = out.setdefault(pod.node, {})
+        for res, val in pod.requests.items():
+            held[res] = held.get(res, 0) + val
+        held[PODS] = held.get(PODS, 0) + ONE_POD
+    return out

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from gitopsq.admission.tas_domains import DomainTree, TasCluster, TasNode, TasTopology
+from gitopsq.admission.tas_domains import BoundPod, DomainTree, TasCluster, TasNode, TasTopology, non_tas_usage
 from gitopsq.admission.tas_filter import PodConstraints
 from gitopsq.admission.tas_fit import usage_of
 from gitopsq.admission.tas_placement import PlacementResult, place
@@ -338,3 +338,23 @@ def test_later_pod_sets_count_the_earlier_ones() -> None:
                   assumed=usage_of({"cpu": 1000}, placed.placement))
     assert again.reason == ('topology "default" doesn\'t allow to fit any of 1 pod(s). Total nodes: 1; excluded: '
                             'resource "pods": 1')
+
+
+@pytest.mark.parametrize(("pod", "fits"), [
+    (BoundPod("", "Pending", {}, {"cpu": 600}), True),  # "don't consider unscheduled Pods when computing capacity"
+    (BoundPod("x3", "Failed", {}, {"cpu": 600}), True),  # "don't consider terminal pods when computing the capacity"
+    (BoundPod("x3", "Succeeded", {}, {"cpu": 600}), True),
+    (BoundPod("x3", "Pending", {}, {"cpu": 600}), False),  # "include usage from pending scheduled non-TAS pods"
+    (BoundPod("x3", "Running", {}, {"cpu": 600}), False),  # "include usage from running non-TAS pods"
+    (BoundPod("x3", "Running", {"kueue.x-k8s.io/podset-required-topology": HOST}, {"cpu": 600}), True),
+])
+def test_usage_of_pods_not_placed_by_tas(pod: BoundPod, fits: bool) -> None:
+    """Kueue: the non-TAS pod cases of TestFindTopologyAssignments (a 600m pod beside a 600m request on a 1-CPU
+    node); a pod with a topology annotation is counted by its workload's placement instead (Kueue's IsTAS)."""
+    usage = non_tas_usage([pod])
+    x3 = node("x3", cpu=1, mem_gi=1, pods=10, labels={HOST: "x3"}, non_tas=usage.get("x3"))
+    r = run((x3,), (HOST,), required(HOST), 1, cpu_milli=600)
+    assert (r.placement is not None) == fits
+    if not fits:
+        assert usage == {"x3": {"cpu": 600, "pods": 1000}}
+        assert r.reason.endswith('excluded: resource "cpu": 1')
