@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gitopsq.admission.tas_domains import ONE_POD, PODS, TasCluster
+from gitopsq.admission.tas_domains import ONE_POD, PODS, DomainTree, TasCluster
 from gitopsq.admission.tas_filter import PodConstraints, go_quote
 from gitopsq.admission.tas_placement import Placement, PodSetPlacement, has_levels, place
 from gitopsq.admission.topology import QueueSpec
@@ -86,44 +86,92 @@ def admitted_placement(pod_set: str, flavor: str, topology: str, per_pod: Mappin
     return PodSetPlacement(pod_set, flavor, topology, placement, usage_of(per_pod, placement))
 
 
-def place_workload(tas: TasCluster, shape: Shape, chosen: tuple[tuple[str, FrozenMap[str, str]], ...],
-                   flavors: Mapping[str, m.ResourceFlavor], *, only_tas: bool, simulate_empty: bool,
-                   counts: Mapping[str, int] | None = None) -> Outcome:
-    """Place every pod set that requests TAS in the TAS flavor its resources were assigned (``chosen``, per pod
-    set), in pod set order; pod sets placed earlier in the same topology count against later ones. ``counts``:
-    pods per pod set when not the shape's (a partial admission placed again)."""
-    placements: list[PodSetPlacement] = []
-    assumed: dict[str, dict[str, dict[str, int]]] = {}  # topology -> leaf -> amounts
+class _Request:
+    """One pod set to place: its pods, TAS flavor and that flavor's tree."""
+
+    __slots__ = ("count", "flavor", "ps", "tree")
+
+    def __init__(self, ps: PodSetShape, count: int, flavor: m.ResourceFlavor, tree: DomainTree) -> None:
+        self.ps, self.count, self.flavor, self.tree = ps, count, flavor, tree
+
+
+def _requests(tas: TasCluster, shape: Shape, chosen: tuple[tuple[str, FrozenMap[str, str]], ...],
+              flavors: Mapping[str, m.ResourceFlavor], *, only_tas: bool,
+              counts: Mapping[str, int] | None) -> list[_Request] | Outcome:
+    """The pod sets to place, in pod set order (Kueue's WorkloadsTopologyRequests), or the error of one that
+    cannot be."""
+    out: list[_Request] = []
     for ps, (_, per_resource) in zip(shape.pod_sets, chosen, strict=True):
         count = counts.get(ps.name, ps.count) if counts else ps.count
         if not requests_tas(ps, only_tas) or count == 0:
             continue
         tas_flavors = sorted({f for f in per_resource.values() if tas.is_tas_flavor(flavors.get(f))})
         if not tas_flavors:
-            return Outcome(tuple(placements), ps.name, error="no TAS flavor assigned")
+            return Outcome((), ps.name, error="no TAS flavor assigned")
         if len(tas_flavors) > 1:
-            return Outcome(tuple(placements), ps.name,
-                           error=f"more than one TAS flavor assigned: {', '.join(tas_flavors)}")
+            return Outcome((), ps.name, error=f"more than one TAS flavor assigned: {', '.join(tas_flavors)}")
         rf = flavors[tas_flavors[0]]
         tree = tas.tree(rf)
         if tree is None:
-            return Outcome(tuple(placements), ps.name,
-                           error="workload requires Topology, but there is no TAS cache information")
-        implied = ps.topology is None or not ps.topology.explicit()
-        mine = assumed.setdefault(tree.topology_name, {})
-        result = place(tree, None if implied else ps.topology, implied=implied, count=count,
-                       per_pod=ps.per_pod,
-                       pod=PodConstraints(ps.node_selector, ps.required_affinity, (*ps.tolerations, *rf.tolerations)),
-                       used={} if simulate_empty else tas.leaf_usage(tree.topology_name), assumed=mine)
-        if result.placement is None:
-            return Outcome(tuple(placements), ps.name, result.reason)
-        usage = usage_of(ps.per_pod, result.placement)
-        for leaf, amounts in usage.items():
-            held = mine.setdefault(leaf, {})
-            for res, val in amounts.items():
-                held[res] = held.get(res, 0) + val
-        placements.append(PodSetPlacement(ps.name, rf.meta.name, tree.topology_name, result.placement, usage))
-    return Outcome(tuple(placements))
+            return Outcome((), ps.name, error="workload requires Topology, but there is no TAS cache information")
+        out.append(_Request(ps, count, rf, tree))
+    return out
+
+
+def _groups(requests: list[_Request]) -> list[list[_Request]]:
+    """Pod sets placed together: those of one flavor sharing a group name (``podset-group-name``), in order of
+    first appearance; every other pod set alone."""
+    keyed: dict[tuple[str, str], list[_Request]] = {}
+    for i, r in enumerate(requests):
+        group = r.ps.topology.group if r.ps.topology is not None else None
+        keyed.setdefault((r.flavor.meta.name, group if group is not None else f"#{i}"), []).append(r)
+    return list(keyed.values())
+
+
+def place_workload(tas: TasCluster, shape: Shape, chosen: tuple[tuple[str, FrozenMap[str, str]], ...],
+                   flavors: Mapping[str, m.ResourceFlavor], *, only_tas: bool, simulate_empty: bool,
+                   counts: Mapping[str, int] | None = None) -> Outcome:
+    """Place every pod set that requests TAS in the TAS flavor its resources were assigned (``chosen``, per pod
+    set); pod sets placed earlier in the same topology count against later ones. A group of two pod sets is
+    placed together: the one with fewer pods (one) is the leader, placed in the workers' domains. ``counts``:
+    pods per pod set when not the shape's (a partial admission placed again)."""
+    found = _requests(tas, shape, chosen, flavors, only_tas=only_tas, counts=counts)
+    if isinstance(found, Outcome):
+        return found
+    placements: list[PodSetPlacement] = []
+    assumed: dict[str, dict[str, dict[str, int]]] = {}  # topology -> leaf -> amounts
+    for group in _groups(found):
+        # Kueue's findLeaderAndWorkers: of a pair, the first is the workers unless it has more pods than the other.
+        workers, leader = group[0], group[1] if len(group) == 2 else None
+        if leader is not None and leader.count > workers.count:
+            workers, leader = leader, workers
+        if leader is not None and leader.count != 1:
+            leader = None
+        members = [workers] if leader is not None else group
+        for r in members:
+            ps, rf, tree = r.ps, r.flavor, r.tree
+            implied = ps.topology is None or not ps.topology.explicit()
+            mine = assumed.setdefault(tree.topology_name, {})
+            result = place(tree, None if implied else ps.topology, implied=implied, count=r.count,
+                           per_pod=ps.per_pod,
+                           pod=PodConstraints(ps.node_selector, ps.required_affinity,
+                                              (*ps.tolerations, *rf.tolerations)),
+                           used={} if simulate_empty else tas.leaf_usage(tree.topology_name), assumed=mine,
+                           leader=leader.ps.per_pod if leader is not None else None)
+            if result.placement is None:
+                return Outcome(tuple(placements), group[0].ps.name, result.reason)
+            placed = [(ps, result.placement)]
+            if leader is not None and result.leader is not None:
+                placed.append((leader.ps, result.leader))
+            for member, placement in placed:
+                usage = usage_of(member.per_pod, placement)
+                for leaf, amounts in usage.items():
+                    held = mine.setdefault(leaf, {})
+                    for res, val in amounts.items():
+                        held[res] = held.get(res, 0) + val
+                placements.append(PodSetPlacement(member.name, rf.meta.name, tree.topology_name, placement, usage))
+    order = {ps.name: i for i, ps in enumerate(shape.pod_sets)}
+    return Outcome(tuple(sorted(placements, key=lambda p: order[p.pod_set])))
 
 
 def still_fits(tas: TasCluster, placements: tuple[PodSetPlacement, ...],

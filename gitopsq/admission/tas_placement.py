@@ -13,17 +13,19 @@ profile (TASProfileMixed: BestFit for required and preferred requests, LeastFree
    own level.
 3. Down the tree, level by level, each level's chosen domains hand their pods to their children in the same
    order, the last child chosen by best fit.
+
+A pod set group's one-pod leader is placed with its workers: domains that can hold the leader beside workers
+come first, and the leader goes where the workers go (`tas_counts`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from gitopsq.admission.tas_counts import EMPTY, Counts, count_in
 from gitopsq.admission.tas_domains import ONE_POD, PODS, Domain, DomainTree
 from gitopsq.admission.tas_filter import NodeStats, PodConstraints, go_quote, node_excluded
 from gitopsq.admission.tas_requests import TopologyRequest
-
-_MAX = 2 ** 31 - 1
 
 
 class Placement:
@@ -72,94 +74,15 @@ class PodSetPlacement:
         return f"PodSetPlacement({self.pod_set}, {self.flavor}, {self.placement})"
 
 
-_EMPTY: dict[str, int] = {}
-
-
-def count_in(requests: list[tuple[str, int]], capacity: Mapping[str, int],
-             taken: Mapping[str, int] = _EMPTY, mine: Mapping[str, int] = _EMPTY) -> tuple[int, str]:
-    """How many times ``requests`` (sorted by resource) fit in ``capacity`` less ``taken`` and ``mine``, and the
-    resource that limits it (ties: the first name)."""
-    best, limiting = _MAX, ""
-    for res, need in requests:
-        if need == 0:
-            count = _MAX
-        else:
-            free = capacity.get(res, 0) - taken.get(res, 0) - mine.get(res, 0)
-            count = max(0, min(free // need, _MAX))
-        if limiting == "" or count < best:
-            best, limiting = count, res
-    return best, limiting
-
-
-class _Run:
-    """One placement's counts per domain (indexed by `Domain.idx`)."""
-
-    __slots__ = ("best_fit", "pods", "slices", "tree")
-
-    def __init__(self, tree: DomainTree, best_fit: bool) -> None:
-        self.tree = tree
-        self.best_fit = best_fit
-        self.pods = [0] * len(tree.domains)
-        self.slices = [0] * len(tree.domains)
-
-    def fill(self, d: Domain, level: int, slice_level: int, slice_size: int) -> None:
-        if d.children:
-            pods = slices = 0
-            for child in d.children:
-                self.fill(child, level + 1, slice_level, slice_size)
-                pods += self.pods[child.idx]
-                slices += self.slices[child.idx]
-            self.pods[d.idx] = pods
-            self.slices[d.idx] = pods // slice_size if level == slice_level else slices
-        elif level == slice_level:
-            self.slices[d.idx] = self.pods[d.idx] // slice_size
-
-    def sorted(self, domains: list[Domain]) -> list[Domain]:
-        pods, slices = self.pods, self.slices
-        if self.best_fit:
-            return sorted(domains, key=lambda d: (-slices[d.idx], pods[d.idx], d.values))
-        return sorted(domains, key=lambda d: (slices[d.idx], pods[d.idx], d.values))
-
-    def best_fit_domain(self, domains: list[Domain], needed: int, by_slices: bool) -> Domain:
-        """The first domain with the fewest pods (slices) that still holds ``needed``; else the first."""
-        counts = self.slices if by_slices else self.pods
-        best: Domain | None = None
-        best_count = _MAX
-        for d in domains:
-            c = counts[d.idx]
-            if needed <= c < best_count:
-                best, best_count = d, c
-        return best if best is not None else domains[0]
-
-    def to_minimum(self, domains: list[Domain], count: int, slice_size: int, by_slices: bool) -> list[Domain]:
-        """Hand ``count`` pods to ``domains`` in order, the last one by best fit (Kueue's
-        updateCountsToMinimum); each chosen domain's count becomes what it got."""
-        remaining = count // slice_size if by_slices else count
-        counts = self.slices if by_slices else self.pods
-        out: list[Domain] = []
-        for i, candidate in enumerate(domains):
-            d = candidate
-            if self.best_fit and counts[d.idx] >= remaining:
-                d = self.best_fit_domain(domains[i:], remaining, by_slices)
-            have = counts[d.idx]
-            out.append(d)
-            if have >= remaining:
-                counts[d.idx] = remaining
-                if by_slices:
-                    self.pods[d.idx] = remaining * slice_size
-                return out
-            if by_slices:
-                self.pods[d.idx] = have * slice_size
-            remaining -= have
-        raise AssertionError("placement handed out fewer pods than the level said fit")
-
-
 class PlacementResult:
-    __slots__ = ("placement", "reason")
+    """A placement, or why none (``reason``); ``leader``: where a pod set group's leader goes."""
 
-    def __init__(self, placement: Placement | None, reason: str) -> None:
+    __slots__ = ("leader", "placement", "reason")
+
+    def __init__(self, placement: Placement | None, reason: str, leader: Placement | None = None) -> None:
         self.placement = placement
         self.reason = reason
+        self.leader = leader
 
 
 def _not_fit(topology: str, fit: int, total: int, slice_size: int, stats: NodeStats) -> str:
@@ -169,40 +92,56 @@ def _not_fit(topology: str, fit: int, total: int, slice_size: int, stats: NodeSt
     return head + stats.text()
 
 
-def _fit_level(run: _Run, level: int, count: int, slice_size: int, *, required: bool, unconstrained: bool,
-               stats: NodeStats) -> tuple[int, list[Domain], str]:
+def _fit_level(run: Counts, level: int, count: int, slice_size: int, leaders: int, *, required: bool,
+               unconstrained: bool, stats: NodeStats) -> tuple[int, list[Domain], str]:
+    """The level and the domains that hold every slice (Kueue's findLevelWithFitDomains), or why none."""
     tree = run.tree
     domains = list(tree.per_level[level].values())
     if not domains:
         return 0, [], f"no topology domains at level: {tree.levels[level]}"
-    ordered = run.sorted(domains)
+    ordered = run.sorted_with_leader(domains)
     top = ordered[0]
     wanted = count // slice_size
-    slices = run.slices
-    if run.best_fit and slices[top.idx] >= wanted:
-        top = run.best_fit_domain(ordered, wanted, True)
+    slices, beside, held = run.slices, run.slices_wl, run.leaders
+    if run.best_fit and beside[top.idx] >= wanted and held[top.idx] >= leaders:
+        top = run.best_fit_domain(ordered, wanted, leaders, by_slices=True)
     if not run.best_fit:
         for d in ordered:
-            if slices[d.idx] >= wanted:
+            if leaders > 0 and held[d.idx] < leaders:
+                continue
+            if (beside[d.idx] if leaders > 0 else slices[d.idx]) >= wanted:
                 return level, [d], ""
         if required:
             # Kueue reports the last domain's pods here (the most free one under LeastFreeCapacity).
             return 0, [], _not_fit(tree.topology_name, run.pods[ordered[-1].idx], wanted, slice_size, stats)
-    if slices[top.idx] >= wanted:
+    if beside[top.idx] >= wanted and held[top.idx] >= leaders:
         return level, [top], ""
     if required:
         return 0, [], _not_fit(tree.topology_name, slices[top.idx], wanted, slice_size, stats)
     if level > 0 and not unconstrained:
-        return _fit_level(run, level - 1, count, slice_size, required=required, unconstrained=unconstrained,
-                          stats=stats)
+        return _fit_level(run, level - 1, count, slice_size, leaders, required=required,
+                          unconstrained=unconstrained, stats=stats)
     chosen: list[Domain] = []
-    remaining = wanted
-    for i, candidate in enumerate(ordered):
+    remaining, left = wanted, leaders
+    ordered = run.leader_first(ordered, count, leaders, slice_size, by_slices=True)
+    i = 0
+    while left > 0 and i < len(ordered) and held[ordered[i].idx] > 0:
+        d = ordered[i]
+        if run.best_fit and beside[d.idx] >= remaining:
+            d = run.best_fit_domain(ordered[i:], remaining, left, by_slices=True)
+        chosen.append(d)
+        left -= held[d.idx]
+        remaining -= beside[d.idx]
+        i += 1
+    if left > 0:
+        return 0, [], _not_fit(tree.topology_name, leaders - left, wanted, slice_size, stats)
+    rest = run.sorted(ordered[i:])
+    for k, candidate in enumerate(rest):
         if remaining <= 0:
             break
         d = candidate
         if run.best_fit and slices[d.idx] >= remaining:
-            d = run.best_fit_domain(ordered[i:], remaining, True)
+            d = run.best_fit_domain(rest[k:], remaining, 0, by_slices=True)
         chosen.append(d)
         remaining -= slices[d.idx]
     if remaining > 0:
@@ -236,9 +175,10 @@ def has_levels(tree: DomainTree, request: TopologyRequest | None) -> bool:
 
 def place(tree: DomainTree, request: TopologyRequest | None, *, implied: bool, count: int,
           per_pod: Mapping[str, int], pod: PodConstraints, used: Mapping[str, Mapping[str, int]],
-          assumed: Mapping[str, Mapping[str, int]]) -> PlacementResult:
+          assumed: Mapping[str, Mapping[str, int]], leader: Mapping[str, int] | None = None) -> PlacementResult:
     """Place ``count`` pods requesting ``per_pod`` each. ``used``: admitted placements' usage per leaf (empty to
-    simulate a cluster without TAS workloads); ``assumed``: this workload's pod sets placed before."""
+    simulate a cluster without TAS workloads); ``assumed``: this workload's pod sets placed before; ``leader``:
+    the per-pod requests of a pod set group's one-pod leader, placed with these workers."""
     slice_size = 1
     if request is not None and request.slice_topology is not None:
         slice_size = request.slice_size or 0
@@ -261,54 +201,74 @@ def place(tree: DomainTree, request: TopologyRequest | None, *, implied: bool, c
     if level > slice_level:
         return PlacementResult(None, f"podset slice topology {slice_key} is above the podset topology {key}")
 
-    requests = dict(per_pod)
-    requests[PODS] = requests.get(PODS, 0) + ONE_POD
-    run = _Run(tree, best_fit=not unconstrained)
+    run = Counts(tree, best_fit=not unconstrained)
     stats = NodeStats()
-    _fill_leaves(run, tree, sorted(requests.items()), pod, used=used, assumed=assumed, stats=stats)
+    leaders = 1 if leader is not None else 0
+    _fill_leaves(run, _with_pod(per_pod), pod, used=used, assumed=assumed, stats=stats,
+                 leader=_with_pod(leader) if leader is not None else None)
     for root in tree.roots:
-        run.fill(root, 0, slice_level, slice_size)
+        run.fill(root, 0, slice_level, slice_size, leader is not None)
 
-    fit_level, chosen, reason = _fit_level(run, level, count, slice_size, required=required,
+    fit_level, chosen, reason = _fit_level(run, level, count, slice_size, leaders, required=required,
                                            unconstrained=unconstrained, stats=stats)
     if reason:
         return PlacementResult(None, reason)
-    chosen = run.to_minimum(chosen, count, slice_size, True)
+    chosen = run.to_minimum(chosen, count, leaders, slice_size, by_slices=True)
     current = fit_level
     last = len(tree.levels) - 1
     while current < min(last, slice_level):
         lower = run.sorted([c for d in chosen for c in d.children])
-        chosen = run.to_minimum(lower, count, slice_size, True)
+        chosen = run.to_minimum(lower, count, leaders, slice_size, by_slices=True)
         current += 1
     while current < last:
         below: list[Domain] = []
         for d in chosen:
-            below.extend(run.to_minimum(run.sorted(d.children), run.pods[d.idx], 1, False))
+            below.extend(run.to_minimum(run.sorted(d.children), run.pods[d.idx], run.leaders[d.idx], 1,
+                                        by_slices=False))
         chosen = below
         current += 1
-    return PlacementResult(_placement(run, chosen), "")
+    if leader is None:
+        return PlacementResult(_placement(run, chosen, run.pods), "")
+    return PlacementResult(_placement(run, chosen, run.pods), "", _placement(run, chosen, run.leaders))
 
 
-def _fill_leaves(run: _Run, tree: DomainTree, requests: list[tuple[str, int]], pod: PodConstraints, *,
-                 used: Mapping[str, Mapping[str, int]], assumed: Mapping[str, Mapping[str, int]],
-                 stats: NodeStats) -> None:
-    for key, leaf in tree.leaves.items():
+def _with_pod(per_pod: Mapping[str, int]) -> list[tuple[str, int]]:
+    """One pod's requests plus one ``pods``, sorted by resource."""
+    requests = dict(per_pod)
+    requests[PODS] = requests.get(PODS, 0) + ONE_POD
+    return sorted(requests.items())
+
+
+def _fill_leaves(run: Counts, requests: list[tuple[str, int]], pod: PodConstraints, *,
+                 used: Mapping[str, Mapping[str, int]], assumed: Mapping[str, Mapping[str, int]], stats: NodeStats,
+                 leader: list[tuple[str, int]] | None) -> None:
+    """Pods (and a leader) per leaf, from its capacity less admitted placements and this workload's earlier pod
+    sets (Kueue's fillLeafCounts)."""
+    for key, leaf in run.tree.leaves.items():
         stats.total += 1
         if leaf.node is not None and node_excluded(leaf.node, pod, stats):
             continue
-        pods, limiting = count_in(requests, leaf.capacity, used.get(key, _EMPTY), assumed.get(key, _EMPTY))
-        run.pods[leaf.idx] = pods
+        taken, mine = used.get(key, EMPTY), assumed.get(key, EMPTY)
+        pods, limiting = count_in(requests, leaf.capacity, taken, mine)
+        i = leaf.idx
+        run.pods[i] = run.pods_wl[i] = pods
         if pods == 0 and limiting:
             stats.resources[limiting] = stats.resources.get(limiting, 0) + 1
+        if leader is not None and count_in(leader, leaf.capacity, taken, mine)[0] > 0:
+            run.leaders[i] = 1
+            with_leader = dict(mine)
+            for res, val in leader:
+                with_leader[res] = with_leader.get(res, 0) + val
+            run.pods_wl[i] = count_in(requests, leaf.capacity, taken, with_leader)[0]
 
 
-def _placement(run: _Run, chosen: list[Domain]) -> Placement:
+def _placement(run: Counts, chosen: list[Domain], counts: list[int]) -> Placement:
     tree = run.tree
     start = len(tree.levels) - 1 if tree.hostname_lowest else 0
     domains: list[tuple[tuple[str, ...], int]] = []
     leaves: list[tuple[str, int]] = []
     for d in sorted(chosen, key=lambda x: x.values):
-        pods = run.pods[d.idx]
+        pods = counts[d.idx]
         if pods == 0:
             continue
         domains.append((d.values[start:], pods))

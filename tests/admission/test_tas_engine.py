@@ -236,3 +236,18 @@ def test_preemption_when_the_pods_would_fit() -> None:
     e.schedule(1.0)
     assert e.view("default/foo").state == "Admitted"
     assert e.placements("default/foo")[0].placement.domains == ((("x1",), 1),)
+
+
+def test_pod_set_group_placed_together() -> None:
+    """Kueue's pod set groups (``kueue.x-k8s.io/podset-group-name``): the one-pod leader and the workers are
+    placed in one step, the leader in the workers' domain; both placements are the workload's."""
+    nodes = (x1(cpu=3000), TasNode("x2", {"tas-node": "true", HOST: "x2"}, {"cpu": 2000, "pods": 10_000}))
+    e = engine(nodes=nodes)
+    group = TopologyRequest(required=HOST, group="lws")
+    pods = pod_sets(("leader", 1, {"cpu": "1"}), ("workers", 2, {"cpu": "1"}))
+    submit(e, "default/lws", pods, {"leader": group, "workers": group})
+    e.schedule(0.0)
+    assert e.view("default/lws").state == "Admitted"
+    placed = {p.pod_set: p.placement.domains for p in e.placements("default/lws")}
+    # Alone, the leader would take x2 (best fit for one pod); with its workers it goes to x1.
+    assert placed == {"leader": ((("x1",), 1),), "workers": ((("x1",), 2),)}

@@ -358,3 +358,79 @@ def test_usage_of_pods_not_placed_by_tas(pod: BoundPod, fits: bool) -> None:
     if not fits:
         assert usage == {"x3": {"cpu": 600, "pods": 1000}}
         assert r.reason.endswith('excluded: resource "cpu": 1')
+
+
+def _group(nodes: tuple[TasNode, ...], levels: tuple[str, ...], request: TopologyRequest, workers: int, *,
+           worker_pod: dict[str, int], leader_pod: dict[str, int]) -> PlacementResult:
+    return place(tree_of(nodes, levels), request, implied=False, count=workers, per_pod=worker_pod,
+                 pod=PodConstraints({}, (), ()), used={}, assumed={}, leader=leader_pod)
+
+
+def blocks(*specs: tuple[str, float, int]) -> tuple[TasNode, ...]:
+    return tuple(node(b, cpu=cpu, pods=10, labels={BLOCK: b}, extra={"example.com/gpu": gpu * 1000})
+                 for b, cpu, gpu in specs)
+
+
+GPU_WORKER = {"cpu": 1000, "example.com/gpu": 1000}
+
+
+def test_group_leader_with_its_workers() -> None:
+    """Kueue: "find topology assignment for two podsets with the same group" and "... - optimizes domain for
+    both leader and workers": the leader goes in the block the workers take."""
+    r = _group(blocks(("b1", 2, 2), ("b2", 5, 4), ("b3", 2, 2)), (BLOCK,), required(BLOCK), 4,
+               worker_pod=GPU_WORKER, leader_pod={"cpu": 1000})
+    assert domains(r) == [(("b2",), 4)]
+    assert r.leader is not None and r.leader.domains == ((("b2",), 1),)
+    r = _group(blocks(("b1", 11, 8), ("b2", 4, 4)), (BLOCK,), required(BLOCK), 4,
+               worker_pod=GPU_WORKER, leader_pod={"cpu": 1000})
+    assert domains(r) == [(("b1",), 4)]
+    assert r.leader is not None and r.leader.domains == ((("b1",), 1),)
+
+
+def test_group_that_does_not_fit() -> None:
+    """Kueue: "find topology assignment for two podsets with the same group - no fit" and "... - leader does not
+    fit anywhere" (the message counts the workers that fit without the leader)."""
+    r = _group(blocks(("b1", 1, 0), ("b2", 4, 4)), (BLOCK,), required(BLOCK), 4,
+               worker_pod=GPU_WORKER, leader_pod={"cpu": 1000})
+    assert r.reason == ('topology "default" allows to fit only 4 out of 4 pod(s). Total nodes: 2; excluded: '
+                        'resource "example.com/gpu": 1')
+    r = _group(blocks(("b1", 4, 4), ("b2", 4, 4)), (BLOCK,), required(BLOCK), 4,
+               worker_pod=GPU_WORKER, leader_pod={"cpu": 10_000})
+    assert r.reason == 'topology "default" allows to fit only 4 out of 4 pod(s)'
+
+
+def test_group_over_hosts() -> None:
+    """Kueue: "find topology assignment for two podsets with the same group - multiple hosts"."""
+    def gpu_host(block: str, rack: str, host: str, cpu: int) -> TasNode:
+        return node(host, cpu=cpu, pods=10, labels={BLOCK: block, RACK: rack, HOST: host},
+                    extra={"example.com/gpu": 1000})
+    nodes = (gpu_host("b1", "r1", "x3", 2), gpu_host("b1", "r1", "x5", 2), gpu_host("b1", "r1", "x1", 2),
+             gpu_host("b2", "r4", "x6", 1), gpu_host("b2", "r5", "x2", 2), gpu_host("b2", "r6", "x4", 2))
+    r = _group(nodes, THREE, required(BLOCK), 2, worker_pod=GPU_WORKER, leader_pod={"cpu": 2000})
+    assert domains(r) == [(("x3",), 1), (("x5",), 1)]
+    assert r.leader is not None and r.leader.domains == ((("x1",), 1),)
+
+
+def test_group_keeps_worker_room_and_skips_racks_without_the_leader() -> None:
+    """Kueue: "find topology assignment for grouped podsets preserves worker capacity when placing leader",
+    "BestFit: podset group workers spread across hosts", "find topology assignment for grouped podsets skips
+    domain where only workers fit without leader"."""
+    hosts = tuple(node(h, cpu=c, pods=10, labels={RACK: "r1", HOST: h}) for h, c in (("h1", 2), ("h2", 4), ("h3", 3)))
+    r = _group(hosts, (RACK, HOST), required(RACK), 4, worker_pod={"cpu": 2000}, leader_pod={"cpu": 1000})
+    assert domains(r) == [(("h1",), 1), (("h2",), 2), (("h3",), 1)]
+    assert r.leader is not None and r.leader.domains == ((("h3",), 1),)
+
+    gpus = tuple(node(h, cpu=20, pods=10, labels={BLOCK: "b1", RACK: "r1", HOST: h}, extra={"example.com/gpu": g})
+                 for h, g in (("x1", 4000), ("x2", 2000), ("x3", 2000), ("x4", 2000)))
+    sliced = TopologyRequest(preferred=BLOCK, slice_topology=HOST, slice_size=2)
+    r = _group(gpus, THREE, sliced, 6, worker_pod=GPU_WORKER, leader_pod={"cpu": 1000})
+    assert domains(r) == [(("x1",), 4), (("x2",), 2)]
+    assert r.leader is not None and r.leader.domains == ((("x1",), 1),)
+
+    racks = (node("small-used", cpu=2.8, pods=10, labels={BLOCK: "b1", RACK: "small", HOST: "small-used"},
+                  non_tas={"cpu": 2500, "pods": 1000}),
+             node("small-free", cpu=2.8, pods=10, labels={BLOCK: "b1", RACK: "small", HOST: "small-free"}),
+             node("large-free", cpu=6, pods=10, labels={BLOCK: "b1", RACK: "large", HOST: "large-free"}))
+    r = _group(racks, THREE, required(RACK), 1, worker_pod={"cpu": 2500}, leader_pod={"cpu": 2500})
+    assert domains(r) == [(("large-free",), 1)]
+    assert r.leader is not None and r.leader.domains == ((("large-free",), 1),)
