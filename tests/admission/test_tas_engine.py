@@ -10,28 +10,18 @@ topology "tas-single-level" (hostname), the flavor "tas-default" (node label tas
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from gitopsq.admission.engine import Engine
 from gitopsq.admission.tas_assignment import v1beta1, v1beta2
 from gitopsq.admission.tas_domains import TasCluster, TasNode, TasTopology
 from gitopsq.admission.tas_requests import TopologyRequest
 from gitopsq.api import model as m
-from gitopsq.api.codec import decode
 
-from .builders import V, cq, flavor, lq, one, pod_sets, topology
+from .builders import cq, flavor, lq, one, pod_sets, tas_flavor, topology
 
 HOST = "kubernetes.io/hostname"
 GI = 1024 ** 3 * 1000
 ON_HOST = {"main": TopologyRequest(required=HOST)}
-
-
-def tas_flavor(name: str = "tas-default", topology_name: str = "tas-single-level") -> m.QueueObject:
-    doc: dict[str, Any] = {"apiVersion": V, "kind": "ResourceFlavor", "metadata": {"name": name},
-                           "spec": {"nodeLabels": {"tas-node": "true"}, "topologyName": topology_name}}
-    decoded = decode(doc)
-    assert decoded.obj is not None and not isinstance(decoded.obj, m.Workload)
-    return decoded.obj
 
 
 def x1(cpu: int = 1000, **labels: str) -> TasNode:
