@@ -19,8 +19,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from gitopsq.admission import messages as msg
-from gitopsq.admission import quota, tournament
+from gitopsq.admission import quota, tas_fit, tournament
 from gitopsq.admission.entry import FIT, NO_FIT, PREEMPT, Entry
+from gitopsq.admission.flavors import Nomination
 from gitopsq.admission.messages import Status
 from gitopsq.admission.nomination import nominate, preemption_engine
 from gitopsq.admission.preemption import Target, without
@@ -199,7 +200,23 @@ def _still_fits(c: _Cycle, e: Entry) -> bool:
     gone = c.victims_by_root.get(state.root_by_queue[e.spec.name], []) + [t.workload for t in e.targets]
     node = state.tree.queues[e.spec.name]
     with without(state.tree, gone):
-        return all(val <= quota.available(node, fr) for fr, val in e.nomination.usage.items())
+        fits = all(val <= quota.available(node, fr) for fr, val in e.nomination.usage.items())
+    # An entry admitted earlier in the cycle may have taken the nodes this one was placed on: Kueue
+    # (TASRecomputeAssignmentWithinSchedulingCycle) places it again in the flavors it was nominated in.
+    n = e.nomination
+    if fits and n.topology and state.tas is not None:
+        flavors = state.topology.flavors
+        if tas_fit.still_fits(state.tas, n.topology, flavors):
+            return True
+        counts = {p.pod_set: sum(c for _, c in p.placement.domains) for p in n.topology}
+        again = tas_fit.place_workload(state.tas, e.w.shape, n.flavors, flavors,
+                                       only_tas=tas_fit.tas_only(e.spec, flavors, state.tas), simulate_empty=False,
+                                       counts=counts)
+        if again.error or again.failed:
+            return False
+        e.nomination = Nomination(n.mode, n.borrow, n.flavors, n.usage, n.needs_preemption, n.reason, n.message,
+                                  n.tried, again.placements)
+    return fits
 
 
 def _no_longer_fits(c: _Cycle, e: Entry) -> None:
@@ -228,7 +245,7 @@ def _admit(c: _Cycle, e: Entry) -> None:
     state = c.state
     c.touch(e)
     e.w.last_tried = None
-    assignment = Assignment(e.spec.name, e.nomination.flavors, e.nomination.usage)
+    assignment = Assignment(e.spec.name, e.nomination.flavors, e.nomination.usage, e.nomination.topology)
     state.reserve(e.w, assignment, c.now, checks=e.spec.checks_for(assignment.flavors_used()))
     settings = state.topology.settings
     if settings.fair_sharing and settings.fair_sharing_look_ahead:

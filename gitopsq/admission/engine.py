@@ -23,6 +23,9 @@ from gitopsq.admission import messages as msg
 from gitopsq.admission.messages import Status
 from gitopsq.admission.quota import FlavorResource, QuotaTree
 from gitopsq.admission.state import Event, Flavors, Held, State
+from gitopsq.admission.tas_domains import TasCluster
+from gitopsq.admission.tas_placement import PodSetPlacement
+from gitopsq.admission.tas_requests import TopologyRequest
 from gitopsq.admission.topology import Topology, fresh_tree
 from gitopsq.admission.workload import Assignment, WorkloadInfo, shape_of
 from gitopsq.api import model as m
@@ -43,11 +46,13 @@ class View:
 
 
 class Engine:
-    def __init__(self, topology: Topology, *, tree: QuotaTree | None = None, memoize: bool = True) -> None:
+    def __init__(self, topology: Topology, *, tree: QuotaTree | None = None, memoize: bool = True,
+                 tas: TasCluster | None = None) -> None:
         """``memoize``: reuse nominations and candidate lists whose inputs have not changed (`recall`); off only
-        to prove that the memos change no outcome."""
+        to prove that the memos change no outcome. ``tas``: nodes and topologies; with them, pod sets in TAS
+        flavors are placed on nodes (docs/admission.md); without, flavors' topologies are not read."""
         self.topology = topology
-        self.state = State(topology, tree or fresh_tree(topology), memoize=memoize)
+        self.state = State(topology, tree or fresh_tree(topology), memoize=memoize, tas=tas)
         self.finished: set[str] = set()
         self._seq = 0
         self._drained = False
@@ -65,11 +70,13 @@ class Engine:
         return priority if priority is not None else topo.default_priority
 
     def submit(self, *, key: str, namespace: str, queue: str, priority: int, created: float,
-               pod_sets: tuple[m.PodSet, ...]) -> WorkloadInfo:
-        """A new pending workload, queued in the ClusterQueue its LocalQueue points to."""
+               pod_sets: tuple[m.PodSet, ...], topology_requests: Mapping[str, TopologyRequest] | None = None
+               ) -> WorkloadInfo:
+        """A new pending workload, queued in the ClusterQueue its LocalQueue points to. ``topology_requests``:
+        by pod set name, what its annotations ask of the topology (`tas_requests.parse_annotations`)."""
         self._seq += 1
         w = WorkloadInfo(key=key, namespace=namespace, queue=queue, priority=priority, created=created,
-                         seq=self._seq, shape=shape_of(pod_sets))
+                         seq=self._seq, shape=shape_of(pod_sets, topology_requests))
         self.state.workloads[key] = w
         self._enqueue(w)
         if w.cluster_queue is not None:
@@ -95,8 +102,9 @@ class Engine:
             st.status[w.key] = Status(msg.SUSPENDED, msg.cq_inactive(spec.name))
 
     def restore(self, key: str, *, cluster_queue: str, flavors: Mapping[str, Mapping[str, str]],
-                at: float, evicting: bool = False) -> None:
-        """Place a submitted workload as already admitted (initial state): no events, no checks.
+                at: float, placements: tuple[PodSetPlacement, ...] = (), evicting: bool = False) -> None:
+        """Place a submitted workload as already admitted (initial state): no events, no checks. ``placements``:
+        where its TAS pod sets run (their pods count against the nodes).
 
         ``evicting``: it was preempted and is still being stopped (Evicted, its reservation not yet cleared). It
         keeps its quota until the instant's evictions complete, and preemption takes it first, as Kueue's
@@ -119,8 +127,11 @@ class Engine:
                     fr = (chosen[res], res)
                     usage[fr] = usage.get(fr, 0) + val
             per_ps.append((ps.name, FrozenMap(dict(chosen))))
-        a = Assignment(cluster_queue, tuple(per_ps), usage)
+        a = Assignment(cluster_queue, tuple(per_ps), usage, placements)
         quota.add_all(st.tree.queues[cluster_queue], usage)
+        if st.tas is not None:
+            for p in placements:
+                st.tas.add(p.topology, p.usage, 1)
         w.assignment, w.reserved_at, w.admitted = a, at, True
         st.admitted[cluster_queue][key] = w
         st.status.pop(key, None)
@@ -245,6 +256,11 @@ class Engine:
             return Status(entry.reason, entry.message)
         strategy = "StrictFIFO" if spec.strict_fifo else "BestEffortFIFO"
         return Status(msg.WAITING_FOR_QUOTA, f"Waiting behind the head of {strategy} ClusterQueue {spec.name}")
+
+    def placements(self, key: str) -> tuple[PodSetPlacement, ...]:
+        """Where a workload holding quota runs its TAS pod sets (`tas_assignment` writes them as Kueue does)."""
+        a = self.state.workloads[key].assignment
+        return a.topology if a is not None else ()
 
     def usage(self, cluster_queue: str) -> dict[FlavorResource, int]:
         """Quota held by the workloads admitted in a ClusterQueue (its own usage, not its cohort's)."""

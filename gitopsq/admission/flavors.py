@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from gitopsq.admission import messages as msg
-from gitopsq.admission import quota
+from gitopsq.admission import quota, tas_fit
 from gitopsq.admission.quota import FlavorResource, QuotaNode
 from gitopsq.admission.resources import ordered, requests_of
+from gitopsq.admission.tas_domains import TasCluster
+from gitopsq.admission.tas_placement import PodSetPlacement
 from gitopsq.admission.topology import Group, QueueSpec
 from gitopsq.admission.workload import PodSetShape, Shape
 from gitopsq.api import model as m
@@ -57,6 +59,7 @@ class Nomination:
     message: str = ""
     # Per (pod set index, resource): the last flavor index the scan examined, -1 when it reached the last flavor.
     tried: Mapping[tuple[int, str], int] = field(default_factory=dict)
+    topology: tuple[PodSetPlacement, ...] = ()  # TAS placements, when every pod set fits
 
 
 @dataclass(slots=True)
@@ -157,17 +160,21 @@ def _preferred(a: tuple[Mode, int], b: tuple[Mode, int] | None, ff: m.FlavorFung
 class _PodSetScan:
     """Assigns one pod set; collects the reasons of every flavor it had to pass over."""
 
-    __slots__ = ("assigned", "attempted", "flavors", "node", "oracle", "preempt_while_borrowing", "reasons",
-                 "severity", "spec")
+    __slots__ = ("assigned", "attempted", "flavors", "last_least", "node", "only_tas", "oracle",
+                 "preempt_while_borrowing", "reasons", "severity", "spec", "tas")
 
     def __init__(self, spec: QueueSpec, node: QuotaNode, flavors: Mapping[str, m.ResourceFlavor], oracle: Oracle,
-                 *, preempt_while_borrowing: bool, assigned: dict[FlavorResource, int]) -> None:
+                 *, preempt_while_borrowing: bool, assigned: dict[FlavorResource, int],
+                 tas: TasCluster | None = None, only_tas: bool = False) -> None:
         self.spec, self.node, self.flavors, self.oracle = spec, node, flavors, oracle
         self.preempt_while_borrowing = preempt_while_borrowing
         self.assigned = assigned
         self.reasons: list[str] = []
         self.severity = 0
         self.attempted = -1
+        self.tas = tas
+        self.only_tas = only_tas
+        self.last_least = 99  # the last group's least severe failure (99: none)
 
     def _resource(self, flavor: str, res: str, request: int) -> tuple[Mode, int, int]:
         """(mode, borrowing level, failure severity) of one resource in one flavor."""
@@ -199,7 +206,13 @@ class _PodSetScan:
         self.attempted = start - 1
         for flavor in group.flavors[start:]:
             self.attempted += 1
-            mismatch = structural_mismatch(ps, self.flavors.get(flavor), flavor)
+            rf = self.flavors.get(flavor)
+            mismatch = ""
+            if self.tas is not None and rf is not None:
+                # Kueue checks the topology request before taints and affinity.
+                mismatch = tas_fit.flavor_mismatch(self.tas, ps, flavor, rf, only_tas=self.only_tas,
+                                                       covered=group.resources)
+            mismatch = mismatch or structural_mismatch(ps, rf, flavor)
             if mismatch:
                 self.reasons.append(mismatch)
                 least_severe = min(least_severe, msg.SEVERITY[msg.NO_MATCHING_FLAVOR])
@@ -227,6 +240,7 @@ class _PodSetScan:
                 best = choice
         if best is None:
             best = _Choice(None, Mode.NO_FIT, 0, [], (Mode.NO_FIT, 0))
+        self.last_least = least_severe
         if least_severe < 99:
             # Per group, the least severe of the flavors that did not fit (alternatives); per pod set, the most
             # severe group (Kueue's resolveNoFitReason, which counts only pod sets that got no flavors).
@@ -243,12 +257,15 @@ def _severity_reason(severity: int) -> str:
 
 def assign_flavors(spec: QueueSpec, node: QuotaNode, shape: Shape, flavors: Mapping[str, m.ResourceFlavor],
                    oracle: Oracle, *, preempt_while_borrowing: bool,
-                   resume: Mapping[tuple[int, str], int] | None = None) -> Nomination:
+                   resume: Mapping[tuple[int, str], int] | None = None, tas: TasCluster | None = None) -> Nomination:
     """Choose flavors for every pod set of ``shape`` in the ClusterQueue ``spec`` (see the module docstring).
 
     ``resume`` is the previous attempt's `Nomination.tried`: each group's scan starts after the flavor where
-    that attempt stopped (Kueue's ``LastAssignment``), unless the caller found it outdated.
+    that attempt stopped (Kueue's ``LastAssignment``), unless the caller found it outdated. ``tas``: the nodes
+    and topologies; with them, TAS flavors need a placement as well as quota (`tas_fit`).
     """
+    only_tas = tas is not None and tas_fit.tas_only(spec, flavors, tas)
+    group_severity: list[dict[int, int]] = []  # per pod set: group index -> least severe failure (with tas)
     tried: dict[tuple[int, str], int] = {}
     assigned: dict[FlavorResource, int] = {}
     covers_pods = "pods" in spec.group_of
@@ -259,7 +276,9 @@ def assign_flavors(spec: QueueSpec, node: QuotaNode, shape: Shape, flavors: Mapp
     for ps_index, ps in enumerate(shape.pod_sets):
         requests, names = requests_of(ps, covers_pods)
         scan = _PodSetScan(spec, node, flavors, oracle, preempt_while_borrowing=preempt_while_borrowing,
-                           assigned=assigned)
+                           assigned=assigned, tas=tas, only_tas=only_tas)
+        severities: dict[int, int] = {}
+        group_severity.append(severities)
         ps_mode = Mode.FIT
         per_resource: dict[str, str] = {}
         ps_tried: dict[tuple[int, str], int] = {}
@@ -283,6 +302,8 @@ def assign_flavors(spec: QueueSpec, node: QuotaNode, shape: Shape, flavors: Mapp
             start = (resume.get((ps_index, res), -1) if resume else -1) + 1
             before = len(scan.reasons)
             choice = scan.group(ps, group, requests, requested, start if start < len(group.flavors) else 0)
+            if tas is not None and scan.last_least < 99:
+                severities[gi] = scan.last_least
             last = -1 if scan.attempted >= len(group.flavors) - 1 else scan.attempted
             for r in requested:
                 ps_tried[(ps_index, r)] = last
@@ -314,7 +335,50 @@ def assign_flavors(spec: QueueSpec, node: QuotaNode, shape: Shape, flavors: Mapp
         if ps_mode == Mode.NO_FIT:
             break  # Kueue stops at the first pod set that cannot be assigned
     if mode == Mode.FIT:
-        return Nomination(mode, borrow, tuple(out_flavors), assigned, frozenset(), tried=tried)
-    reason = _severity_reason(severity) if mode == Mode.NO_FIT else msg.WAITING_FOR_QUOTA
-    return Nomination(mode, borrow, tuple(out_flavors), assigned, frozenset(needs), reason, "; ".join(failures),
-                      tried)
+        n = Nomination(mode, borrow, tuple(out_flavors), assigned, frozenset(), tried=tried)
+    else:
+        reason = _severity_reason(severity) if mode == Mode.NO_FIT else msg.WAITING_FOR_QUOTA
+        n = Nomination(mode, borrow, tuple(out_flavors), assigned, frozenset(needs), reason, "; ".join(failures),
+                       tried)
+    if tas is None or mode == Mode.NO_FIT:
+        return n
+    return _placed(tas, spec, shape, flavors, n, only_tas=only_tas, group_severity=group_severity)
+
+
+def _placed(tas: TasCluster, spec: QueueSpec, shape: Shape, flavors: Mapping[str, m.ResourceFlavor],
+            n: Nomination, *, only_tas: bool, group_severity: list[dict[int, int]]) -> Nomination:
+    """The nomination once its TAS pod sets are placed (Kueue: with the current usage when quota fits, then on
+    a cluster without TAS workloads to see whether preemption could help)."""
+    mode, message = n.mode, n.message
+    if mode == Mode.FIT:
+        found = tas_fit.place_workload(tas, shape, n.flavors, flavors, only_tas=only_tas, simulate_empty=False)
+        if found.error:
+            return _error(n, found)
+        if not found.failed:
+            return Nomination(mode, n.borrow, n.flavors, n.usage, n.needs_preemption, n.reason, n.message, n.tried,
+                              found.placements)
+        # Fragmented: quota fits, the topology does not. Kueue would look for TAS victims; gitopsq waits.
+        mode, message = Mode.NO_CANDIDATES, msg.pod_set_failure(found.failed, [found.reason])
+    empty = tas_fit.place_workload(tas, shape, n.flavors, flavors, only_tas=only_tas, simulate_empty=True)
+    if empty.error:
+        return _error(n, empty)
+    if not empty.failed:
+        return Nomination(mode, n.borrow, n.flavors, n.usage, n.needs_preemption, msg.WAITING_FOR_QUOTA, message,
+                          n.tried)
+    # Kueue's resolveNoFitReason: per group the least severe failure (the TAS flavor's group: the placement),
+    # the most severe across groups.
+    index = next(i for i, ps in enumerate(shape.pod_sets) if ps.name == empty.failed)
+    per_group = dict(group_severity[index])
+    for res, flavor in n.flavors[index][1].items():
+        if tas.is_tas_flavor(flavors.get(flavor)) and res in spec.group_of:
+            per_group[spec.group_of[res]] = 0
+    worst = max(per_group.values(), default=0)
+    reason = tas_fit.TOPOLOGY_PLACEMENT_FAILED if worst == 0 else _severity_reason(worst)
+    return Nomination(Mode.NO_FIT, n.borrow, n.flavors, n.usage, n.needs_preemption, reason, message, n.tried)
+
+
+def _error(n: Nomination, outcome: tas_fit.Outcome) -> Nomination:
+    """A pod set whose flavors cannot be placed at all: Kueue's message names only it; its reason is empty,
+    which Kueue writes as Pending."""
+    return Nomination(Mode.NO_FIT, n.borrow, n.flavors, n.usage, n.needs_preemption, "Pending",
+                      f"failed to assign flavors to pod set {outcome.failed}: {outcome.error}", n.tried)

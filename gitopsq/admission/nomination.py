@@ -86,6 +86,8 @@ def nominate(state: State, w: WorkloadInfo, spec: QueueSpec, tree_states: dict[s
         if tree_states is not None:
             tree_states[root] = current
     inputs = nomination_inputs(spec.name, w.shape, generation, resume, current)
+    if state.tas is not None:
+        inputs = (*inputs, state.tas.version)  # placements read the nodes' usage, shared across cohort trees
     remembered = state.nominations.get(w.key, inputs)
     if remembered is not None:
         return remembered.copy()
@@ -178,7 +180,7 @@ def _nominate_shape(state: State, w: WorkloadInfo, spec: QueueSpec, shape: Shape
     while_borrowing = (pre.borrow_within_cohort is not None and pre.borrow_within_cohort.policy != "Never") or (
         state.topology.settings.fair_sharing and pre.reclaim_within_cohort != "Never")
     n = assign_flavors(spec, node, shape, state.topology.flavors, search.oracle,
-                       preempt_while_borrowing=while_borrowing, resume=resume)
+                       preempt_while_borrowing=while_borrowing, resume=resume, tas=state.tas)
     resumed = resume is not None and any(i != -1 for i in resume.values())
     if n.mode == Mode.FIT:
         return Entry(w, spec, FIT, n, generation=generation, resumed=resumed)

@@ -19,6 +19,7 @@ from gitopsq.admission.preemption import Ceilings, Lists
 from gitopsq.admission.queues import ClusterQueueQueue
 from gitopsq.admission.quota import QuotaNode, QuotaTree
 from gitopsq.admission.recall import Memo, Recall, TreeScope, tree_scope
+from gitopsq.admission.tas_domains import TasCluster
 from gitopsq.admission.topology import Topology
 from gitopsq.admission.workload import Assignment, WorkloadInfo
 from gitopsq.api.frozenmap import FrozenMap
@@ -55,8 +56,10 @@ class Held:
 
 
 class State:
-    def __init__(self, topology: Topology, tree: QuotaTree, *, memoize: bool = True) -> None:
+    def __init__(self, topology: Topology, tree: QuotaTree, *, memoize: bool = True,
+                 tas: TasCluster | None = None) -> None:
         self.topology = topology
+        self.tas = tas  # nodes and topologies for topology-aware scheduling (None: no TAS)
         self.tree = tree
         self.queues = {name: ClusterQueueQueue(name, strict=spec.strict_fifo)
                        for name, spec in topology.queues.items()}
@@ -121,6 +124,7 @@ class State:
         """Reserve quota for ``w``; it is Admitted at once unless admission checks apply."""
         cq = assignment.cluster_queue
         quota.add_all(self.tree.queues[cq], assignment.usage)
+        self._placements(assignment, 1)
         self.reserved_now += 1
         w.assignment = assignment
         w.reserved_at = now
@@ -144,6 +148,7 @@ class State:
         if a is None:
             return None
         quota.remove_all(self.tree.queues[a.cluster_queue], a.usage)
+        self._placements(a, -1)
         self.admitted[a.cluster_queue].pop(w.key, None)
         self.readmitted.get(self.root_by_queue[a.cluster_queue], set()).discard(w.key)
         w.assignment = None
@@ -153,6 +158,12 @@ class State:
         self.dirty_roots.add(self.root_of(a.cluster_queue))
         self.bump(a.cluster_queue)
         return a.cluster_queue
+
+    def _placements(self, a: Assignment, sign: int) -> None:
+        """Add (1) or take away (-1) the node usage of an assignment's TAS placements."""
+        if self.tas is not None:
+            for p in a.topology:
+                self.tas.add(p.topology, p.usage, sign)
 
     def bump(self, cq: str) -> None:
         """A workload holding quota in ``cq`` came, changed or left: recorded flavor scans may be outdated."""

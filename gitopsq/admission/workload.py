@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from gitopsq.admission.quota import FlavorResource
+from gitopsq.admission.tas_placement import PodSetPlacement
+from gitopsq.admission.tas_requests import TopologyRequest
 from gitopsq.api import model as m
 from gitopsq.api.frozenmap import FrozenMap
 
@@ -28,12 +30,14 @@ class PodSetShape:
     node_selector: FrozenMap[str, str]
     tolerations: tuple[m.Toleration, ...]
     required_affinity: tuple[tuple[m.LabelSelectorRequirement, ...], ...]
+    topology: TopologyRequest | None = None  # from Kueue's pod set annotations (tas_requests)
     _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Hashed on every flavor check (the structural-mismatch memo): computed once.
-        object.__setattr__(self, "_hash", hash((self.name, self.count, self.totals, self.per_pod, self.min_count,
-                                                self.node_selector, self.tolerations, self.required_affinity)))
+        fields = (self.name, self.count, self.totals, self.per_pod, self.min_count, self.node_selector,
+                  self.tolerations, self.required_affinity)
+        object.__setattr__(self, "_hash", hash(fields if self.topology is None else (*fields, self.topology)))
 
     def __hash__(self) -> int:
         return self._hash
@@ -63,12 +67,14 @@ _BY_POD_SETS: dict[int, tuple[tuple[m.PodSet, ...], Shape]] = {}  # id(pod sets)
 _BY_POD_SETS_LIMIT = 4096
 
 
-def shape_of(pod_sets: tuple[m.PodSet, ...]) -> Shape:
-    """The interned shape of a workload's pod sets.
+def shape_of(pod_sets: tuple[m.PodSet, ...], topology: Mapping[str, TopologyRequest] | None = None) -> Shape:
+    """The interned shape of a workload's pod sets; ``topology``: the topology requests of pod sets by name.
 
     Memoised on the identity of the tuple: callers that share one tuple per distinct shape (the admission
     loop does) pay for building and hashing a `Shape` once, not once per workload per pass. The entry keeps
     the tuple alive, so its id cannot be reused while the entry exists; the memo is cleared when full."""
+    if topology:
+        return _shape_of(pod_sets, topology)
     hit = _BY_POD_SETS.get(id(pod_sets))
     if hit is not None and hit[0] is pod_sets:
         return hit[1]
@@ -79,13 +85,13 @@ def shape_of(pod_sets: tuple[m.PodSet, ...]) -> Shape:
     return shape
 
 
-def _shape_of(pod_sets: tuple[m.PodSet, ...]) -> Shape:
+def _shape_of(pod_sets: tuple[m.PodSet, ...], topology: Mapping[str, TopologyRequest] | None = None) -> Shape:
     return _intern(Shape(tuple(
         PodSetShape(name=ps.name, count=ps.count,
                     totals=FrozenMap({r: q.milli * ps.count for r, q in ps.requests.items()}),
                     per_pod=FrozenMap({r: q.milli for r, q in ps.requests.items()}),
                     min_count=ps.min_count, node_selector=ps.node_selector, tolerations=ps.tolerations,
-                    required_affinity=ps.required_affinity)
+                    required_affinity=ps.required_affinity, topology=topology.get(ps.name) if topology else None)
         for ps in pod_sets)))
 
 
@@ -107,7 +113,7 @@ def reduced(shape: Shape, delta: int) -> Shape:
         totals = FrozenMap({r: v * count for r, v in ps.per_pod.items()})
         out.append(PodSetShape(name=ps.name, count=count, totals=totals, per_pod=ps.per_pod, min_count=ps.min_count,
                                node_selector=ps.node_selector, tolerations=ps.tolerations,
-                               required_affinity=ps.required_affinity))
+                               required_affinity=ps.required_affinity, topology=ps.topology))
     return _intern(Shape(tuple(out)))
 
 
@@ -118,6 +124,7 @@ class Assignment:
     cluster_queue: str
     flavors: tuple[tuple[str, FrozenMap[str, str]], ...]  # (pod set, resource -> flavor)
     usage: Mapping[FlavorResource, int]
+    topology: tuple[PodSetPlacement, ...] = ()  # where the pod sets that request TAS are placed
 
     def flavors_used(self) -> tuple[str, ...]:
         return tuple(sorted({f for _, per_res in self.flavors for f in per_res.values()}))

@@ -63,6 +63,12 @@ def flavor(name: str, *, labels: Mapping[str, str] | None = None, taints: list[d
     return _obj({"apiVersion": V, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": spec})
 
 
+def tas_flavor(name: str = "tas-default", topology_name: str = "tas-single-level") -> m.QueueObject:
+    """A TAS flavor: nodes labelled tas-node=true, placed by the named topology."""
+    return _obj({"apiVersion": V, "kind": "ResourceFlavor", "metadata": {"name": name},
+                 "spec": {"nodeLabels": {"tas-node": "true"}, "topologyName": topology_name}})
+
+
 def cq(name: str, *, quotas: Mapping[str, Mapping[str, Quota]], cohort: str | None = None,
        preemption: Mapping[str, Any] | None = None, strategy: str | None = None,
        fungibility: Mapping[str, str] | None = None, selector: Mapping[str, Any] | None = None,
