@@ -119,6 +119,7 @@ class HttpServer:
                 done.result(self.limits.shutdown_grace + 5)
             except (TimeoutError, RuntimeError):
                 _log.warning("http server did not stop in time", server=self._name)
+            self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(5)
         else:
             self._sock.close()
@@ -163,8 +164,9 @@ class HttpServer:
         if self._server is not None:
             self._server.close()  # no new connections
         if self._web is not None:
+            for connection in self._web.connections:
+                connection.close()  # idle ones now, the others once their answer is written
             await self._web.shutdown(self.limits.shutdown_grace)
-        self._loop.stop()
 
     def _route(self, method: str, path: str) -> Route | None:
         return self._exact.get((method, path)) or self._any.get(method)
