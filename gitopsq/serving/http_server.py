@@ -16,12 +16,15 @@ import logging
 import socket
 import ssl
 import threading
+import traceback
+from asyncio import sslproto
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import structlog
 from aiohttp import web
+from aiohttp.web_protocol import RequestHandler, _ErrInfo
 
 from gitopsq.serving.limits import ServerLimits
 from gitopsq.serving.routes import ErrorReply, Reply, Request, Route, text_error
@@ -40,6 +43,11 @@ class _OneLine(logging.Handler):
                    error=f"{type(error).__name__}: {error}" if error is not None else None)
 
 
+# asyncio gives every TLS connection a read buffer of this size, zero-filled at once: 256 KiB by default, so
+# 1000 connections (say, slow ones waiting for their header deadline) held 250 MiB. A TLS record carries at most
+# 16 KiB, so 32 KiB costs no extra reads.
+sslproto.SSLProtocol.max_size = 32 * 1024
+
 _protocol_log = logging.getLogger("gitopsq.serving.protocol")
 _protocol_log.propagate = False  # never reaches logging's last-resort handler (stderr, with tracebacks)
 _protocol_log.addHandler(_OneLine())
@@ -51,6 +59,27 @@ def _loop_error(_: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     error = context.get("exception")
     _log.debug("http connection error", message=context.get("message"),
                error=f"{type(error).__name__}: {error}" if error is not None else None)
+
+
+class _Protocol(RequestHandler):
+    """aiohttp's protocol, less what a malformed request costs it. Its parse error holds, through its traceback,
+    the frame that parsed the chunk read (up to 256 KiB) and, through that frame, the error again: a cycle, which
+    the controller's frozen heap (controller/heap.py) keeps for minutes; and every further chunk of the same
+    request made one more. Here the first error's frames are cleared and the rest of the stream is dropped
+    unparsed until the 400 is written and the connection closed."""
+
+    _failed = False
+
+    def data_received(self, data: bytes) -> None:
+        if self._failed:
+            return
+        super().data_received(data)
+        for message, _ in self._messages:
+            if isinstance(message, _ErrInfo):
+                self._failed = True
+                if message.exc.__traceback__ is not None:
+                    traceback.clear_frames(message.exc.__traceback__)
+                    message.exc.__traceback__ = None
 
 
 class _Refused(asyncio.Protocol):
@@ -140,25 +169,29 @@ class HttpServer:
 
     async def _open(self) -> None:
         limits = self.limits
-        self._web = web.Server(
-            self._dispatch, handler_cancellation=False,
-            # From the accepted connection (or the end of the previous answer) to the last header: a total
-            # deadline, not one per read, so a client that trickles a byte at a time is closed all the same.
-            keepalive_timeout=limits.header_timeout,
-            lingering_time=0,  # an unread body closes the connection rather than being drained
-            logger=_protocol_log, access_log=None,
-            max_line_size=limits.max_header_bytes, max_field_size=limits.max_header_bytes, max_headers=100)
+        self._web = web.Server(self._dispatch, handler_cancellation=False, **self._protocol_args)
         self._server = await self._loop.create_server(
             self._protocol, sock=self._sock, ssl=self._tls,
             ssl_handshake_timeout=limits.header_timeout if self._tls is not None else None,
             backlog=min(limits.max_connections, 4096))
+
+    @property
+    def _protocol_args(self) -> dict[str, Any]:
+        limits = self.limits
+        return {
+            # From the accepted connection (or the end of the previous answer) to the last header: a total
+            # deadline, not one per read, so a client that trickles a byte at a time is closed all the same.
+            "keepalive_timeout": limits.header_timeout,
+            "lingering_time": 0,  # an unread body closes the connection rather than being drained
+            "logger": _protocol_log, "access_log": None,
+            "max_line_size": limits.max_header_bytes, "max_field_size": limits.max_header_bytes, "max_headers": 100}
 
     def _protocol(self) -> asyncio.BaseProtocol:
         assert self._web is not None
         if len(self._web.connections) >= self.limits.max_connections:
             self.refused += 1
             return _Refused()
-        return self._web()
+        return _Protocol(self._web, loop=self._loop, **self._protocol_args)
 
     async def _shutdown(self) -> None:
         if self._server is not None:

@@ -5,6 +5,7 @@ too many connections, clients that go away, and a delivery sent again."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import socket
 import threading
@@ -131,6 +132,35 @@ def test_a_body_is_never_read_past_the_limit_whatever_its_content_length(length:
         with connect(server.port) as sock:
             sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: gitopsq\r\nConnection: close\r\n\r\n")
             assert status_of(answer_of(sock)) == 200
+
+
+def resident() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) << 10
+    raise AssertionError("no VmRSS in /proc/self/status")
+
+
+def test_malformed_bodies_leave_nothing_behind_for_the_cycle_collector() -> None:
+    """The controller keeps its cycle collector off the heap (controller/heap.py): what a flood of malformed
+    requests leaves must be freed by reference counting alone, not wait there for a full collection."""
+    head = b"POST /hooks/git HTTP/1.1\r\nHost: gitopsq\r\nContent-Length: -1\r\n\r\n"
+    with endpoints() as (server, _):
+        gc.collect()
+        gc.disable()
+        try:
+            before = resident()
+            for _ in range(3):
+                pushers = [threading.Thread(target=push, args=(server.port, head, [SENT - (8 << 20)]))
+                           for _ in range(20)]
+                for t in pushers:
+                    t.start()
+                for t in pushers:
+                    t.join(30)
+            grown = resident() - before
+        finally:
+            gc.enable()
+        assert grown < 16 << 20, f"60 malformed requests left {grown >> 20} MiB behind"
 
 
 @pytest.mark.parametrize(("request_bytes", "expected"), [

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import socket
 import ssl
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -130,6 +133,54 @@ def test_a_silent_tls_client_is_closed_at_the_header_deadline(tmp_path: Path) ->
             sock.close()
     finally:
         server.close()
+
+
+SERVE = """
+import sys, time
+from pathlib import Path
+from gitopsq.intake.jobs import JobWebhook, JobWebhookOptions
+from gitopsq.serving import ServerLimits
+from gitopsq.webhook.server import WebhookServer
+server = WebhookServer("127.0.0.1:0", JobWebhook(JobWebhookOptions()), Path(sys.argv[1]), Path(sys.argv[2]),
+                       limits=ServerLimits(header_timeout=60))
+server.start()
+print(server.port, flush=True)
+time.sleep(120)
+"""
+
+
+def resident(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) << 10
+    raise AssertionError(f"no VmRSS in /proc/{pid}/status")
+
+
+def test_a_tls_connection_held_open_costs_little_memory(tmp_path: Path) -> None:
+    """300 connections past their handshake, waiting for headers, as a slow-header attack holds them, cost the
+    server process little memory. The server runs alone with MALLOC_PERTURB_ set, so that every buffer it
+    allocates is written to and counted, as on a heap that has been in use for a while."""
+    certs = ensure_certificates(tmp_path, HOSTS)
+    env = {**os.environ, "MALLOC_PERTURB_": "85"}
+    served = subprocess.Popen([sys.executable, "-c", SERVE, str(certs.cert_file), str(certs.key_file)],
+                              stdout=subprocess.PIPE, env=env, text=True)
+    held: list[ssl.SSLSocket] = []
+    try:
+        assert served.stdout is not None
+        port = int(served.stdout.readline())
+        before = resident(served.pid)
+        for _ in range(300):
+            raw = socket.create_connection(("127.0.0.1", port), timeout=5)
+            held.append(tls_client(None, "localhost").wrap_socket(raw, server_hostname="localhost"))
+            held[-1].sendall(b"POST /mutate-batch-v1-job HTTP/1.1\r\n")
+        time.sleep(1.0)
+        grown = resident(served.pid) - before
+        assert grown < 30 << 20, f"300 waiting TLS connections took {grown >> 20} MiB"
+    finally:
+        for sock in held:
+            sock.close()
+        served.kill()
+        served.wait(10)
 
 
 def test_close_finishes_the_review_in_flight_and_refuses_new_connections(tmp_path: Path) -> None:
