@@ -253,6 +253,12 @@ def resident(pid: int) -> int:
     return peak_rss(pid, "VmRSS")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of process ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def summary(samples: list[tuple[float, float, bool]], since: float, until: float) -> tuple[str, int]:
     chosen = [s for s in samples if since <= s[0] < until]
     ok = [1000 * s[1] for s in chosen if s[1] >= 0 and s[2]]
@@ -302,9 +308,10 @@ def run(args: argparse.Namespace, tmp: Path) -> int:
                   threading.Thread(target=review_directly, args=(hook, certs.ca_pem, args.rate, stop_probes, direct))]
         for t in probes:
             t.start()
-        idle_from = time.monotonic()
+        idle_from, idle_cpu = time.monotonic(), cpu_seconds(controller.pid)
         time.sleep(args.idle)
         idle_rss = resident(controller.pid)
+        attack_cpu, own_cpu = cpu_seconds(controller.pid), time.process_time()
         attack_from = time.monotonic()
         tally = Tally()
         slow = threading.Thread(target=slow_headers, args=(hook, args.slow, stop_slow, tally))
@@ -320,7 +327,7 @@ def run(args: argparse.Namespace, tmp: Path) -> int:
         time.sleep(max(0.0, args.idle - (time.monotonic() - attack_from)))  # at least as long as the idle phase
         stop_slow.set()
         slow.join(30)
-        attack_to = time.monotonic()
+        attack_to, done_cpu, own_done = time.monotonic(), cpu_seconds(controller.pid), time.process_time()
         stop_probes.set()
         for t in probes:
             t.join(30)
@@ -337,6 +344,9 @@ def run(args: argparse.Namespace, tmp: Path) -> int:
             print(f"{name}:\n  idle:   {idle}, lost {idle_lost}\n  attack: {attacked}, lost {attack_lost}")
         print(f"attack: {attack_to - attack_from:.1f} s; controller RSS before it {idle_rss / (1 << 20):.0f} MiB, "
               f"peak RSS {rss / (1 << 20):.0f} MiB")
+        print(f"controller CPU: idle {(attack_cpu - idle_cpu) / (attack_from - idle_from):.2f} cores, under attack "
+              f"{(done_cpu - attack_cpu) / (attack_to - attack_from):.2f} cores; the attacking clients "
+              f"{(own_done - own_cpu) / (attack_to - attack_from):.2f} cores")
         for key in sorted(tally.counts):
             print(f"  {key}: {tally.counts[key]}")
         refused = sum(v for k, v in tally.counts.items() if k.endswith((": 503", "503", "refused")))
