@@ -117,6 +117,7 @@ class HttpServer:
         self._loop.set_exception_handler(_loop_error)
         self._thread = threading.Thread(target=self._run, name=f"gitopsq-{name}", daemon=True)
         self._up = threading.Event()
+        self._failed: Exception | None = None
         self._closed = False
         self._web: web.Server | None = None
         self._server: asyncio.Server | None = None
@@ -130,6 +131,8 @@ class HttpServer:
         self._thread.start()
         if not self._up.wait(30):
             raise OSError(f"the {self._name} server did not start")
+        if self._failed is not None:
+            raise OSError(f"the {self._name} server did not start: {self._failed}") from self._failed
 
     def serving(self) -> bool:
         return self._thread.is_alive() and not self._closed
@@ -160,8 +163,15 @@ class HttpServer:
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
-        self._loop.run_until_complete(self._open())
-        self._up.set()
+        try:
+            self._loop.run_until_complete(self._open())
+        except (OSError, ValueError, RuntimeError) as err:  # given to `start`, in the caller's thread
+            self._failed = err
+            self._sock.close()
+            self._loop.close()
+            return
+        finally:
+            self._up.set()
         try:
             self._loop.run_forever()
         finally:
