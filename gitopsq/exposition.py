@@ -4,18 +4,15 @@ prometheus_client's `generate_latest` validates, escapes, sorts and joins every 
 With Kueue's per-queue histograms that is most of the work: a thousand ClusterQueues give about 80,000 sample
 lines, 0.6 s of CPU per scrape (`benchmarks/kueue_side_by_side`: scraped once a second). The label text of a
 series never changes, so `render` keeps it by the labels' values and formats only the numbers; its output is
-`generate_latest`'s byte for byte (tests/test_exposition.py). `serve` answers with it, gzip-compressed when the
-scraper accepts that, from a thread per request.
+`generate_latest`'s byte for byte (tests/test_exposition.py). `metrics_page` gives it gzip-compressed when the
+scraper accepts that; gitopsq.metrics serves it.
 """
 
 from __future__ import annotations
 
 import gzip
-import socketserver
-import threading
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, cast
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from collections.abc import Callable, Mapping
+from typing import cast
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.utils import floatToGoString
@@ -94,33 +91,15 @@ def render(registry: CollectorRegistry, labels: Callable[[Mapping[str, str]], st
     return "".join(out).encode()
 
 
-def metrics_app(registry: CollectorRegistry) -> Callable[..., Iterable[bytes]]:
-    """A WSGI app answering every GET with `render`, gzip-compressed (fast level) when accepted."""
+def metrics_page(registry: CollectorRegistry) -> Callable[[str], tuple[bytes, bool]]:
+    """The page for a scrape that accepts ``accept_encoding``: `render`'s text, gzip-compressed (fast level) when
+    accepted; the bool says whether it is. Served by `gitopsq.metrics.serve`."""
     labels = _LabelText()  # one memo for the life of the endpoint
 
-    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    def page(accept_encoding: str) -> tuple[bytes, bool]:
         body = render(registry, labels)
-        headers = [("Content-Type", CONTENT_TYPE)]
-        if "gzip" in environ.get("HTTP_ACCEPT_ENCODING", ""):
-            body = gzip.compress(body, compresslevel=1)
-            headers.append(("Content-Encoding", "gzip"))
-        start_response("200 OK", headers)
-        return [body]
+        if "gzip" in accept_encoding:
+            return gzip.compress(body, compresslevel=1), True
+        return body, False
 
-    return app
-
-
-class _ThreadingServer(socketserver.ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        """No access log on stderr: the scrapes would drown the controller's own log."""
-
-
-def serve(host: str, port: int, registry: CollectorRegistry) -> WSGIServer:
-    """Serve ``registry`` at ``http://host:port/`` (any path) from a daemon thread; returns the server."""
-    server = make_server(host, port, metrics_app(registry), _ThreadingServer, handler_class=_QuietHandler)
-    threading.Thread(target=server.serve_forever, name="gitopsq-metrics", daemon=True).start()
-    return server
+    return page

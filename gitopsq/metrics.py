@@ -21,6 +21,7 @@ from prometheus_client import (
 from gitopsq import __version__, exposition
 from gitopsq.kept_series import KeptCounter, KeptHistogram
 from gitopsq.queue_metrics import FamilyName, KeptRows, QueueState, Rows, Snapshot
+from gitopsq.serving import HttpServer, Reply, Request, Route, ServerLimits
 
 
 def exponential_buckets(count: int) -> tuple[float, ...]:
@@ -293,11 +294,19 @@ class SyncMetrics:
         self.audit_rewound.set(0 if getattr(status, "incident", None) is None else 1)
 
 
-def serve(address: str, registry: CollectorRegistry) -> Any:
-    """Serve ``registry`` on ``host:port`` (``:8080`` = all interfaces); returns the server (``.server_port``).
+def serve(address: str, registry: CollectorRegistry, limits: ServerLimits | None = None) -> HttpServer:
+    """Serve ``registry`` at any path of ``host:port`` (``:8080`` = all interfaces), started; returns the server
+    (``.server_port``, ``.shutdown()``).
 
     Without ``*_created`` series (process-wide): Kueue's exposition has none, and for the per-queue counters and
     histograms they were a tenth of every scrape. The text is `gitopsq.exposition`'s (label text built once)."""
     disable_created_metrics()  # type: ignore[no-untyped-call]
-    host, _, port = address.rpartition(":")
-    return exposition.serve(host or "0.0.0.0", int(port), registry)
+    page = exposition.metrics_page(registry)
+
+    def scrape(request: Request) -> Reply:
+        body, zipped = page(request.headers.get("accept-encoding", ""))
+        return Reply(200, body, exposition.CONTENT_TYPE, (("Content-Encoding", "gzip"),) if zipped else ())
+
+    server = HttpServer(address, [Route("GET", "*", scrape)], limits=limits, name="metrics")
+    server.start()
+    return server

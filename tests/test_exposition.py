@@ -10,8 +10,8 @@ from prometheus_client import PLATFORM_COLLECTOR, CollectorRegistry, generate_la
 
 from gitopsq.admission.topology import build_topology
 from gitopsq.api.codec import decode
-from gitopsq.exposition import render, serve
-from gitopsq.metrics import KueueMetrics, SyncMetrics
+from gitopsq.exposition import render
+from gitopsq.metrics import KueueMetrics, SyncMetrics, serve
 
 V = "kueue.x-k8s.io/v1beta2"
 
@@ -52,7 +52,7 @@ def test_render_is_generate_latest_byte_for_byte() -> None:
 
 def test_the_endpoint_serves_it_plain_and_gzipped() -> None:
     r = registry()
-    server = serve("127.0.0.1", 0, r)
+    server = serve("127.0.0.1:0", r)
     try:
         url = f"http://127.0.0.1:{server.server_port}/metrics"
         with urllib.request.urlopen(url, timeout=10) as answer:
@@ -64,7 +64,6 @@ def test_the_endpoint_serves_it_plain_and_gzipped() -> None:
             zipped = gzip.decompress(answer.read())
     finally:
         server.shutdown()
-        server.server_close()
     for body in (plain, zipped):
         assert b"kueue_pending_workloads{cluster_queue=\"cq0\",replica_role=\"leader\",status=\"active\"} 1.0" in body
         assert b"# TYPE kueue_admission_wait_time_seconds histogram" in body

@@ -47,6 +47,14 @@ import click
 @click.option("--health-addr", default=":8081", show_default=True,
               help="Address of /healthz, /readyz and /hooks/git.")
 @click.option("--metrics-addr", default=":8080", show_default=True, help="Prometheus metrics address ('' = off).")
+@click.option("--http-header-timeout", default="10s", show_default=True, envvar="GITOPSQ_HTTP_HEADER_TIMEOUT",
+              help="Every HTTP listener: time from a connection's start (TLS handshake included) or its last answer "
+                   "to the end of the request's headers; then it is closed.")
+@click.option("--http-body-timeout", default="30s", show_default=True, envvar="GITOPSQ_HTTP_BODY_TIMEOUT",
+              help="Every HTTP listener: time to receive a request's body once its headers are in (then 408).")
+@click.option("--http-max-connections", default=1000, show_default=True, type=int,
+              envvar="GITOPSQ_HTTP_MAX_CONNECTIONS",
+              help="Every HTTP listener: open connections at most; past it a new one is answered 503 and closed.")
 @click.option("--name", "source_name", default=None, help="GitSource name [default: from the repository name].")
 @click.option("--namespace", default="gitopsq-system", show_default=True,
               help="Namespace of the GitSource, the Lease and the Events.")

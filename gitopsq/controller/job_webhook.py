@@ -52,7 +52,8 @@ def start_job_webhook(wiring: WebhookWiring) -> ServedWebhook:
                                             spec_label_kinds=spec_label_kinds(running),
                                             refusals=refusals(running),
                                             managed_ancestor=ancestor_walk(KubeRest(wiring.api_client), running)))
-        server = WebhookServer(f["webhook_addr"], hook, directory / "tls.crt", directory / "tls.key")
+        server = WebhookServer(f["webhook_addr"], hook, directory / "tls.crt", directory / "tls.key",
+                               limits=getattr(wiring, "http_limits", None))
     except (OSError, ValueError) as err:
         raise UsageError(f"cannot serve the Job webhook on --webhook-addr {f['webhook_addr']}: {err}") from err
     server.start()

@@ -39,6 +39,7 @@ from gitopsq.errors import GitopsqError, UsageError
 from gitopsq.forge.note_source import with_notes
 from gitopsq.forge.reviews import approvals_reader
 from gitopsq.metrics import KueueMetrics, SyncMetrics, serve
+from gitopsq.serving import ServerLimits
 from gitopsq.source import open_source
 from gitopsq.source.port import HistorySource
 from gitopsq.source.refnames import branch_ref
@@ -84,6 +85,13 @@ class Wiring:
                                      _duration(flags["retry_period"]))
         except ValueError as err:
             raise UsageError(str(err)) from err
+        try:  # --http-*: the limits of every HTTP listener (health and push webhook, metrics, Job webhook)
+            self.http_limits = ServerLimits(
+                header_timeout=_duration(flags.get("http_header_timeout") or "10s"),
+                body_timeout=_duration(flags.get("http_body_timeout") or "30s"),
+                max_connections=int(flags.get("http_max_connections") or 1000))
+        except ValueError as err:
+            raise UsageError(f"--http-*: {err}") from err
 
     def run(self) -> None:
         f = self.f
@@ -149,7 +157,7 @@ class Wiring:
         self.controller = Controller(runnables, self.elector, hooks=hooks)
         if f["metrics_addr"]:
             try:
-                server = serve(f["metrics_addr"], exposed_registry(registry, self.cluster))
+                server = serve(f["metrics_addr"], exposed_registry(registry, self.cluster), self.http_limits)
             except (OSError, ValueError) as err:
                 raise UsageError(f"cannot listen on --metrics-addr {f['metrics_addr']}: {err}") from err
             self.closers.append(server.shutdown)
@@ -222,7 +230,7 @@ class Wiring:
         secret = read_secret(f["webhook_secret_file"]) if f["webhook_secret_file"] else None
         git_hook = GitWebhook(secret, self.loop.trigger, branch=f["branch"]) if self.loop is not None else None
         try:
-            http = HttpEndpoints(f["health_addr"], ready=self._ready, webhook=git_hook)
+            http = HttpEndpoints(f["health_addr"], ready=self._ready, webhook=git_hook, limits=self.http_limits)
         except (OSError, ValueError) as err:
             raise UsageError(f"cannot listen on --health-addr {f['health_addr']}: {err}") from err
         http.start()

@@ -4,9 +4,11 @@
 the body under the shared secret>`` and GitLab-style deliveries carrying the secret in ``X-Gitlab-Token``. The
 comparison is constant-time. Without a configured secret every delivery is refused: the endpoint is never
 open. A delivery only triggers a sync (a fetch of the tracked branch); its body is never trusted for content.
+An authenticated delivery whose id (``X-GitHub-Delivery``, ``X-Gitea-Delivery``, ``X-Gitlab-Event-UUID``) was
+already acted on within the last hour is answered 200 and triggers nothing (gitopsq.webhook.deliveries).
 
-Answers: 202 accepted (sync triggered), 200 ignored (a push to another branch, or a ping), 401 bad or missing
-signature, 403 no secret configured, 413 body over 1 MiB, 400 unreadable body.
+Answers: 202 accepted (sync triggered), 200 ignored (a push to another branch, a ping, a repeated delivery), 401
+bad or missing signature, 403 no secret configured, 413 body over 1 MiB, 400 unreadable body.
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from gitopsq.errors import UsageError
+from gitopsq.webhook.deliveries import RecentDeliveries, delivery_id
 
 MAX_BODY: Final = 1 << 20
 PATH: Final = "/hooks/git"
@@ -50,12 +55,17 @@ class WebhookAnswer:
 class GitWebhook:
     """Authenticates deliveries and calls ``trigger`` for pushes to ``branch`` (or to any branch if None)."""
 
-    def __init__(self, secret: bytes | None, trigger: Callable[[str], None], *, branch: str | None = None) -> None:
+    def __init__(self, secret: bytes | None, trigger: Callable[[str], None], *, branch: str | None = None,
+                 deliveries: RecentDeliveries | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self._secret = secret
         self._trigger = trigger
         self._branch = branch
+        self._deliveries = deliveries or RecentDeliveries()
+        self._clock = clock
+        self._lock = threading.Lock()
         self.accepted = 0
         self.refused = 0
+        self.repeated = 0
 
     def authenticate(self, headers: Mapping[str, str], body: bytes) -> bool:
         if self._secret is None:
@@ -79,6 +89,19 @@ class GitWebhook:
         if not self.authenticate(headers, body):
             self.refused += 1
             return WebhookAnswer(401, "signature does not match")
+        # Only after authentication: an unauthenticated sender must not be able to spend ids in advance.
+        delivery = delivery_id(headers)
+        with self._lock:  # several server threads decide deliveries: two copies of one must not both act
+            now = self._clock()
+            if delivery and self._deliveries.seen(delivery, now):
+                self.repeated += 1
+                return WebhookAnswer(200, "ignored: delivery already received")
+            answer = self._act(headers, body)
+            if delivery and answer.status < 300:
+                self._deliveries.record(delivery, now)
+            return answer
+
+    def _act(self, headers: Mapping[str, str], body: bytes) -> WebhookAnswer:
         event = headers.get("x-github-event") or headers.get("x-gitlab-event") or "push"
         if event.lower() == "ping":
             return WebhookAnswer(200, "pong")

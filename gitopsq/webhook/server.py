@@ -9,13 +9,14 @@ import hashlib
 import json
 import ssl
 import threading
-from collections.abc import Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from gitopsq import logs
 from gitopsq.intake.jobs import JobWebhook
+from gitopsq.serving import HttpServer, Reply, Request, Route, ServerLimits
+from gitopsq.serving.routes import json_error
 from gitopsq.webhook.certs import MUTATE_PATH, POD_MUTATE_PATH, VALIDATE_PATH
 
 _log = logs.get("webhook")
@@ -23,69 +24,49 @@ _log = logs.get("webhook")
 MAX_BODY = 3 << 20
 
 
+def _review_route(path: str, decide: Callable[[Mapping[str, Any]], Mapping[str, Any]]) -> Route:
+    def handle(request: Request) -> Reply:
+        try:
+            answer = decide(json.loads(request.body))
+        except (ValueError, KeyError, TypeError, AttributeError) as err:
+            return Reply.json(400, {"error": f"not an AdmissionReview: {err}"})
+        _log.debug("admission review", path=path, allowed=answer["response"]["allowed"])
+        return Reply.json(200, answer)
+
+    return Route("POST", path, handle, max_body=MAX_BODY)
+
+
 class WebhookServer:
     """HTTPS server for `JobWebhook` on ``host:port``; `reload` picks up renewed certificates."""
 
-    def __init__(self, address: str, webhook: JobWebhook, cert_file: Path, key_file: Path) -> None:
-        host, _, port = address.rpartition(":")
+    def __init__(self, address: str, webhook: JobWebhook, cert_file: Path, key_file: Path, *,
+                 limits: ServerLimits | None = None) -> None:
         self.cert_file, self.key_file = cert_file, key_file
         self._loaded = b""
-        self.server: ThreadingHTTPServer | None = None
         self.reload()
-        hook = webhook
+        # The listener's context only picks, per handshake, the context of the moment: a renewed certificate
+        # serves the next connection without touching the listener or the handshakes in flight.
+        serving = self._new_context()
+        serving.sni_callback = self._current
+        routes = [_review_route(MUTATE_PATH, webhook.mutate), _review_route(VALIDATE_PATH, webhook.validate),
+                  _review_route(POD_MUTATE_PATH, webhook.mutate_pod)]
+        self.server = HttpServer(address, routes, limits=limits, tls=serving, name="webhook", error_reply=json_error)
+        self.port: int = self.server.port
 
-        class Handler(BaseHTTPRequestHandler):
-            timeout = 10  # the TLS handshake and the request must arrive within this (a stalled client)
+    def _current(self, connection: ssl.SSLObject, _server_name: str | None, _context: ssl.SSLContext) -> None:
+        connection.context = self.context
 
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-            def _send(self, status: int, payload: Mapping[str, Any] | str) -> None:
-                data = (json.dumps(payload) if not isinstance(payload, str) else payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_POST(self) -> None:
-                decide = {MUTATE_PATH: hook.mutate, VALIDATE_PATH: hook.validate,
-                          POD_MUTATE_PATH: hook.mutate_pod}.get(self.path.split("?")[0])
-                if decide is None:
-                    self._send(404, {"error": "not found"})
-                    return
-                length = int(self.headers.get("Content-Length") or 0)
-                if length > MAX_BODY:
-                    self._send(413, {"error": "body too large"})
-                    return
-                try:
-                    review = json.loads(self.rfile.read(length))
-                    answer = decide(review)
-                except (ValueError, KeyError, TypeError, AttributeError) as err:
-                    self._send(400, {"error": f"not an AdmissionReview: {err}"})
-                    return
-                _log.debug("admission review", path=self.path, allowed=answer["response"]["allowed"])
-                self._send(200, answer)
-
-        server = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
-        server.daemon_threads = True
-        # The handshake runs in the request's thread (first read), not in accept: a client that stalls it
-        # cannot hold up the others.
-        server.socket = self.context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
-        self.server = server
-        self.port: int = server.server_address[1]
-        self._thread = threading.Thread(target=server.serve_forever, name="gitopsq-webhook", daemon=True)
+    def _new_context(self) -> ssl.SSLContext:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.load_cert_chain(str(self.cert_file), str(self.key_file))
+        return context
 
     def reload(self) -> None:
         """Load the certificate files again (after `ensure_certificates` renewed them); new connections use them."""
         fingerprint = self._fingerprint()
         # A new context rather than loading into the one in use: handshakes in flight keep theirs untouched.
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        context.load_cert_chain(str(self.cert_file), str(self.key_file))
-        self.context = context
-        if self.server is not None:
-            self.server.socket.context = context  # type: ignore[attr-defined]
+        self.context = self._new_context()
         self._loaded = fingerprint
 
     def _fingerprint(self) -> bytes:
@@ -119,12 +100,10 @@ class WebhookServer:
 
     def serving(self) -> bool:
         """Whether the HTTPS server runs (for /readyz)."""
-        return self._thread.is_alive()
+        return self.server.serving()
 
     def start(self) -> None:
-        self._thread.start()
+        self.server.start()
 
     def close(self) -> None:
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
+        self.server.close()

@@ -39,6 +39,9 @@ accepts (gitopsq/commands/controller.py).
 {{- end }}
 - --health-addr=:{{ .Values.health.port }}
 - --metrics-addr={{ if .Values.metrics.enabled }}:{{ .Values.metrics.port }}{{ end }}
+- --http-header-timeout={{ .Values.http.headerTimeout }}
+- --http-body-timeout={{ .Values.http.bodyTimeout }}
+- --http-max-connections={{ .Values.http.maxConnections }}
 {{- if .Values.gitWebhook.secret.name }}
 - --webhook-secret-file=/etc/gitopsq/git-webhook/{{ .Values.gitWebhook.secret.key }}
 {{- end }}
