@@ -1,5 +1,5 @@
-"""Raw Kubernetes objects are typed where gitopsq meets the API server: the Kubernetes edge, the sync, the
-reconcile core and the admission webhooks' decisions name the shapes they read (gitopsq/api/raw_objects.py and
+"""Raw Kubernetes objects are typed where gitopsq meets the API server: the Kubernetes edge, the sync, the live
+admission loop, the reconcile core and the admission webhooks' decisions name the shapes they read (gitopsq/api/raw_objects.py and
 the shape modules beside it) and type their collaborators by Protocols, so none of them spells `typing.Any`."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "gitopsq"
-TYPED_PACKAGES = ("cluster", "sync", "reconcile", "intake")
+TYPED_PACKAGES = ("cluster", "sync", "reconcile", "intake", "admission_loop")
 TYPED_MODULES = ("webhook/follower.py", "controller/fleet.py", "controller/job_webhook.py", "controller/manager.py",
                  "controller/forge_status.py", "controller/cluster_scope.py", "forge/reviews.py",
                  "forge/note_source.py")

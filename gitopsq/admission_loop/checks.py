@@ -14,13 +14,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final, cast
 
 from gitopsq.admission.topology import Topology
 from gitopsq.admission_loop.decisions import Eviction
 from gitopsq.admission_loop.lifecycle import Deactivate
 from gitopsq.admission_loop.live_workload import ADMITTED, PENDING, LiveWorkload
 from gitopsq.admission_loop.workload_status import condition, iso, parse_time
+from gitopsq.api.queue_objects import AdmissionCheckObject
+from gitopsq.api.raw_objects import KubeObject
+from gitopsq.api.workload_object import AdmissionCheckState, RequeueState, WorkloadObject
 
 REASON: Final = "AdmissionCheck"  # Kueue's WorkloadEvictedByAdmissionCheck
 INACTIVE: Final = "AdmissionCheckInactive"
@@ -36,17 +39,17 @@ class CheckOutcome:
     deactivate: dict[str, Deactivate]
 
 
-def states(raw: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def states(raw: WorkloadObject) -> list[AdmissionCheckState]:
     return list((raw.get("status") or {}).get("admissionChecks") or ())
 
 
-def all_ready(raw: Mapping[str, Any]) -> bool:
+def all_ready(raw: WorkloadObject) -> bool:
     """Whether the Workload has admission checks and every one is Ready."""
     checks = states(raw)
     return bool(checks) and all(c.get("state") == "Ready" for c in checks)
 
 
-def message(checks: Sequence[Mapping[str, Any]], state: str) -> str:
+def message(checks: Sequence[AdmissionCheckState], state: str) -> str:
     """Kueue's words for the checks in ``state``: ``AdmissionCheck(s) in <state> state: "a" (msg); "b"``."""
     parts = [f'"{c.get("name", "")}" ({c["message"]})' if c.get("message") else f'"{c.get("name", "")}"'
              for c in sorted(checks, key=lambda c: str(c.get("name", "")))]
@@ -78,7 +81,7 @@ def outcomes(live: Mapping[str, LiveWorkload], now: float) -> CheckOutcome:
             words = message(rejected, "Rejected")
             out.deactivate[key] = Deactivate(REASON, words, f"Deactivated due to {words}")
         elif retry:
-            state = dict((w.raw.get("status") or {}).get("requeueState") or {})
+            state: RequeueState = {**((w.raw.get("status") or {}).get("requeueState") or {})}
             at = requeue_at(retry, state.get("requeueAt"))
             if at is not None:
                 state["requeueAt"] = iso(at)
@@ -87,7 +90,7 @@ def outcomes(live: Mapping[str, LiveWorkload], now: float) -> CheckOutcome:
     return out
 
 
-def requeue_at(retry: Iterable[Mapping[str, Any]], current: str | None) -> float | None:
+def requeue_at(retry: Iterable[AdmissionCheckState], current: str | None) -> float | None:
     """When a Workload evicted by ``Retry`` checks may queue again: the latest of each check's transition time
     plus its ``requeueAfterSeconds``, never earlier than a time already written (None: at once)."""
     times = [parse_time(c.get("lastTransitionTime")) + float(c["requeueAfterSeconds"])
@@ -97,15 +100,15 @@ def requeue_at(retry: Iterable[Mapping[str, Any]], current: str | None) -> float
     return max(times) if times else None
 
 
-def reset(checks: Sequence[Mapping[str, Any]], now: float) -> list[dict[str, Any]]:
+def reset(checks: Sequence[AdmissionCheckState], now: float) -> list[AdmissionCheckState]:
     """Every check back to ``Pending`` on eviction (Kueue ``resetChecksOnEviction``); a ``Retry`` one counts the
     retry."""
     out = []
     for c in checks:
-        item = dict(c)
+        item = c.copy()
         if c.get("state") != "Pending":
-            item.update(state="Pending", lastTransitionTime=iso(now),
-                        message=f"Reset to Pending after eviction. Previously: {c.get('state')}")
+            item["state"], item["lastTransitionTime"] = "Pending", iso(now)
+            item["message"] = f"Reset to Pending after eviction. Previously: {c.get('state')}"
             if c.get("state") == "Retry":
                 item["retryCount"] = int(c.get("retryCount") or 0) + 1
         out.append(item)
@@ -136,10 +139,10 @@ def queue_view(live: Mapping[str, LiveWorkload], now: float) -> tuple[dict[str, 
     return seen, due
 
 
-def inactive_checks(admission_checks: Iterable[Mapping[str, Any]]) -> set[str]:
+def inactive_checks(objects: Iterable[KubeObject]) -> set[str]:
     """The AdmissionChecks whose controller has not set ``Active=True`` (Kueue treats them as unusable)."""
     out = set()
-    for ac in admission_checks:
+    for ac in cast(Iterable[AdmissionCheckObject], objects):  # the edge: objects of the admissionchecks resource
         if not any(c.get("type") == "Active" and c.get("status") == "True"
                    for c in (ac.get("status") or {}).get("conditions") or ()):
             out.add(str((ac.get("metadata") or {}).get("name", "")))

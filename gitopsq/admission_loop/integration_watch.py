@@ -13,23 +13,25 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from gitopsq import logs
 from gitopsq.admission_loop.integrations import Integration
 from gitopsq.admission_loop.integrations.base import related_kinds
+from gitopsq.api.raw_objects import JsonObject, children
+from gitopsq.cluster.kinds import Kind
 from gitopsq.errors import ClusterError
 
 _log = logs.get("integrations")
 
 
 class Requests(Protocol):
-    def request(self, method: str, path: str, *, query: Sequence[tuple[str, str]] = (), body: Any = None,
-                content_type: str = "application/json", obj: str | None = None) -> Any: ...
+    def request(self, method: str, path: str, *, query: Sequence[tuple[str, str]] = (), body: object = None,
+                content_type: str = "application/json", obj: str | None = None) -> JsonObject: ...
 
 
 class Watching(Protocol):
-    def add(self, kind: Any) -> bool: ...
+    def add(self, kind: Kind) -> bool: ...
 
     def synced(self, name: str) -> bool: ...
 
@@ -98,7 +100,7 @@ class IntegrationWatch:
             if err.status == 404:
                 return ""
             return f"discovery of {path} failed: {err}"
-        return {str(r.get("name")) for r in (answer or {}).get("resources") or ()}
+        return {str(r.get("name")) for r in children(answer, "resources")}
 
     def ready(self) -> tuple[Integration, ...]:
         """The active integrations whose objects are in the cache (their informer's first LIST landed)."""

@@ -30,7 +30,7 @@ from integration_watch.py): the Workloads of a kind not (yet) watched are left a
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import cast
 
 from gitopsq import logs
 from gitopsq.admission_loop.integrations import INTEGRATIONS, Integration, child_suspend_patch
@@ -46,6 +46,8 @@ from gitopsq.admission_loop.workload_build import new_workload, placements, reso
 from gitopsq.admission_loop.workload_match import equivalent
 from gitopsq.admission_loop.workload_status import condition, is_true, parse_time, set_condition
 from gitopsq.admission_loop.writer import workload_path
+from gitopsq.api.raw_objects import Condition, KubeObject, MergePatch, OwnerReference
+from gitopsq.api.workload_object import PodSet, WorkloadObject
 from gitopsq.errors import ClusterError
 
 PodsLeft = Callable[[str, str], int]  # (namespace, label selector) -> pods not yet terminal, terminating included
@@ -74,13 +76,14 @@ class JobReconciler:
         """One pass; returns the number of writes."""
         before = self.writer.writes
         self._matched, self._matched_now = self._matched_now, {}
-        owned: dict[str, list[dict[str, Any]]] = {}
+        owned: dict[str, list[WorkloadObject]] = {}
         owners = self.cache.indexed("workloads", lambda ix: ix.owners())
         if owners is not None:  # the cache's index: only owned Workloads, not all of them every pass
             for owner, keys in owners.items():
-                owned[owner] = [wl for wl in (self.cache.get("workloads", k) for k in keys) if wl is not None]
+                owned[owner] = [cast(WorkloadObject, wl) for wl in (self.cache.get("workloads", k) for k in keys)
+                                if wl is not None]
         else:
-            for wl in self.cache.items("workloads"):
+            for wl in cast(list[WorkloadObject], self.cache.items("workloads")):
                 for ref in (wl.get("metadata") or {}).get("ownerReferences") or ():
                     if ref.get("controller"):
                         owned.setdefault(f"{wl['metadata']['namespace']}/{ref.get('uid')}", []).append(wl)
@@ -103,9 +106,9 @@ class JobReconciler:
                     continue
                 try:
                     if parent is not None:  # a managed parent's child: the parent's Workload covers its pods
-                        self._child(integration, job, parent, owned)
+                        self._child(integration, job, cast(KubeObject, parent), owned)
                     else:
-                        read = dict(with_related(integration, job, self.cache.get))  # a TrainJob with its runtime
+                        read = with_related(integration, job, self.cache.get).copy()  # a TrainJob with its runtime
                         self._job(integration, read, owned.get(f"{meta['namespace']}/{meta['uid']}", []))
                 except ClusterError as err:
                     _log.info("job step deferred", job=f"{meta.get('namespace')}/{meta.get('name')}", error=str(err))
@@ -125,17 +128,8 @@ class JobReconciler:
     workload_name, resolve_priority, placements = (staticmethod(f) for f in (workload_name, resolve_priority,
                                                                               placements))
 
-    def release(self, wl: dict[str, Any]) -> None:
-        self._release(wl)
-
-    def keep_pods_ready(self, wl: dict[str, Any], ready: bool) -> None:
-        self._pods_ready(wl, ready)
-
-    def drop_finalizer(self, wl: dict[str, Any]) -> None:
-        self._drop_finalizer(wl)
-
-    def _child(self, integration: Integration, job: dict[str, Any], parent: Mapping[str, Any],
-               owned: Mapping[str, list[dict[str, Any]]]) -> None:
+    def _child(self, integration: Integration, job: KubeObject, parent: KubeObject,
+               owned: Mapping[str, list[WorkloadObject]]) -> None:
         """Kueue's ``shouldSuspendChildJob``: a running child of a managed job is suspended unless the parent's
         latest unfinished Workload is admitted (whatever started the child — a user, an operator)."""
         if integration.finished(job) is not None or integration.is_suspended(job):
@@ -151,7 +145,7 @@ class JobReconciler:
                           child_suspend_patch(integration, job), obj)
         self.writer.event(job, integration.kind, "Suspended", "Kueue managed child job suspended")
 
-    def _lookup(self, group: str, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+    def _lookup(self, group: str, kind: str, namespace: str, name: str) -> KubeObject | None:
         """A cached object of a running integration's kind, or of a kind one of them watches beside its own (a
         TrainJob's JobSet when the JobSet integration is off): ancestry.py's lookup."""
         for integration in self.integrations:
@@ -163,7 +157,7 @@ class JobReconciler:
                     return self.cache.get(related.plural, f"{namespace}/{name}")
         return None
 
-    def _finalize_orphan(self, integration: Integration, wl: dict[str, Any], ref: Mapping[str, Any]) -> None:
+    def _finalize_orphan(self, integration: Integration, wl: WorkloadObject, ref: OwnerReference) -> None:
         """The job is gone (or going) and so is its Workload: the finalizer comes off, and the quota with it,
         only once none of the job's pods is left running or terminating."""
         ns = wl["metadata"]["namespace"]
@@ -175,7 +169,7 @@ class JobReconciler:
         except ClusterError as err:
             _log.info("workload finalizer kept", workload=f"{ns}/{wl['metadata']['name']}", error=str(err))
 
-    def _drop_finalizer(self, wl: dict[str, Any]) -> None:
+    def _drop_finalizer(self, wl: WorkloadObject) -> None:
         meta = wl["metadata"]
         finalizers = list(meta.get("finalizers") or ())
         if RESOURCE_IN_USE not in finalizers:
@@ -188,7 +182,7 @@ class JobReconciler:
         if meta.get("deletionTimestamp") and not rest:
             self.cache.forget("workloads", key)  # gone now; its quota with it
 
-    def _delete_orphan(self, wl: Mapping[str, Any]) -> None:
+    def _delete_orphan(self, wl: WorkloadObject) -> None:
         meta = wl["metadata"]
         try:
             self.writer.delete("workloads", workload_path(meta["namespace"], meta["name"]),
@@ -197,7 +191,7 @@ class JobReconciler:
             _log.info("orphan workload not deleted", workload=meta["name"], error=str(err))
             return
 
-    def _job(self, integration: Integration, job: dict[str, Any], workloads: list[dict[str, Any]]) -> None:
+    def _job(self, integration: Integration, job: KubeObject, workloads: list[WorkloadObject]) -> None:
         meta = job["metadata"]
         prebuilt = prebuilt_name(job)
         name = prebuilt or workload_name(integration.kind, integration.group, meta["name"], meta["uid"])
@@ -224,7 +218,7 @@ class JobReconciler:
         if wl["metadata"].get("deletionTimestamp"):
             # Someone deleted the Workload of a live job (Kueue: stop the job, then let the Workload go; the
             # job gets a new one).
-            templates: list[Mapping[str, Any]] = list((wl.get("spec") or {}).get("podSets") or ())
+            templates: list[PodSet] = list((wl.get("spec") or {}).get("podSets") or ())
             finished = live is not None and live.state == FINISHED
             if not finished and (not integration.is_suspended(job)
                                  or integration.restore_patch(job, templates) is not None):
@@ -241,12 +235,12 @@ class JobReconciler:
             self._drop_finalizer(wl)  # Kueue: a finished Workload holds nothing
             return
         if ended is not None:
-            status = {"conditions": [dict(c) for c in (wl.get("status") or {}).get("conditions") or ()]}
-            set_condition(status["conditions"], "Finished", "True", ended[0], ended[1], self.now())
-            self.writer.workload_status(wl, status)
+            conditions = [c.copy() for c in (wl.get("status") or {}).get("conditions") or ()]
+            set_condition(conditions, "Finished", "True", ended[0], ended[1], self.now())
+            self.writer.workload_status(wl, {"conditions": conditions})
             return
         suspended = integration.is_suspended(job)
-        original: list[Mapping[str, Any]] = list((wl.get("spec") or {}).get("podSets") or ())
+        original: list[PodSet] = list((wl.get("spec") or {}).get("podSets") or ())
         if not prebuilt and not self._matches(integration, job, wl, suspended):
             self._rebuild(integration, job, wl, suspended=suspended, path=path, obj=obj)
             return
@@ -268,10 +262,10 @@ class JobReconciler:
         self.writer.patch(integration.resource, path, integration.start_patch(job, placements(self.cache, wl)), obj)
         self.writer.event(job, integration.kind, "Started", f"Admitted by clusterQueue {cq}")
 
-    def _adopt(self, integration: Integration, job: dict[str, Any], name: str, path: str, obj: str) -> None:
+    def _adopt(self, integration: Integration, job: KubeObject, name: str, path: str, obj: str) -> None:
         """prebuilt.py: keep the job suspended until its prebuilt Workload exists, then make that Workload its."""
         ns = job["metadata"]["namespace"]
-        candidate = self.cache.get("workloads", f"{ns}/{name}")
+        candidate = cast(WorkloadObject | None, self.cache.get("workloads", f"{ns}/{name}"))
         if candidate is None:
             if not integration.is_suspended(job):
                 self._stop(integration, job, [], path, obj, why=f"Waiting for the prebuilt Workload {name}")
@@ -282,7 +276,7 @@ class JobReconciler:
             return
         self.writer.patch("workloads", workload_path(ns, name), patch, f"Workload/{ns}/{name}")
 
-    def _matches(self, integration: Integration, job: Mapping[str, Any], wl: Mapping[str, Any],
+    def _matches(self, integration: Integration, job: KubeObject, wl: WorkloadObject,
                  suspended: bool) -> bool:
         meta = job.get("metadata") or {}
         # the job's spec generation, not its resourceVersion (status writes do not change what is compared), with
@@ -302,7 +296,7 @@ class JobReconciler:
         self._matched_now[uid] = (*versions, same)
         return same
 
-    def _rebuild(self, integration: Integration, job: dict[str, Any], wl: dict[str, Any], *, suspended: bool,
+    def _rebuild(self, integration: Integration, job: KubeObject, wl: WorkloadObject, *, suspended: bool,
                  path: str, obj: str) -> None:
         """The job no longer matches its Workload (Kueue's ``ensureOneWorkload``): a suspended job's Workload
         without a reservation takes the job's new spec in place; otherwise the job is stopped (its templates
@@ -313,7 +307,7 @@ class JobReconciler:
         key = f"{meta['namespace']}/{meta['name']}"
         if suspended and not is_true(wl, "QuotaReserved"):
             fresh = new_workload(integration, job, self.cache)["spec"]
-            spec: dict[str, Any] = {k: None for k in wl.get("spec") or {} if k not in fresh and k != "active"}
+            spec: MergePatch = {k: None for k in wl.get("spec") or {} if k not in fresh and k != "active"}
             spec.update(fresh)
             self.writer.patch("workloads", workload_path(meta["namespace"], meta["name"]),
                               {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "spec": spec},
@@ -331,14 +325,14 @@ class JobReconciler:
         self.writer.delete("workloads", workload_path(meta["namespace"], meta["name"]), key, f"Workload/{key}")
         self.writer.event(job, integration.kind, "DeletedWorkload", f"Deleted not matching Workload: {key}")
 
-    def _prebuilt_in_sync(self, integration: Integration, job: dict[str, Any], wl: dict[str, Any], path: str,
+    def _prebuilt_in_sync(self, integration: Integration, job: KubeObject, wl: WorkloadObject, path: str,
                           obj: str, *, ended: bool) -> bool:
         """Kueue's ``ensurePrebuiltWorkloadInSync``: a prebuilt Workload that does not match its job is marked
         ``Finished`` (reason ``OutOfSync``) and the job is kept suspended."""
         if self._matches(integration, job, wl, integration.is_suspended(job)):
             return True
         if not is_true(wl, "Finished"):
-            conds = [dict(c) for c in (wl.get("status") or {}).get("conditions") or ()]
+            conds = [c.copy() for c in (wl.get("status") or {}).get("conditions") or ()]
             set_condition(conds, "Finished", "True", *OUT_OF_SYNC, self.now())
             self.writer.workload_status(wl, {"conditions": conds})
         elif RESOURCE_IN_USE in (wl["metadata"].get("finalizers") or ()):
@@ -347,17 +341,17 @@ class JobReconciler:
             self._stop(integration, job, [], path, obj, why="missing workload")
         return False
 
-    def _pods_ready(self, wl: dict[str, Any], ready: bool) -> None:
+    def _pods_ready(self, wl: WorkloadObject, ready: bool) -> None:
         """Keep an admitted Workload's ``PodsReady`` condition true to its job's pods (pods_ready.py)."""
         wanted = wanted_condition(wl, ready)
         old = condition(wl, PODS_READY)
         if old is not None and (old.get("status"), old.get("reason"), old.get("message")) == wanted:
             return
-        conds = [dict(c) for c in (wl.get("status") or {}).get("conditions") or ()]
+        conds = [c.copy() for c in (wl.get("status") or {}).get("conditions") or ()]
         set_condition(conds, PODS_READY, *wanted, self.now())
         self.writer.workload_status(wl, {"conditions": conds})
 
-    def _stop(self, integration: Integration, job: dict[str, Any], original: list[Mapping[str, Any]], path: str,
+    def _stop(self, integration: Integration, job: KubeObject, original: list[PodSet], path: str,
               obj: str, *, why: str) -> None:
         """Kueue's stop, in its order: suspend (with the stop mark), unset the status fields that freeze the pod
         templates (``startTime``), restore the templates and drop the mark. Each step works on the previous
@@ -372,11 +366,11 @@ class JobReconciler:
         if restore is not None:
             self.writer.patch(integration.resource, path, restore, obj)
 
-    def _release(self, wl: dict[str, Any]) -> None:
+    def _release(self, wl: WorkloadObject) -> None:
         """The evicted job has stopped: give the quota back and requeue (Kueue ``UnsetQuotaReservation``)."""
-        evicted = condition(wl, "Evicted") or {}
-        conds = [dict(c) for c in (wl.get("status") or {}).get("conditions") or ()]
-        status: dict[str, Any] = {"admission": None, "conditions": conds}
+        evicted: Condition = condition(wl, "Evicted") or {}
+        conds = [c.copy() for c in (wl.get("status") or {}).get("conditions") or ()]
+        status: MergePatch = {"admission": None, "conditions": conds}
         now = self.now()
         admitted = condition(wl, "Admitted")
         limited = (wl.get("spec") or {}).get("maximumExecutionTimeSeconds") is not None
@@ -398,3 +392,6 @@ class JobReconciler:
         if self.pods_ready.enable:
             set_condition(conds, PODS_READY, *WAIT_FOR_START, now)
         self.writer.workload_status(wl, status)
+
+    # what the pod pass borrows besides (integrations/pod_reconciler.py PassContext)
+    release, keep_pods_ready, drop_finalizer = _release, _pods_ready, _drop_finalizer

@@ -6,17 +6,19 @@ out what the engine needs. `topology_of` decodes the live queue objects with the
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Final, Protocol, cast
 
 from gitopsq.admission.topology import Settings, Topology, build_topology
 from gitopsq.admission_loop.partial import assigned_counts, with_counts
 from gitopsq.admission_loop.workload_status import Flavors, condition, is_true, parse_time
 from gitopsq.api import model as m
 from gitopsq.api.codec import decode
+from gitopsq.api.raw_objects import KubeObject
 from gitopsq.api.reader import Reader
 from gitopsq.api.workload_codec import decode_pod_sets
+from gitopsq.api.workload_object import WorkloadObject
 from gitopsq.cluster.kinds import BY_PLURAL, TOPOLOGY
 
 FINISHED, ADMITTED, EVICTING, PENDING, INACTIVE = "finished", "admitted", "evicting", "pending", "inactive"
@@ -42,14 +44,17 @@ class LiveWorkload:
     cluster_queue: str | None  # where it holds quota (admitted / evicting)
     flavors: Flavors
     reserved_at: float
-    raw: Mapping[str, Any]
+    raw: WorkloadObject
 
+
+View = Callable[[KubeObject], LiveWorkload | None]  # how the watch cache decodes a Workload once per change
+Retire = Callable[[LiveWorkload], bool]  # whether a view is done with (a finished Workload)
 
 _POD_SETS: dict[tuple[str, str], tuple[m.PodSet, ...]] = {}  # (uid, generation) -> pod sets; specs are immutable
 _BY_CONTENT: dict[str, tuple[m.PodSet, ...]] = {}  # repr(spec.podSets) -> pod sets: one decode per distinct shape
 
 
-def _pod_sets(raw: Mapping[str, Any]) -> tuple[m.PodSet, ...] | None:
+def _pod_sets(raw: WorkloadObject) -> tuple[m.PodSet, ...] | None:
     """Decoded pod sets; workloads with the same pod sets share one tuple (the admission pass groups by it)."""
     meta = raw.get("metadata") or {}
     memo = (str(meta.get("uid")), str(meta.get("generation")))
@@ -75,8 +80,9 @@ def _pod_sets(raw: Mapping[str, Any]) -> tuple[m.PodSet, ...] | None:
 _READ: dict[str, LiveWorkload] = {}  # uid -> view of the latest version read (older versions are not kept alive)
 
 
-def read_workload(raw: Mapping[str, Any]) -> LiveWorkload | None:
+def read_workload(obj: Mapping[str, object]) -> LiveWorkload | None:
     """The loop's view of a Workload, or None when its pod sets cannot be read (left alone, like Kueue)."""
+    raw = cast(WorkloadObject, obj)  # the edge: an object of the workloads resource
     uid = str((raw.get("metadata") or {}).get("uid"))
     hit = _READ.get(uid)
     if hit is not None and hit.raw is raw:
@@ -89,7 +95,7 @@ def read_workload(raw: Mapping[str, Any]) -> LiveWorkload | None:
     return view
 
 
-def _read_workload(raw: Mapping[str, Any]) -> LiveWorkload | None:
+def _read_workload(raw: WorkloadObject) -> LiveWorkload | None:
     meta = raw.get("metadata") or {}
     spec = raw.get("spec") or {}
     status = raw.get("status") or {}
@@ -126,7 +132,7 @@ def _read_workload(raw: Mapping[str, Any]) -> LiveWorkload | None:
         flavors=flavors, reserved_at=parse_time(reserved.get("lastTransitionTime")) if reserved else 0.0, raw=raw)
 
 
-def topology_of(objects: Iterable[Mapping[str, Any]], settings: Settings | None = None) -> Topology:
+def topology_of(objects: Iterable[Mapping[str, object]], settings: Settings | None = None) -> Topology:
     """The engine's topology from live queue objects (undecodable objects are skipped, as Kueue's webhook
     would have refused them)."""
     decoded: list[m.QueueObject] = []
@@ -143,13 +149,13 @@ class QueueSource(Protocol):
 
     def watches(self, name: str) -> bool: ...
 
-    def items(self, name: str) -> list[dict[str, Any]]: ...
+    def items(self, name: str) -> list[KubeObject]: ...
 
 
-def queue_objects(cache: QueueSource) -> list[dict[str, Any]]:
+def queue_objects(cache: QueueSource) -> list[dict[str, object]]:
     """The topology's objects from the watch cache, with the apiVersion and kind that watch and list items lack
     (the codec needs them)."""
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     for name in TOPOLOGY:
         if cache.watches(name):
             kind = BY_PLURAL[name]

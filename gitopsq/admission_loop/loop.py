@@ -22,6 +22,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
+from typing import cast
 
 from kubernetes import client as k8s_client
 
@@ -39,6 +40,7 @@ from gitopsq.admission_loop.rate_limited import Client, TokenBucket
 from gitopsq.admission_loop.watch_cache import Cache
 from gitopsq.admission_loop.workload_index import WorkloadIndex
 from gitopsq.admission_loop.writer import EventRecorder, Writer
+from gitopsq.api.raw_objects import ObjectList
 from gitopsq.cluster.kube import load_api_client
 from gitopsq.errors import ClusterError
 from gitopsq.manifests.config_model import AdmissionSettings
@@ -182,7 +184,7 @@ class AdmissionLoop:
         only for the Workloads of deleted jobs, which keep their quota until it says 0)."""
         answer = self.client.request("GET", f"/api/v1/namespaces/{namespace}/pods",
                                      query=(("labelSelector", selector),), obj=f"pods of {selector}")
-        return sum(1 for p in (answer or {}).get("items") or ()
+        return sum(1 for p in cast(ObjectList, answer or {}).get("items") or ()
                    if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
 
     def run(self, stop: threading.Event, may_write: Callable[[], bool]) -> None:

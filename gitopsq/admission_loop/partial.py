@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
 
 from gitopsq.admission.workload import Shape, reduced, reducible
 from gitopsq.api import model as m
+from gitopsq.api.workload_object import Admission
 
 MIN_PARALLELISM: str = "kueue.x-k8s.io/job-min-parallelism"
 
 _WITH_COUNTS: dict[tuple[int, tuple[int, ...]], tuple[tuple[m.PodSet, ...], tuple[m.PodSet, ...]]] = {}
 
 
-def assigned_counts(admission: Mapping[str, Any] | None) -> dict[str, int]:
+def assigned_counts(admission: Admission | None) -> dict[str, int]:
     """Pod set name → admitted count, from ``status.admission`` (empty when there is none)."""
     out: dict[str, int] = {}
     for psa in (admission or {}).get("podSetAssignments") or ():

@@ -15,7 +15,6 @@ import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from gitopsq import logs
 from gitopsq.admission.topology import Topology
@@ -49,6 +48,7 @@ from gitopsq.admission_loop.workload_status import (
     set_condition,
 )
 from gitopsq.admission_loop.writer import workload_path
+from gitopsq.api.raw_objects import Condition, MergePatch
 from gitopsq.cluster.kinds import TOPOLOGY
 from gitopsq.cluster.kube import ClusterConflict, ClusterNotFound
 from gitopsq.errors import ClusterError
@@ -261,7 +261,7 @@ class AdmissionPass:
         for future in [self._pool.submit(call) for call in calls]:
             future.result()
 
-    def _write(self, w: LiveWorkload, status: dict[str, Any]) -> bool:
+    def _write(self, w: LiveWorkload, status: MergePatch) -> bool:
         try:
             self.writer.workload_status(w.raw, status)
             return True
@@ -273,8 +273,8 @@ class AdmissionPass:
             _log.warning("workload status not written", workload=w.key, error=str(err))
         return False
 
-    def _conditions(self, w: LiveWorkload) -> list[dict[str, Any]]:
-        return [dict(c) for c in (w.raw.get("status") or {}).get("conditions") or ()]
+    def _conditions(self, w: LiveWorkload) -> list[Condition]:
+        return [c.copy() for c in (w.raw.get("status") or {}).get("conditions") or ()]
 
     def _deactivate(self, w: LiveWorkload, deactivate: Deactivate, now: float, *, event_reason: str = "") -> None:
         """Kueue's first two deactivation steps: the ``DeactivationTarget`` mark, then ``spec.active: false``;
@@ -300,7 +300,7 @@ class AdmissionPass:
             self._write(w, {"conditions": conds})
             return
         set_condition(conds, "Requeued", "True", "BackoffFinished", "The workload backoff was finished", now)
-        requeue_state = dict((w.raw.get("status") or {}).get("requeueState") or {})
+        requeue_state: MergePatch = {**((w.raw.get("status") or {}).get("requeueState") or {})}
         requeue_state["requeueAt"] = None
         self._write(w, {"conditions": conds, "requeueState": requeue_state})
 
@@ -309,7 +309,7 @@ class AdmissionPass:
         conds = self._conditions(w)
         if reason.startswith("DeactivatedDueTo"):  # the mark has done its work (Kueue drops it on eviction)
             conds = [c for c in conds if c.get("type") != DEACTIVATION_TARGET]
-        status: dict[str, Any] = {"conditions": conds}
+        status: MergePatch = {"conditions": conds}
         if requeue_state is not None:
             status["requeueState"] = dict(requeue_state)
         elif reason.startswith("Deactivated"):
@@ -338,7 +338,7 @@ class AdmissionPass:
                counts: Mapping[str, int] | None = None) -> None:
         conds = self._conditions(w)
         pod_sets = with_counts(w.pod_sets, counts) if counts else w.pod_sets  # partial admission: as admitted
-        status: dict[str, Any] = {"admission": admission_status(cq, pod_sets, flavors), "conditions": conds}
+        status: MergePatch = {"admission": admission_status(cq, pod_sets, flavors), "conditions": conds}
         set_condition(conds, "QuotaReserved", "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cq}", now)
         for kind in ("Evicted", "Preempted"):
             old = condition(w.raw, kind)

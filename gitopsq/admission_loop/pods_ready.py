@@ -18,13 +18,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from gitopsq.admission_loop.decisions import Decisions, Eviction, PendingReason, QueuePosition
 from gitopsq.admission_loop.lifecycle import REQUEUING_LIMIT_EXCEEDED, Deactivate, cause_words
 from gitopsq.admission_loop.live_workload import ADMITTED, PENDING, LiveWorkload
 from gitopsq.admission_loop.options import WaitForPodsReady
 from gitopsq.admission_loop.workload_status import condition, is_true, iso, parse_time
+from gitopsq.api.workload_object import WorkloadObject
 
 PODS_READY: Final = "PodsReady"
 TIMEOUT_REASON: Final = "PodsReadyTimeout"
@@ -43,7 +44,7 @@ class Timeouts:
     deactivate: dict[str, Deactivate]
 
 
-def wanted_condition(wl: Mapping[str, Any], ready: bool) -> tuple[str, str, str]:
+def wanted_condition(wl: WorkloadObject, ready: bool) -> tuple[str, str, str]:
     """The ``PodsReady`` condition an admitted Workload should carry, given whether its job's pods are ready."""
     old = condition(wl, PODS_READY)
     if ready:

@@ -6,11 +6,12 @@ writer.Writer, gitopsq.metrics.KueueMetrics, a gitopsq.audit sink); tests may ha
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from gitopsq.admission.topology import Topology
 from gitopsq.admission_loop.live_workload import LiveWorkload
 from gitopsq.admission_loop.workload_index import WorkloadIndex
+from gitopsq.api.raw_objects import KubeObject
 from gitopsq.audit.records import Record
 
 T = TypeVar("T")
@@ -20,17 +21,17 @@ V = TypeVar("V")
 class WatchCache(Protocol):
     """The objects the loop reads, by resource plural (gitopsq.cluster.kinds), kept current by watches."""
 
-    def items(self, name: str) -> list[dict[str, Any]]: ...
+    def items(self, name: str) -> list[KubeObject]: ...
 
-    def get(self, name: str, key: str) -> dict[str, Any] | None: ...
+    def get(self, name: str, key: str) -> KubeObject | None: ...
 
-    def put(self, name: str, obj: dict[str, Any]) -> None: ...
+    def put(self, name: str, obj: KubeObject) -> None: ...
 
     def forget(self, name: str, key: str) -> None: ...
 
-    def views(self, name: str, decode: Callable[[dict[str, Any]], V]) -> list[V]: ...
+    def views(self, name: str, decode: Callable[[KubeObject], V]) -> list[V]: ...
 
-    def live_views(self, name: str, decode: Callable[[dict[str, Any]], V]) -> list[V]: ...
+    def live_views(self, name: str, decode: Callable[[KubeObject], V]) -> list[V]: ...
 
     def indexed(self, name: str, read: Callable[[WorkloadIndex], T]) -> T | None: ...
 
@@ -39,6 +40,17 @@ class WatchCache(Protocol):
     def generation(self, names: Sequence[str]) -> tuple[int, ...]: ...
 
     def shape(self, names: Sequence[str]) -> tuple[int, ...]: ...
+
+
+class QueueTally(Protocol):
+    """One queue's Workload counts and usage of a pass (queue_status._Tally), as the metrics read them."""
+
+    pending: int
+    reserving: int
+    admitted: int
+    finished: int
+    reserved: dict[tuple[str, str], int]  # (flavor, resource) -> milli-units
+    used: dict[tuple[str, str], int]
 
 
 class TokenLevel(Protocol):
@@ -57,17 +69,17 @@ class WorkloadWriter(Protocol):
     @property
     def workload_bucket(self) -> TokenLevel | None: ...
 
-    def workload_status(self, raw: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]: ...
+    def workload_status(self, raw: Mapping[str, object], status: Mapping[str, object]) -> KubeObject: ...
 
-    def patch(self, resource: str, path: str, body: Mapping[str, Any], obj: str) -> dict[str, Any]: ...
+    def patch(self, resource: str, path: str, body: Mapping[str, object], obj: str) -> KubeObject: ...
 
-    def create(self, resource: str, path: str, body: Mapping[str, Any], obj: str) -> dict[str, Any]: ...
+    def create(self, resource: str, path: str, body: Mapping[str, object], obj: str) -> KubeObject: ...
 
     def delete(self, resource: str, path: str, key: str, obj: str) -> None: ...
 
-    def queue_status(self, resource: str, path: str, status: Mapping[str, Any]) -> dict[str, Any]: ...
+    def queue_status(self, resource: str, path: str, status: Mapping[str, object]) -> KubeObject: ...
 
-    def event(self, obj: Mapping[str, Any], kind: str, reason: str, message: str, *, warning: bool = False
+    def event(self, obj: Mapping[str, object], kind: str, reason: str, message: str, *, warning: bool = False
               ) -> None: ...
 
 
@@ -85,7 +97,7 @@ class AdmissionMetrics(Protocol):
 
     def workload_finished(self, w: LiveWorkload) -> None: ...
 
-    def observe_queues(self, topology: Topology, cq_tally: Mapping[str, Any], lq_tally: Mapping[str, Any],
+    def observe_queues(self, topology: Topology, cq_tally: Mapping[str, QueueTally], lq_tally: Mapping[str, QueueTally],
                        reasons: Iterable[tuple[str, str]], finished: Mapping[str, int], *,
                        active: Mapping[str, int] | None = None, lq_active: Mapping[str, int] | None = None,
                        shares: tuple[Mapping[str, tuple[str, float]], Mapping[str, float]] | None = None

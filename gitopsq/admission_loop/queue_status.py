@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import cast
 
 from gitopsq import logs
 from gitopsq.admission.topology import Topology
@@ -22,6 +22,8 @@ from gitopsq.admission_loop.rate_limited import TokenBucket
 from gitopsq.admission_loop.workload_status import is_true
 from gitopsq.admission_loop.workload_status import set_condition as _set
 from gitopsq.api.quantity import QuantityFormat, format_milli
+from gitopsq.api.queue_objects import ClusterQueueObject, FlavorUsage, LocalQueueObject, QueueStatus, ResourceUsage
+from gitopsq.api.raw_objects import Condition
 from gitopsq.cluster.kinds import CLUSTER_QUEUE, LOCAL_QUEUE
 from gitopsq.errors import ClusterError
 
@@ -72,15 +74,15 @@ class _Tally:
                 self.used[fr] = self.used.get(fr, 0) + v
 
 
-def _flavors(topology: Topology, cq: str, usage: Usage, *, borrowed: bool) -> list[dict[str, Any]]:
+def _flavors(topology: Topology, cq: str, usage: Usage, *, borrowed: bool) -> list[FlavorUsage]:
     spec = topology.queues[cq]
-    out = []
+    out: list[FlavorUsage] = []
     for group in spec.groups:
         for flavor in group.flavors:
             resources = []
             for res in group.resources:
                 total = usage.get((flavor, res), 0)
-                item = {"name": res, "total": fmt(res, total)}
+                item: ResourceUsage = {"name": res, "total": fmt(res, total)}
                 if borrowed:
                     limits = spec.limits.get((flavor, res))
                     item["borrowed"] = fmt(res, max(0, total - (limits.nominal if limits else 0)))
@@ -89,31 +91,31 @@ def _flavors(topology: Topology, cq: str, usage: Usage, *, borrowed: bool) -> li
     return out
 
 
-def _lq_flavors(usage: Usage) -> list[dict[str, Any]]:
-    flavors: dict[str, list[dict[str, Any]]] = {}
+def _lq_flavors(usage: Usage) -> list[FlavorUsage]:
+    flavors: dict[str, list[ResourceUsage]] = {}
     for (flavor, res), total in sorted(usage.items()):
         flavors.setdefault(flavor, []).append({"name": res, "total": fmt(res, total)})
     return [{"name": f, "resources": r} for f, r in flavors.items()]
 
 
-def urgent(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+def urgent(old: QueueStatus, new: QueueStatus) -> bool:
     """Whether a queue's new status must not wait for its interval: its ``Active`` condition changed, or it
     turned idle (nothing pending or reserving) or busy. Clients wait for exactly these moments (Kueue's
     benchmark runner stops once no ClusterQueue has pending or reserving workloads); counts and usage in
     between may lag by one interval."""
-    def active(status: Mapping[str, Any]) -> tuple[object, ...]:
+    def active(status: QueueStatus) -> tuple[object, ...]:
         for c in status.get("conditions") or ():
             if c.get("type") == "Active":
                 return (c.get("status"), c.get("reason"))
         return ()
 
-    def idle(status: Mapping[str, Any]) -> bool:
+    def idle(status: QueueStatus) -> bool:
         return not status.get("pendingWorkloads") and not status.get("reservingWorkloads")
 
     return active(old) != active(new) or idle(old) != idle(new)
 
 
-def _same_conditions(old: list[Mapping[str, Any]], new: list[Mapping[str, Any]]) -> bool:
+def _same_conditions(old: list[Condition], new: list[Condition]) -> bool:
     strip = [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in old]
     return strip == [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in new]
 
@@ -153,7 +155,7 @@ class QueueStatusWriter:
         """Write what changed; return the per-ClusterQueue and per-LocalQueue tallies (for metrics; finished
         workloads, which pile up, are counted only with ``count_finished``)."""
         self.deferred = False
-        self._due: list[tuple[float, str, str, dict[str, Any], bool]] = []
+        self._due: list[tuple[float, str, str, QueueStatus, bool]] = []
         cq_tally = {name: _Tally() for name in topology.queues}
         lq_tally: dict[str, _Tally] = {}
         # The index (kept by the watch) has the quota holders, the waiting counts and, for metrics, the finished
@@ -186,38 +188,39 @@ class QueueStatusWriter:
                 cq_tally[cq].add(w)
             lq_tally.setdefault(f"{w.namespace}/{w.queue}", _Tally()).add(w)
         seen: set[str] = set()
-        for raw in self.cache.items(CLUSTER_QUEUE.plural):
+        for raw in cast(list[ClusterQueueObject], self.cache.items(CLUSTER_QUEUE.plural)):
             name = raw["metadata"]["name"]
             if name in topology.queues:
                 seen.add(self._cluster_queue(raw, topology, cq_tally[name], now))
-        for raw in self.cache.items(LOCAL_QUEUE.plural):
-            key = f"{raw['metadata']['namespace']}/{raw['metadata']['name']}"
-            seen.add(self._local_queue(raw, topology, lq_tally.get(key) or _Tally(), now))
+        for local in cast(list[LocalQueueObject], self.cache.items(LOCAL_QUEUE.plural)):
+            key = f"{local['metadata']['namespace']}/{local['metadata']['name']}"
+            seen.add(self._local_queue(local, topology, lq_tally.get(key) or _Tally(), now))
         if len(self._settled) > len(seen):  # queues gone since: their entries go
             self._settled = {path: inputs for path, inputs in self._settled.items() if path in seen}
         self._flush()
         return cq_tally, lq_tally
 
-    def _cluster_queue(self, raw: Mapping[str, Any], topology: Topology, t: _Tally, now: float) -> str:
+    def _cluster_queue(self, raw: ClusterQueueObject, topology: Topology, t: _Tally, now: float) -> str:
         spec = topology.queues[raw["metadata"]["name"]]
         path = CLUSTER_QUEUE.object_path(spec.name)
         inputs = (raw["metadata"].get("resourceVersion"), spec, *t.values())
         if self._settled.get(path) == inputs:
             return path
         old = raw.get("status") or {}
-        conds = [dict(c) for c in old.get("conditions") or ()]
+        conds = [c.copy() for c in old.get("conditions") or ()]
         if spec.active:
             _set(conds, "Active", "True", "Ready", "Can admit new workloads", now)
         else:
             _set(conds, "Active", "False", spec.inactive_reason.split(",")[0], spec.inactive_message, now)
-        status = {"conditions": conds, "pendingWorkloads": t.pending, "reservingWorkloads": t.reserving,
-                  "admittedWorkloads": t.admitted,
-                  "flavorsReservation": _flavors(topology, spec.name, t.reserved, borrowed=True),
-                  "flavorsUsage": _flavors(topology, spec.name, t.used, borrowed=True)}
+        status: QueueStatus = {
+            "conditions": conds, "pendingWorkloads": t.pending, "reservingWorkloads": t.reserving,
+            "admittedWorkloads": t.admitted,
+            "flavorsReservation": _flavors(topology, spec.name, t.reserved, borrowed=True),
+            "flavorsUsage": _flavors(topology, spec.name, t.used, borrowed=True)}
         self._write(CLUSTER_QUEUE.plural, raw, old, status, path, inputs)
         return path
 
-    def _local_queue(self, raw: Mapping[str, Any], topology: Topology, t: _Tally, now: float) -> str:
+    def _local_queue(self, raw: LocalQueueObject, topology: Topology, t: _Tally, now: float) -> str:
         meta = raw["metadata"]
         cq = (raw.get("spec") or {}).get("clusterQueue", "")
         path = LOCAL_QUEUE.object_path(meta["name"], meta["namespace"])
@@ -226,7 +229,7 @@ class QueueStatusWriter:
         if self._settled.get(path) == inputs:
             return path
         old = raw.get("status") or {}
-        conds = [dict(c) for c in old.get("conditions") or ()]
+        conds = [c.copy() for c in old.get("conditions") or ()]
         if ((raw.get("spec") or {}).get("stopPolicy") or "None") != "None":
             _set(conds, "Active", "False", "Stopped", "LocalQueue is stopped", now)
         elif cq not in topology.queues:
@@ -237,13 +240,14 @@ class QueueStatusWriter:
                  now)
         else:
             _set(conds, "Active", "True", "Ready", "Can submit new workloads to localQueue", now)
-        status = {"conditions": conds, "pendingWorkloads": t.pending, "reservingWorkloads": t.reserving,
-                  "admittedWorkloads": t.admitted, "flavorsReservation": _lq_flavors(t.reserved),
-                  "flavorsUsage": _lq_flavors(t.used)}
+        status: QueueStatus = {
+            "conditions": conds, "pendingWorkloads": t.pending, "reservingWorkloads": t.reserving,
+            "admittedWorkloads": t.admitted, "flavorsReservation": _lq_flavors(t.reserved),
+            "flavorsUsage": _lq_flavors(t.used)}
         self._write(LOCAL_QUEUE.plural, raw, old, status, path, inputs)
         return path
 
-    def _write(self, resource: str, raw: Mapping[str, Any], old: Mapping[str, Any], status: dict[str, Any],  # noqa: PLR0917
+    def _write(self, resource: str, raw: Mapping[str, object], old: QueueStatus, status: QueueStatus,  # noqa: PLR0917
                path: str, inputs: tuple[object, ...]) -> None:
         unchanged = all(old.get(k) == v for k, v in status.items() if k != "conditions")
         if unchanged and _same_conditions(list(old.get("conditions") or ()), status["conditions"]):
@@ -276,7 +280,7 @@ class QueueStatusWriter:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
 
-    def _send(self, resource: str, path: str, status: dict[str, Any]) -> None:
+    def _send(self, resource: str, path: str, status: QueueStatus) -> None:
         try:
             self.writer.queue_status(resource, path, status)
         except ClusterError as err:

@@ -9,14 +9,32 @@ from __future__ import annotations
 import copy
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Protocol, cast
 
 from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
-from gitopsq.cluster.apply import Backoff, KubeRest
+from gitopsq.api.raw_objects import JsonObject
+from gitopsq.cluster.apply import Backoff, KubeRest, RequestBody
 from gitopsq.cluster.kube import api_errors
+
+
+class StreamBody(Protocol):
+    """The urllib3 response of a watch, read as it streams."""
+
+    def stream(self, amt: int | None = ..., decode_content: bool | None = ...) -> Iterator[bytes]: ...
+
+    def shutdown(self) -> None: ...
+
+    def release_conn(self) -> None: ...
+
+
+class WatchResponse(Protocol):
+    """What `Client.open_stream` answers (the Kubernetes client's REST response)."""
+
+    @property
+    def response(self) -> StreamBody: ...
 
 
 class TokenBucket:
@@ -114,17 +132,19 @@ class Client:
         """Seconds requests spent blocked on their buckets, all kinds together."""
         return sum(b.waited for b in list(self.buckets.values()))
 
-    def request(self, method: str, path: str, *, query: Sequence[tuple[str, str]] = (), body: Any = None,
-                content_type: str = "application/json", obj: str | None = None) -> Any:
+    def request(self, method: str, path: str, *, query: Sequence[tuple[str, str]] = (), body: object = None,
+                content_type: str = "application/json", obj: str | None = None) -> JsonObject:
+        """One request; the decoded answer (an object, a list, a discovery document: the caller names it)."""
         self.bucket_for(path).take()
         with self._lock:
             self.counts[method] = self.counts.get(method, 0) + 1
             kind = f"{method} {resource_of(path)}"
             self.by_kind[kind] = self.by_kind.get(kind, 0) + 1
-        return self.rest.request(method, path, query=query, body=body, content_type=content_type, obj=obj,
-                                 retry=False)
+        answer = self.rest.request(method, path, query=query, body=cast(RequestBody, body), content_type=content_type,
+                                   obj=obj, retry=False)
+        return cast(JsonObject, answer)
 
-    def open_stream(self, path: str, query: Sequence[tuple[str, str]], read_timeout: float) -> Any:
+    def open_stream(self, path: str, query: Sequence[tuple[str, str]], read_timeout: float) -> WatchResponse:
         """A GET whose body is read incrementally (a watch); the caller closes ``.response``."""
         self.bucket_for(path).take()
         with self._lock:
@@ -137,4 +157,4 @@ class Client:
             if response.status != 200:
                 response.read()  # type: ignore[no-untyped-call]
                 raise ApiException(http_resp=response)
-        return response
+        return cast(WatchResponse, response)

@@ -4,13 +4,14 @@ group's Workload, whose finalizer waits for the pods to go, for ever."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
+
+from gitopsq.api.raw_objects import KubeObject
 
 LIMIT = 10_000  # deletions remembered per informer; the oldest are forgotten first
 
 
-def resource_version(obj: Mapping[str, Any]) -> int:
+def resource_version(obj: KubeObject) -> int:
     text = (obj.get("metadata") or {}).get("resourceVersion") or "0"
     return int(text) if text.isdigit() else 0
 
@@ -29,7 +30,7 @@ class Tombstones:
         while len(self._deleted) > self.limit:
             del self._deleted[next(iter(self._deleted))]
 
-    def hides(self, key: str, obj: Mapping[str, Any]) -> bool:
+    def hides(self, key: str, obj: KubeObject) -> bool:
         """Whether ``obj`` (a write's answer) is older than the deletion already seen of ``key``."""
         rv = resource_version(obj)
         return 0 < rv <= self._deleted.get(key, 0)

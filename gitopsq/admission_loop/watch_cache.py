@@ -27,14 +27,16 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar, cast
 
 import orjson
 
 from gitopsq import logs
-from gitopsq.admission_loop.rate_limited import Client
+from gitopsq.admission_loop.live_workload import LiveWorkload, Retire, View
+from gitopsq.admission_loop.rate_limited import Client, StreamBody, WatchResponse
 from gitopsq.admission_loop.tombstones import Tombstones, resource_version
 from gitopsq.admission_loop.workload_index import WorkloadIndex
+from gitopsq.api.raw_objects import KubeObject, ObjectList, WatchEvent, number, text
 from gitopsq.cluster.apply import Backoff
 from gitopsq.cluster.kinds import BY_PLURAL, WATCHED, Kind
 from gitopsq.cluster.kube import ClusterUnavailable
@@ -47,7 +49,7 @@ T = TypeVar("T")
 V = TypeVar("V")
 
 
-def key_of(obj: Mapping[str, Any]) -> str:
+def key_of(obj: KubeObject) -> str:
     meta = obj.get("metadata") or {}
     ns = meta.get("namespace")
     return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
@@ -56,7 +58,7 @@ def key_of(obj: Mapping[str, Any]) -> str:
 _rv = resource_version
 
 
-def slim(obj: dict[str, Any]) -> dict[str, Any]:
+def slim(obj: KubeObject) -> KubeObject:
     """``obj`` without ``metadata.managedFields`` (the module docstring says why)."""
     meta = obj.get("metadata")
     if isinstance(meta, dict):
@@ -64,12 +66,12 @@ def slim(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-def newer(candidate: Mapping[str, Any], current: Mapping[str, Any] | None) -> bool:
+def newer(candidate: KubeObject, current: KubeObject | None) -> bool:
     """Whether ``candidate`` should replace ``current`` (etcd resourceVersions grow; unparsable ones win)."""
     return current is None or _rv(candidate) >= _rv(current) or _rv(current) == 0
 
 
-def reshaped(new: Mapping[str, Any] | None, old: Mapping[str, Any] | None) -> bool:
+def reshaped(new: KubeObject | None, old: KubeObject | None) -> bool:
     """Whether replacing ``old`` by ``new`` (None: absent) changes more than status: another object, or a new
     ``metadata.generation`` (the API server bumps it on spec changes only)."""
     if new is None or old is None:
@@ -86,21 +88,21 @@ class Informer:
     """LIST + WATCH one resource into ``store`` on a daemon thread (see the module docstring)."""
 
     def __init__(self, client: Client, resource: Kind, on_change: Callable[[str], None], *,
-                 watch_seconds: int = 240, view: Callable[[dict[str, Any]], Any] | None = None,
-                 retire: Callable[[Any], bool] | None = None, index: WorkloadIndex | None = None) -> None:
+                 watch_seconds: int = 240, view: View | None = None,
+                 retire: Retire | None = None, index: WorkloadIndex | None = None) -> None:
         self.client, self.resource, self.on_change = client, resource, on_change
         self.path = resource.collection_path()
         # a kind with many objects of which few matter (Pods) is watched through its label selector only
         self._selector = [("labelSelector", resource.label_selector)] if resource.label_selector else []
         self.index = index  # update(key, raw, view) / clear(), under ``lock``
-        self.store: dict[str, dict[str, Any]] = {}
+        self.store: dict[str, KubeObject] = {}
         # Decoded once per change, on the watch thread, instead of once per object per pass.
         self.view = view
-        self.views: dict[str, Any] = {}
+        self.views: dict[str, LiveWorkload | None] = {}
         # Views ``retire`` says are done with (finished Workloads) are kept apart, so that a pass can walk the
         # live ones only: at the end of a long run almost every Workload is finished.
         self.retire = retire
-        self.retired: dict[str, Any] = {}
+        self.retired: dict[str, LiveWorkload] = {}
         self.lock = threading.Lock()
         self.synced = threading.Event()
         self.generation = 0  # bumped on every change
@@ -109,7 +111,7 @@ class Informer:
         self.tombstones = Tombstones()
         self.watch_seconds = watch_seconds
         self._stop = threading.Event()
-        self._response: Any = None
+        self._response: WatchResponse | None = None
         self._thread = threading.Thread(target=self._run, name=f"informer-{resource.plural}", daemon=True)
 
     def start(self) -> None:
@@ -127,7 +129,7 @@ class Informer:
             with contextlib.suppress(Exception):  # best effort: the socket may already be gone
                 response.response.shutdown()
 
-    def put(self, obj: dict[str, Any]) -> None:
+    def put(self, obj: KubeObject) -> None:
         obj = slim(obj)
         key = key_of(obj)
         decoded = self.view(obj) if self.view is not None else None
@@ -142,7 +144,7 @@ class Informer:
                 self.generation += 1
                 self.shape += reshaped(obj, old)
 
-    def _set_view(self, key: str, decoded: Any, raw: dict[str, Any]) -> None:
+    def _set_view(self, key: str, decoded: LiveWorkload | None, raw: KubeObject) -> None:
         """File a decoded view as live or retired, and in the index (the caller holds the lock)."""
         if self.index is not None:
             self.index.update(key, raw, decoded)
@@ -194,15 +196,15 @@ class Informer:
                 self._stop.wait(0.2)
 
     def _list(self) -> str:
-        items: list[dict[str, Any]] = []
+        items: list[KubeObject] = []
         token, rv = "", ""
         while True:
             query = [("limit", "1000")] + ([("continue", token)] if token else []) + self._selector
-            answer = self.client.request("GET", self.path, query=query)
+            answer = cast(ObjectList, self.client.request("GET", self.path, query=query))
             items.extend(slim(o) for o in answer.get("items") or [])
             meta = answer.get("metadata") or {}
             rv = rv or meta.get("resourceVersion") or ""
-            token = meta.get("continue") or ""
+            token = str(meta.get("continue") or "")
             if not token:
                 break
         kind = self.resource.plural
@@ -233,9 +235,9 @@ class Informer:
                     return rv
                 kind, obj = event.get("type"), event.get("object") or {}
                 if kind == "ERROR":
-                    if obj.get("code") == 410:
+                    if number(obj, "code") == 410:  # the object is a Status
                         raise _ExpiredError()
-                    raise ClusterUnavailable(str(obj.get("message") or "watch error"), status=obj.get("code"))
+                    raise ClusterUnavailable(text(obj, "message") or "watch error", status=number(obj, "code") or None)
                 rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
                 if kind == "BOOKMARK":
                     continue
@@ -265,7 +267,7 @@ class Informer:
         return rv
 
 
-def _events(raw: Any) -> Iterator[dict[str, Any]]:
+def _events(raw: StreamBody) -> Iterator[WatchEvent]:
     """JSON watch events from a chunked response body, one per line."""
     buffer = b""
     for chunk in raw.stream(amt=None, decode_content=True):
@@ -282,8 +284,8 @@ class Cache:
     """The informers of one admission loop."""
 
     def __init__(self, client: Client, names: Sequence[str] = WATCHED, *, watch_seconds: int = 240,
-                 views: Mapping[str, Callable[[dict[str, Any]], Any]] | None = None,
-                 retire: Mapping[str, Callable[[Any], bool]] | None = None,
+                 views: Mapping[str, View] | None = None,
+                 retire: Mapping[str, Retire] | None = None,
                  indexes: Mapping[str, WorkloadIndex] | None = None) -> None:
         self.client = client
         self.changed = threading.Event()
@@ -344,28 +346,28 @@ class Cache:
                 return False
         return True
 
-    def items(self, name: str) -> list[dict[str, Any]]:
+    def items(self, name: str) -> list[KubeObject]:
         informer = self.informers[name]
         with informer.lock:
             return list(informer.store.values())
 
-    def views(self, name: str, decode: Callable[[dict[str, Any]], V]) -> list[V]:
+    def views(self, name: str, decode: Callable[[KubeObject], V]) -> list[V]:
         """Every object of ``name`` decoded: kept up to date by the watch when the cache was built with a
         view for it, else decoded now."""
         informer = self.informers[name]
         if informer.view is None:
             return [decode(o) for o in self.items(name)]
-        with informer.lock:
-            return [*informer.views.values(), *informer.retired.values()]
+        with informer.lock:  # the informer's view is ``decode`` (the loop builds both from read_workload)
+            return cast(list[V], [*informer.views.values(), *informer.retired.values()])
 
-    def live_views(self, name: str, decode: Callable[[dict[str, Any]], V]) -> list[V]:
+    def live_views(self, name: str, decode: Callable[[KubeObject], V]) -> list[V]:
         """Like `views`, without the ones the cache's ``retire`` predicate set aside (finished Workloads)."""
         informer = self.informers[name]
         if informer.view is None:
             return [v for v in (decode(o) for o in self.items(name))
-                    if informer.retire is None or v is None or not informer.retire(v)]
+                    if informer.retire is None or v is None or not informer.retire(cast(LiveWorkload, v))]
         with informer.lock:
-            return list(informer.views.values())
+            return cast(list[V], list(informer.views.values()))
 
     def watches(self, name: str) -> bool:
         """Whether this cache has an informer for ``name``."""
@@ -379,12 +381,12 @@ class Cache:
         with informer.lock:
             return read(informer.index)
 
-    def get(self, name: str, key: str) -> dict[str, Any] | None:
+    def get(self, name: str, key: str) -> KubeObject | None:
         informer = self.informers[name]
         with informer.lock:
             return informer.store.get(key)
 
-    def put(self, name: str, obj: dict[str, Any]) -> None:
+    def put(self, name: str, obj: KubeObject) -> None:
         self.informers[name].put(obj)
 
     def forget(self, name: str, key: str) -> None:

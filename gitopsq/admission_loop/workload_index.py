@@ -16,10 +16,9 @@ too: the index is the only path a pass takes.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping
-from typing import Any
 
 from gitopsq.admission_loop.live_workload import ADMITTED, EVICTING, FINISHED, PENDING, LiveWorkload
+from gitopsq.api.raw_objects import KubeObject
 
 GroupKey = tuple[str, str, int | None, str | None, int]  # namespace, queue, priority, priority class, id(pod sets)
 
@@ -28,7 +27,7 @@ def _group(w: LiveWorkload) -> GroupKey:
     return (w.namespace, w.queue, w.priority, w.priority_class, id(w.pod_sets))
 
 
-def _owner(raw: Mapping[str, Any]) -> str | None:
+def _owner(raw: KubeObject) -> str | None:
     meta = raw.get("metadata") or {}
     for ref in meta.get("ownerReferences") or ():
         if ref.get("controller"):
@@ -60,7 +59,7 @@ class WorkloadIndex:
         self.finished_cq.clear()
         self._finished_of.clear()
 
-    def update(self, key: str, raw: Mapping[str, Any] | None, view: LiveWorkload | None) -> None:
+    def update(self, key: str, raw: KubeObject | None, view: LiveWorkload | None) -> None:
         """``key`` now reads ``raw`` / ``view`` (None: deleted, or its pod sets unreadable)."""
         self.holding.pop(key, None)
         old = self.pending_views.pop(key, None)

@@ -14,19 +14,20 @@ equality does: a missing field equals an empty one, and quantities by value (``1
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from gitopsq.admission_loop.integrations import PodSetPlacement
 from gitopsq.admission_loop.workload_status import is_true
+from gitopsq.api.pod_object import PodSpec, PodTemplateSpec
 from gitopsq.api.quantity import QuantityError, parse_quantity
+from gitopsq.api.workload_object import PodSet, WorkloadObject
 
 _QUANTITY_MAPS = frozenset({"requests", "limits"})
 
 
-def _normal(value: Any, *, quantities: bool = False) -> Any:
+def _normal(value: object, *, quantities: bool = False) -> object:
     """``value`` with empty fields dropped and (inside requests/limits) quantities replaced by their value."""
     if isinstance(value, Mapping):
-        out = {}
+        out: dict[object, object] = {}
         for key, item in value.items():
             norm = _normal(item, quantities=key in _QUANTITY_MAPS) if not quantities else _quantity(item)
             if norm not in (None, "", [], {}, False):
@@ -37,22 +38,22 @@ def _normal(value: Any, *, quantities: bool = False) -> Any:
     return value
 
 
-def _quantity(value: Any) -> Any:
+def _quantity(value: object) -> object:
     try:
         return parse_quantity(value)  # equal when the amounts are
     except QuantityError:
         return value
 
 
-def _same(a: Any, b: Any) -> bool:
+def _same(a: object, b: object) -> bool:
     return bool(_normal({"v": a}) == _normal({"v": b}))
 
 
-def _pod_spec(pod_set: Mapping[str, Any]) -> Mapping[str, Any]:
+def _pod_spec(pod_set: PodSet) -> PodSpec:
     return (pod_set.get("template") or {}).get("spec") or {}
 
 
-def same_pod_sets(job_sets: Sequence[Mapping[str, Any]], wl_sets: Sequence[Mapping[str, Any]], *,
+def same_pod_sets(job_sets: Sequence[PodSet], wl_sets: Sequence[PodSet], *,
                   ignore_tolerations: bool = False) -> bool:
     """Kueue's ``ComparePodSetSlices``."""
     if len(job_sets) != len(wl_sets):
@@ -68,8 +69,8 @@ def same_pod_sets(job_sets: Sequence[Mapping[str, Any]], wl_sets: Sequence[Mappi
     return True
 
 
-def running_pod_sets(workload: Mapping[str, Any],
-                     placements: tuple[PodSetPlacement, ...]) -> list[dict[str, Any]] | None:
+def running_pod_sets(workload: WorkloadObject,
+                     placements: tuple[PodSetPlacement, ...]) -> list[PodSet] | None:
     """The Workload's pod sets as its admission starts them (Kueue's ``expectedRunningPodSets``), or None when it
     holds no reservation or its admission does not name every pod set."""
     if not is_true(workload, "QuotaReserved"):
@@ -77,21 +78,21 @@ def running_pod_sets(workload: Mapping[str, Any],
     by_name = {p.name: p for p in placements}
     sets = list((workload.get("spec") or {}).get("podSets") or ())
     partial = any(ps.get("minCount") is not None for ps in sets)
-    out = []
+    out: list[PodSet] = []
     for ps in sets:
         placement = by_name.get(str(ps.get("name", "main")))
         if placement is None:
             return None
         tolerations = list(_pod_spec(ps).get("tolerations") or ())
         tolerations.extend(t for t in placement.tolerations if t not in tolerations)
-        template = dict(ps.get("template") or {})
+        template: PodTemplateSpec = {**(ps.get("template") or {})}
         template["spec"] = {**_pod_spec(ps), "tolerations": tolerations}
-        count = placement.count if partial and ps.get("minCount") is not None else ps.get("count")
+        count = placement.count if partial and ps.get("minCount") is not None else ps.get("count") or 0
         out.append({**ps, "count": count, "template": template})
     return out
 
 
-def equivalent(job_sets: Sequence[Mapping[str, Any]], workload: Mapping[str, Any], *, suspended: bool,
+def equivalent(job_sets: Sequence[PodSet], workload: WorkloadObject, *, suspended: bool,
                max_execution: int | None, placements: tuple[PodSetPlacement, ...]) -> bool:
     """Whether the job (its pod sets, its suspension, its ``max-exec-time-seconds``) matches ``workload``."""
     spec = workload.get("spec") or {}

@@ -11,11 +11,13 @@ import queue
 import threading
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Final, cast
 
 from gitopsq.admission_loop.integrations.registry import REGISTRY
 from gitopsq.admission_loop.ports import TokenLevel, WatchCache
 from gitopsq.admission_loop.rate_limited import Client, TokenBucket
+from gitopsq.api.event_object import EventObject
+from gitopsq.api.raw_objects import KubeObject, meta
 from gitopsq.cluster.kinds import WORKLOAD
 from gitopsq.errors import ClusterError
 
@@ -50,11 +52,12 @@ class Writer:
         """The Workload kind's token bucket: the pass sizes its batch of admissions by what it holds."""
         return self.client.bucket
 
-    def send(self, method: str, path: str, **kwargs: Any) -> Any:
-        """One write, refused unless ``may_write()`` (leadership held) says yes right now."""
+    def send(self, method: str, path: str, *, obj: str, body: object = None,
+             content_type: str = "application/json") -> KubeObject:
+        """One write, refused unless ``may_write()`` (leadership held) says yes right now; the object written."""
         if not self.may_write():
-            raise NotLeading("leadership lost: write not sent", obj=kwargs.get("obj"))
-        return self.client.request(method, path, **kwargs)
+            raise NotLeading("leadership lost: write not sent", obj=obj)
+        return cast(KubeObject, self.client.request(method, path, body=body, content_type=content_type, obj=obj))
 
     def count(self) -> None:
         with self._lock:  # writers run on a thread pool
@@ -68,32 +71,31 @@ class Writer:
     def writes_since_pass(self) -> int:
         return self.writes - self._mark
 
-    def workload_status(self, raw: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]:
-        meta = raw.get("metadata") or {}
-        body = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": status}
-        answer: dict[str, Any] = self.send(
-            "PATCH", workload_path(meta["namespace"], meta["name"]) + "/status", body=body,
-            content_type=MERGE_PATCH, obj=f"Workload/{meta['namespace']}/{meta['name']}")
+    def workload_status(self, raw: Mapping[str, object], status: Mapping[str, object]) -> KubeObject:
+        m = meta(raw)
+        body = {"metadata": {"resourceVersion": m.get("resourceVersion")}, "status": status}
+        answer = self.send(
+            "PATCH", workload_path(m["namespace"], m["name"]) + "/status", body=body,
+            content_type=MERGE_PATCH, obj=f"Workload/{m['namespace']}/{m['name']}")
         self.count()
         self.cache.put("workloads", answer)
         return answer
 
-    def patch(self, resource: str, path: str, body: Mapping[str, Any], obj: str) -> dict[str, Any]:
-        answer: dict[str, Any] = self.send("PATCH", path, body=dict(body), content_type=MERGE_PATCH,
-                                                     obj=obj)
+    def patch(self, resource: str, path: str, body: Mapping[str, object], obj: str) -> KubeObject:
+        answer = self.send("PATCH", path, body=dict(body), content_type=MERGE_PATCH, obj=obj)
         self.count()
         self.cache.put(resource, answer)
         return answer
 
-    def create(self, resource: str, path: str, body: Mapping[str, Any], obj: str) -> dict[str, Any]:
-        answer: dict[str, Any] = self.send("POST", path, body=dict(body), obj=obj)
+    def create(self, resource: str, path: str, body: Mapping[str, object], obj: str) -> KubeObject:
+        answer = self.send("POST", path, body=dict(body), obj=obj)
         self.count()
         self.cache.put(resource, answer)
         return answer
 
-    def queue_status(self, resource: str, path: str, status: Mapping[str, Any]) -> dict[str, Any]:
+    def queue_status(self, resource: str, path: str, status: Mapping[str, object]) -> KubeObject:
         """A ClusterQueue's or LocalQueue's status (merge patch, no resourceVersion: the loop owns it)."""
-        answer: dict[str, Any] = self.send("PATCH", path + "/status", body={"status": status},
+        answer = self.send("PATCH", path + "/status", body={"status": status},
                                            content_type=MERGE_PATCH, obj=path)
         self.count()
         self.cache.put(resource, answer)
@@ -102,13 +104,14 @@ class Writer:
     def delete(self, resource: str, path: str, key: str, obj: str) -> None:
         answer = self.send("DELETE", path, obj=obj)
         self.count()
-        meta = (answer.get("metadata") or {}) if isinstance(answer, dict) else {}
-        if meta.get("deletionTimestamp") and meta.get("finalizers"):
+        left = meta(answer) if isinstance(answer, dict) else {}  # the object while a finalizer holds it, else a Status
+        if left.get("deletionTimestamp") and left.get("finalizers"):
             self.cache.put(resource, answer)  # a finalizer holds it: still there, now being deleted
         else:
             self.cache.forget(resource, key)
 
-    def event(self, obj: Mapping[str, Any], kind: str, reason: str, message: str, *, warning: bool = False) -> None:
+    def event(self, obj: Mapping[str, object], kind: str, reason: str, message: str, *, warning: bool = False
+              ) -> None:
         if self.events is not None:
             self.events.emit(obj, kind, reason, message, warning=warning)
 
@@ -125,18 +128,20 @@ class EventRecorder:
                  limit: int = 10_000) -> None:
         self.client, self.component = client, component
         self.bucket = TokenBucket(qps, int(max(1, qps * 2)))
-        self.queue: queue.Queue[dict[str, Any] | None] = queue.Queue(limit)
+        self.queue: queue.Queue[EventObject | None] = queue.Queue(limit)
         self.sent = self.dropped = 0
         self._thread = threading.Thread(target=self._run, name="event-recorder", daemon=True)
         self._thread.start()
 
-    def emit(self, obj: Mapping[str, Any], kind: str, reason: str, message: str, *, warning: bool = False) -> None:
-        meta = obj.get("metadata") or {}
+    def emit(self, obj: Mapping[str, object], kind: str, reason: str, message: str, *, warning: bool = False
+             ) -> None:
+        m = meta(obj)
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        api_version = obj.get("apiVersion") or _API_VERSIONS.get(kind, "")
-        event = {"metadata": {"generateName": f"{meta.get('name')}.", "namespace": meta.get("namespace") or "default"},
-                 "involvedObject": {"apiVersion": api_version, "kind": kind, "name": meta.get("name"),
-                                    "namespace": meta.get("namespace"), "uid": meta.get("uid")},
+        api_version = str(obj.get("apiVersion") or _API_VERSIONS.get(kind, ""))
+        event: EventObject = {
+                 "metadata": {"generateName": f"{m.get('name')}.", "namespace": m.get("namespace") or "default"},
+                 "involvedObject": {"apiVersion": api_version, "kind": kind, "name": m.get("name"),
+                                    "namespace": m.get("namespace"), "uid": m.get("uid")},
                  "reason": reason, "message": message[:1024], "type": "Warning" if warning else "Normal",
                  "source": {"component": self.component}, "firstTimestamp": now, "lastTimestamp": now, "count": 1,
                  "reportingComponent": self.component}

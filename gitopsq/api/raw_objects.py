@@ -197,3 +197,8 @@ def number(value: JsonValue | object, *path: str, default: int = 0) -> int:
     *parents, last = path
     found = child(value, *parents).get(last)
     return found if isinstance(found, int) and not isinstance(found, bool) else default
+
+
+# A body gitopsq builds and sends (a merge patch, a status, a new object): any JSON, nulls included (a merge
+# patch's "remove this key"), often holding parts of a typed shape; written, never read back, hence `object`.
+MergePatch: TypeAlias = dict[str, object]

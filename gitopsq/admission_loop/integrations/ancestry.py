@@ -10,33 +10,31 @@ passes a lookup that reads its watch cache.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Final
+
+from gitopsq.api.raw_objects import controller_of, labels_of, meta
 
 MAX_HOPS: Final = 10
 
 # (group, kind, namespace, name) -> the object, or None when it is not known (not cached, not a job kind)
-Lookup = Callable[[str, str, str, str], Mapping[str, Any] | None]
+Lookup = Callable[[str, str, str, str], Mapping[str, object] | None]
 
 
-def _controller(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    return next((r for r in (obj.get("metadata") or {}).get("ownerReferences") or () if r.get("controller")), None)
-
-
-def managed_ancestor(obj: Mapping[str, Any], lookup: Lookup, queue_label: str) -> Mapping[str, Any] | None:
+def managed_ancestor(obj: Mapping[str, object], lookup: Lookup, queue_label: str) -> Mapping[str, object] | None:
     """The nearest controller ancestor of ``obj`` that is a managed job, or None."""
-    seen: set[str] = {str((obj.get("metadata") or {}).get("uid"))}
-    namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+    seen: set[str] = {str(meta(obj).get("uid"))}
+    namespace = meta(obj).get("namespace") or ""
     current = obj
     for _ in range(MAX_HOPS):
-        ref = _controller(current)
+        ref = controller_of(current)
         if ref is None or str(ref.get("uid")) in seen:
             return None
         seen.add(str(ref.get("uid")))
         group = str(ref.get("apiVersion") or "").rpartition("/")[0]
         parent = lookup(group, str(ref.get("kind")), namespace, str(ref.get("name")))
-        if parent is None or (parent.get("metadata") or {}).get("uid") != ref.get("uid"):
+        if parent is None or meta(parent).get("uid") != ref.get("uid"):
             return None
-        if queue_label in ((parent.get("metadata") or {}).get("labels") or {}):
+        if queue_label in labels_of(parent):
             return parent
         current = parent
     return None

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
+from gitopsq.api.pod_object import PodSpec, Toleration
+from gitopsq.api.raw_objects import KubeObject, MergePatch
+from gitopsq.api.workload_object import PodSet
 from gitopsq.cluster.kinds import Kind
 
 
@@ -36,10 +39,10 @@ class PodSetPlacement:
     name: str
     count: int
     node_selector: Mapping[str, str]
-    tolerations: tuple[Mapping[str, Any], ...]
+    tolerations: tuple[Toleration, ...]
 
 
-def place_pod_spec(pod_spec: dict[str, Any], placement: PodSetPlacement) -> None:
+def place_pod_spec(pod_spec: PodSpec, placement: PodSetPlacement) -> None:
     """Add a pod set's flavor node labels and tolerations to ``pod_spec`` in place, as Kueue merges them into a
     template: the flavors' labels win over the template's, a toleration already there is not added twice."""
     selector = {**(pod_spec.get("nodeSelector") or {}), **placement.node_selector}
@@ -70,13 +73,13 @@ class Integration(Protocol):
         """REST path of the kind's collection in ``namespace``."""
         ...
 
-    def pod_sets(self, job: Mapping[str, Any]) -> list[dict[str, Any]]:
+    def pod_sets(self, job: KubeObject) -> list[PodSet]:
         """The Workload ``spec.podSets`` for this job (name, count, template)."""
         ...
 
-    def is_suspended(self, job: Mapping[str, Any]) -> bool: ...
+    def is_suspended(self, job: KubeObject) -> bool: ...
 
-    def active_pods(self, job: Mapping[str, Any]) -> int:
+    def active_pods(self, job: KubeObject) -> int:
         """Pods still running or terminating: quota is released only when none are left."""
         ...
 
@@ -85,35 +88,35 @@ class Integration(Protocol):
         gone)."""
         ...
 
-    def pods_ready(self, job: Mapping[str, Any]) -> bool:
+    def pods_ready(self, job: KubeObject) -> bool:
         """Whether every pod the job runs now is ready or has succeeded (waitForPodsReady)."""
         ...
 
-    def finished(self, job: Mapping[str, Any]) -> tuple[str, str] | None:
+    def finished(self, job: KubeObject) -> tuple[str, str] | None:
         """(``Succeeded`` | ``Failed``, message) once the job has ended; None while it may still run."""
         ...
 
-    def start_patch(self, job: Mapping[str, Any], placements: tuple[PodSetPlacement, ...]) -> dict[str, Any]:
+    def start_patch(self, job: KubeObject, placements: tuple[PodSetPlacement, ...]) -> MergePatch:
         """A merge patch that injects placements and unsuspends (sent while the job is suspended)."""
         ...
 
-    def suspend_patch(self, job: Mapping[str, Any]) -> dict[str, Any]:
+    def suspend_patch(self, job: KubeObject) -> MergePatch:
         """A merge patch that suspends the job (and marks it as being stopped, if the kind has such a mark)."""
         ...
 
-    def start_time_patch(self, job: Mapping[str, Any]) -> dict[str, Any] | None:
+    def start_time_patch(self, job: KubeObject) -> MergePatch | None:
         """A merge patch of the job's status subresource that lets its pod templates be restored (batch/v1:
         unset ``startTime``), or None when none is needed. Sent after the suspend, before the restore."""
         ...
 
-    def restore_patch(self, job: Mapping[str, Any], original: list[Mapping[str, Any]]) -> dict[str, Any] | None:
+    def restore_patch(self, job: KubeObject, original: list[PodSet]) -> MergePatch | None:
         """A merge patch putting back the original pod templates and counts (Workload ``spec.podSets``) and
         clearing the stop mark, or None when the job already matches them."""
         ...
 
 
 # (cache resource name, key: "namespace/name", or the name of a cluster-scoped object) -> the cached object or None
-CacheGet = Callable[[str, str], Mapping[str, Any] | None]
+CacheGet = Callable[[str, str], KubeObject | None]
 
 
 @runtime_checkable
@@ -124,7 +127,7 @@ class WithRelated(Protocol):
 
     related: tuple[Kind, ...]  # the kinds the watch cache must hold for this integration
 
-    def with_related(self, job: Mapping[str, Any], get: CacheGet) -> Mapping[str, Any]:
+    def with_related(self, job: KubeObject, get: CacheGet) -> KubeObject:
         """The job as the other methods read it: a copy carrying what they need from the cache."""
         ...
 
@@ -134,17 +137,17 @@ def related_kinds(integration: Integration) -> tuple[Kind, ...]:
     return integration.related if isinstance(integration, WithRelated) else ()
 
 
-def with_related(integration: Integration, job: Mapping[str, Any], get: CacheGet) -> Mapping[str, Any]:
+def with_related(integration: Integration, job: KubeObject, get: CacheGet) -> KubeObject:
     """``job`` as ``integration`` reads it (itself, unless the integration declares related objects)."""
     return integration.with_related(job, get) if isinstance(integration, WithRelated) else job
 
 
-def child_suspend_patch(integration: Integration, job: Mapping[str, Any]) -> dict[str, Any]:
+def child_suspend_patch(integration: Integration, job: KubeObject) -> MergePatch:
     """The patch that suspends a managed parent's running child (Kueue's plain ``Suspend``): the integration's
     optional ``suspend_child_patch(job)`` when it has one (a kind whose ``suspend_patch`` also sets a stop mark
     that only its own reconciliation clears), else its ``suspend_patch``. Optional, so an integration without it
     needs no change."""
     own = getattr(integration, "suspend_child_patch", None)
-    patch: dict[str, Any] = own(job) if callable(own) else integration.suspend_patch(job)
+    patch: MergePatch = own(job) if callable(own) else integration.suspend_patch(job)
     return patch
 

@@ -11,14 +11,21 @@ selector), so the loop does not hold every pod of the cluster in memory.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final, cast
 
 from gitopsq.admission_loop.integrations.base import PodSetPlacement, Rule
 from gitopsq.admission_loop.integrations.pod_group import Unit, phase, ready, start_patch, started, terminal
 from gitopsq.admission_loop.integrations.pod_reconciler import PassContext, PodPass, PodState
+from gitopsq.api.pod_object import PodObject
+from gitopsq.api.raw_objects import KubeObject, MergePatch
+from gitopsq.api.workload_object import PodSet
 from gitopsq.cluster.kinds import Kind
 from gitopsq.manifests.pod_marks import MANAGED_LABEL, MANAGED_VALUE, gated
+
+
+def _pod(job: KubeObject) -> PodObject:
+    return cast(PodObject, job)  # the edge: an object of the pods resource
+
 
 POD_KIND: Final = Kind("Pod", "", "v1", "pods", True, synced=False,
                        label_selector=f"{MANAGED_LABEL}={MANAGED_VALUE}")
@@ -51,32 +58,32 @@ class Pod:
         """The whole pass for pods and pod groups (pod_reconciler.py), run by the generic reconciler."""
         PodPass(ctx, self._state).run()
 
-    def pod_sets(self, job: Mapping[str, Any]) -> list[dict[str, Any]]:
-        return Unit(str(job["metadata"]["namespace"]), "", [dict(job)]).pod_sets()
+    def pod_sets(self, job: KubeObject) -> list[PodSet]:
+        return Unit(str(job["metadata"]["namespace"]), "", [cast(PodObject, dict(job))]).pod_sets()
 
-    def is_suspended(self, job: Mapping[str, Any]) -> bool:
-        return gated(job) or terminal(job)
+    def is_suspended(self, job: KubeObject) -> bool:
+        return gated(job) or terminal(_pod(job))
 
-    def active_pods(self, job: Mapping[str, Any]) -> int:
-        return int(started(job))
+    def active_pods(self, job: KubeObject) -> int:
+        return int(started(_pod(job)))
 
     def pod_selector(self, name: str, uid: str) -> str:
         return f"{MANAGED_LABEL}={MANAGED_VALUE}"
 
-    def pods_ready(self, job: Mapping[str, Any]) -> bool:
-        return ready(job) or phase(job) == "Succeeded"
+    def pods_ready(self, job: KubeObject) -> bool:
+        return ready(_pod(job)) or phase(_pod(job)) == "Succeeded"
 
-    def finished(self, job: Mapping[str, Any]) -> tuple[str, str] | None:
-        return Unit(str(job["metadata"]["namespace"]), "", [dict(job)]).finished()
+    def finished(self, job: KubeObject) -> tuple[str, str] | None:
+        return Unit(str(job["metadata"]["namespace"]), "", [cast(PodObject, dict(job))]).finished()
 
-    def start_patch(self, job: Mapping[str, Any], placements: tuple[PodSetPlacement, ...]) -> dict[str, Any]:
-        return start_patch(job, placements[0] if placements else None)
+    def start_patch(self, job: KubeObject, placements: tuple[PodSetPlacement, ...]) -> MergePatch:
+        return start_patch(_pod(job), placements[0] if placements else None)
 
-    def suspend_patch(self, job: Mapping[str, Any]) -> dict[str, Any]:
+    def suspend_patch(self, job: KubeObject) -> MergePatch:
         return {}  # a started pod cannot be gated again: it is deleted (pod_reconciler.py)
 
-    def start_time_patch(self, job: Mapping[str, Any]) -> dict[str, Any] | None:
+    def start_time_patch(self, job: KubeObject) -> MergePatch | None:
         return None
 
-    def restore_patch(self, job: Mapping[str, Any], original: list[Mapping[str, Any]]) -> dict[str, Any] | None:
+    def restore_patch(self, job: KubeObject, original: list[PodSet]) -> MergePatch | None:
         return None

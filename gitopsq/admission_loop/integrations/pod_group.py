@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 
 from gitopsq.admission_loop.integrations.base import PodSetPlacement
+from gitopsq.api.pod_object import PodObject, PodSpec, PodTemplateSpec
+from gitopsq.api.raw_objects import MergePatch
+from gitopsq.api.workload_object import PodSet
 from gitopsq.manifests.object_rules import QUEUE_NAME_LABEL
 from gitopsq.manifests.pod_marks import (
     FAST_ADMISSION,
@@ -29,44 +32,44 @@ from gitopsq.manifests.pod_marks import (
 TERMINAL = ("Succeeded", "Failed")
 
 
-def phase(pod: Mapping[str, Any]) -> str:
+def phase(pod: PodObject) -> str:
     return str((pod.get("status") or {}).get("phase") or "")
 
 
-def terminal(pod: Mapping[str, Any]) -> bool:
+def terminal(pod: PodObject) -> bool:
     return phase(pod) in TERMINAL
 
 
-def deleting(pod: Mapping[str, Any]) -> bool:
+def deleting(pod: PodObject) -> bool:
     return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
 
 
-def runnable(pod: Mapping[str, Any]) -> bool:
+def runnable(pod: PodObject) -> bool:
     """Can still run, runs or succeeded (Kueue's ``isPodRunnableOrSucceeded``)."""
     if deleting(pod) and not (pod.get("spec") or {}).get("nodeName"):
         return False
     return phase(pod) != "Failed"
 
 
-def started(pod: Mapping[str, Any]) -> bool:
+def started(pod: PodObject) -> bool:
     """Released by admission and not yet ended: holds (or is about to hold) its node's resources."""
     return not gated(pod) and not terminal(pod)
 
 
-def ready(pod: Mapping[str, Any]) -> bool:
+def ready(pod: PodObject) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True"
                for c in (pod.get("status") or {}).get("conditions") or ())
 
 
-def _labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
+def _labels(pod: PodObject) -> Mapping[str, str]:
     return (pod.get("metadata") or {}).get("labels") or {}
 
 
-def _annotations(pod: Mapping[str, Any]) -> Mapping[str, str]:
+def _annotations(pod: PodObject) -> Mapping[str, str]:
     return (pod.get("metadata") or {}).get("annotations") or {}
 
 
-def _created(pod: Mapping[str, Any]) -> tuple[str, str]:
+def _created(pod: PodObject) -> tuple[str, str]:
     meta = pod.get("metadata") or {}
     return str(meta.get("creationTimestamp") or ""), str(meta.get("name") or "")
 
@@ -77,10 +80,10 @@ class Unit:
 
     namespace: str
     group: str
-    pods: list[dict[str, Any]] = field(default_factory=list)
+    pods: list[PodObject] = field(default_factory=list)
 
     @property
-    def first(self) -> dict[str, Any]:
+    def first(self) -> PodObject:
         return self.pods[0]
 
     @property
@@ -95,10 +98,10 @@ class Unit:
     def fast(self) -> bool:
         return _annotations(self.first).get(FAST_ADMISSION) == "true"
 
-    def active(self) -> list[dict[str, Any]]:
+    def active(self) -> list[PodObject]:
         return sorted((p for p in self.pods if runnable(p)), key=_created)
 
-    def started_pods(self) -> list[dict[str, Any]]:
+    def started_pods(self) -> list[PodObject]:
         return [p for p in self.pods if started(p)]
 
     def problem(self) -> str | None:
@@ -123,20 +126,20 @@ class Unit:
                        "'kueue.x-k8s.io/pod-group-total-count' values"
         return None
 
-    def excess(self) -> list[dict[str, Any]]:
+    def excess(self) -> list[PodObject]:
         """Runnable pods beyond the total, newest first (removed by the reconciler)."""
         total = self.total or 0
         active = self.active()
         return list(reversed(active[total:])) if self.group and len(active) > total else []
 
-    def excess_over(self, counts: Mapping[str, int]) -> list[dict[str, Any]]:
+    def excess_over(self, counts: Mapping[str, int]) -> list[PodObject]:
         """Live members beyond their role's count in an existing Workload (``counts``: pod set → count), the
         newest of each role; pods already being deleted do not count (replacements may stand beside them)."""
-        by_role: dict[str, list[dict[str, Any]]] = {}
+        by_role: dict[str, list[PodObject]] = {}
         for pod in self.active():
             if not deleting(pod):
                 by_role.setdefault(role_of(pod), []).append(pod)
-        out: list[dict[str, Any]] = []
+        out: list[PodObject] = []
         for role, pods in by_role.items():
             if role in counts:
                 out.extend(reversed(pods[counts[role]:]))
@@ -152,11 +155,11 @@ class Unit:
             return int(any(counts.values()) and not have)
         return sum(max(0, count - have.get(role, 0)) for role, count in counts.items())
 
-    def pod_sets(self) -> list[dict[str, Any]]:
+    def pod_sets(self) -> list[PodSet]:
         """The Workload's pod sets: ``main`` for a single pod; per role (sorted) for a group."""
         if not self.group:
             return [{"name": "main", "count": 1, "template": _template(self.first)}]
-        roles: dict[str, dict[str, Any]] = {}
+        roles: dict[str, PodSet] = {}
         active = self.active()[: self.total or 0]
         if self.fast and active:
             return [{"name": role_of(active[0]), "count": self.total or 1, "template": _template(active[0])}]
@@ -194,13 +197,13 @@ class Unit:
         return bool(live) and all(ready(p) or phase(p) == "Succeeded" for p in live)
 
 
-def _template(pod: Mapping[str, Any]) -> dict[str, Any]:
+def _template(pod: PodObject) -> PodTemplateSpec:
     """The pod's spec as a pod-set template, without the scheduling gates and what the node set."""
     spec = {k: v for k, v in (pod.get("spec") or {}).items() if k not in ("schedulingGates", "nodeName")}
-    return {"spec": spec}
+    return {"spec": cast(PodSpec, spec)}
 
 
-def units(pods: Iterable[dict[str, Any]]) -> list[Unit]:
+def units(pods: Iterable[PodObject]) -> list[Unit]:
     """Managed, queued pods gathered into units (namespace, group or single pod)."""
     groups: dict[tuple[str, str], Unit] = {}
     out: list[Unit] = []
@@ -217,11 +220,11 @@ def units(pods: Iterable[dict[str, Any]]) -> list[Unit]:
     return out + list(groups.values())
 
 
-def start_patch(pod: Mapping[str, Any], placement: PodSetPlacement | None) -> dict[str, Any]:
+def start_patch(pod: PodObject, placement: PodSetPlacement | None) -> MergePatch:
     """Merge patch: the pod set's node labels and tolerations added, the admission gate removed (both allowed on
     a gated pod)."""
     spec = pod.get("spec") or {}
-    out: dict[str, Any] = {"schedulingGates": [g for g in spec.get("schedulingGates") or () if g.get("name") != GATE]
+    out: MergePatch = {"schedulingGates": [g for g in spec.get("schedulingGates") or () if g.get("name") != GATE]
                            or None}
     if placement is not None:
         if placement.node_selector:
@@ -233,7 +236,7 @@ def start_patch(pod: Mapping[str, Any], placement: PodSetPlacement | None) -> di
     return {"spec": out}
 
 
-def placement_for(pod: Mapping[str, Any], placements: Sequence[PodSetPlacement], single: bool) -> \
+def placement_for(pod: PodObject, placements: Sequence[PodSetPlacement], single: bool) -> \
         PodSetPlacement | None:
     if single:
         return placements[0] if placements else None

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Final, Protocol, cast
 
 from gitopsq import logs
 from gitopsq.admission_loop.integrations.base import PodSetPlacement
@@ -49,6 +49,9 @@ from gitopsq.admission_loop.live_workload import (
 from gitopsq.admission_loop.options import WaitForPodsReady
 from gitopsq.admission_loop.ports import WatchCache, WorkloadWriter
 from gitopsq.admission_loop.workload_status import condition, is_true, iso, set_condition
+from gitopsq.api.pod_object import PodObject, PodTemplateSpec
+from gitopsq.api.raw_objects import Condition, KubeObject, ObjectMeta, OwnerReference
+from gitopsq.api.workload_object import PriorityClassRef, WorkloadObject, WorkloadSpec
 from gitopsq.cluster.kinds import WORKLOAD
 from gitopsq.errors import ClusterError
 from gitopsq.manifests.pod_marks import FINALIZER, IS_GROUP_WORKLOAD, TERMINATION_TARGET, gated
@@ -80,15 +83,15 @@ class PassContext(Protocol):
     def workload_name(self, kind: str, group: str, name: str, uid: str) -> str: ...
 
     def resolve_priority(self, cache: WatchCache, labels: Mapping[str, str],
-                         template: Mapping[str, Any]) -> tuple[int, Any]: ...
+                         template: PodTemplateSpec) -> tuple[int, PriorityClassRef | None]: ...
 
-    def placements(self, cache: WatchCache, workload: Mapping[str, Any]) -> tuple[PodSetPlacement, ...]: ...
+    def placements(self, cache: WatchCache, workload: WorkloadObject) -> tuple[PodSetPlacement, ...]: ...
 
-    def release(self, wl: dict[str, Any]) -> None: ...
+    def release(self, wl: WorkloadObject) -> None: ...
 
-    def keep_pods_ready(self, wl: dict[str, Any], ready: bool) -> None: ...
+    def keep_pods_ready(self, wl: WorkloadObject, ready: bool) -> None: ...
 
-    def drop_finalizer(self, wl: dict[str, Any]) -> None: ...
+    def drop_finalizer(self, wl: WorkloadObject) -> None: ...
 
 
 def workload_path(namespace: str, name: str = "") -> str:
@@ -97,12 +100,16 @@ def workload_path(namespace: str, name: str = "") -> str:
     return f"{base}/{name}" if name else base
 
 
-def _path(pod: Mapping[str, Any]) -> str:
+def _workload(obj: KubeObject | None) -> WorkloadObject | None:
+    return cast(WorkloadObject | None, obj)  # the edge: an object of the workloads resource
+
+
+def _path(pod: PodObject) -> str:
     meta = pod["metadata"]
     return f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}"
 
 
-def _obj(pod: Mapping[str, Any]) -> str:
+def _obj(pod: PodObject) -> str:
     return f"Pod/{pod['metadata']['namespace']}/{pod['metadata']['name']}"
 
 
@@ -116,10 +123,10 @@ class PodPass:
 
     def run(self) -> None:
         seen: set[str] = set()
-        for unit in units(self.cache.items("pods")):
+        for unit in units(cast(list[PodObject], self.cache.items("pods"))):
             name = self._name(unit)
             seen.add(f"{unit.namespace}/{name}")
-            if _pod_owned(self.cache.get("workloads", f"{unit.namespace}/{name}")):
+            if _pod_owned(_workload(self.cache.get("workloads", f"{unit.namespace}/{name}"))):
                 self.state.workloads.add(f"{unit.namespace}/{name}")
             try:
                 self._unit(unit, name)
@@ -127,18 +134,18 @@ class PodPass:
                 _log.info("pod step deferred", unit=f"{unit.namespace}/{name}", error=str(err))
         self._sweep(seen)
 
-    def _candidates(self) -> list[dict[str, Any]]:
+    def _candidates(self) -> list[WorkloadObject]:
         """Workloads owned by pods: all of them every `SCAN_EVERY` seconds (the first pass included), else
         those remembered — a pass does not walk every Workload of the cluster."""
         now = self.ctx.now()
         if now - self.state.scanned >= SCAN_EVERY:
             self.state.scanned = now
-            found = [wl for wl in self.cache.items("workloads") if _pod_owned(wl)]
+            found = [wl for wl in cast(list[WorkloadObject], self.cache.items("workloads")) if _pod_owned(wl)]
             self.state.workloads = {f"{w['metadata']['namespace']}/{w['metadata']['name']}" for w in found}
             return found
         out = []
         for key in list(self.state.workloads):
-            wl = self.cache.get("workloads", key)
+            wl = _workload(self.cache.get("workloads", key))
             if wl is None:
                 self.state.workloads.discard(key)
             else:
@@ -167,7 +174,7 @@ class PodPass:
         meta = unit.first["metadata"]
         return self.ctx.workload_name("Pod", "", meta["name"], meta["uid"])
 
-    def _unfinalize(self, pod: dict[str, Any]) -> None:
+    def _unfinalize(self, pod: PodObject) -> None:
         finalizers = list((pod.get("metadata") or {}).get("finalizers") or ())
         if FINALIZER not in finalizers:
             return
@@ -179,7 +186,7 @@ class PodPass:
         for pod in unit.pods:
             if deleting(pod):
                 self._unfinalize(pod)
-        wl = self.cache.get("workloads", f"{unit.namespace}/{name}")
+        wl = _workload(self.cache.get("workloads", f"{unit.namespace}/{name}"))
         if wl is None:
             self._create(unit, name)
             return
@@ -218,7 +225,7 @@ class PodPass:
             return
         ended = unit.finished()
         if ended is not None:
-            conds = [dict(c) for c in (wl.get("status") or {}).get("conditions") or ()]
+            conds = [c.copy() for c in (wl.get("status") or {}).get("conditions") or ()]
             set_condition(conds, "Finished", "True", ended[0], ended[1], self.ctx.now())
             self.writer.workload_status(wl, {"conditions": conds})
             return
@@ -258,11 +265,11 @@ class PodPass:
                 return
             self.warned.pop(key, None)
             self._remove_excess(unit, unit.excess())
-        body = self._workload(unit, name)
+        body = self._new_workload(unit, name)
         self.writer.create("workloads", workload_path(unit.namespace), body, f"Workload/{unit.namespace}/{name}")
         self.writer.event(unit.first, "Pod", "CreatedWorkload", f"Created Workload: {unit.namespace}/{name}")
 
-    def _replacements(self, wl: dict[str, Any], absent: int) -> dict[str, Any]:
+    def _replacements(self, wl: WorkloadObject, absent: int) -> WorkloadObject:
         """Kueue's ``WaitingForReplacementPods`` on a group's Workload: True while members are missing (the
         eviction's reason and message, else ``PodsFailed`` "Some Failed pods need replacement"), then False
         ``PodsReady`` "No pods need replacement". Returns the Workload as written."""
@@ -281,11 +288,11 @@ class PodPass:
             wanted = ("False", "PodsReady", "No pods need replacement")
         if old is not None and (old.get("status"), old.get("reason"), old.get("message")) == wanted:
             return wl
-        conds = [dict(c) for c in (wl.get("status") or {}).get("conditions") or ()]
+        conds = [c.copy() for c in (wl.get("status") or {}).get("conditions") or ()]
         set_condition(conds, WAITING_FOR_REPLACEMENT, *wanted, self.ctx.now())
-        return self.writer.workload_status(wl, {"conditions": conds})
+        return cast(WorkloadObject, self.writer.workload_status(wl, {"conditions": conds}))
 
-    def _remove_excess(self, unit: Unit, excess: list[dict[str, Any]]) -> None:
+    def _remove_excess(self, unit: Unit, excess: list[PodObject]) -> None:
         """Surplus members are released and deleted (``ExcessPodDeleted``) and leave the unit."""
         for pod in excess:
             self._unfinalize(pod)
@@ -298,18 +305,18 @@ class PodPass:
         gone = {id(p) for p in excess}
         unit.pods = [p for p in unit.pods if id(p) not in gone]
 
-    def _workload(self, unit: Unit, name: str) -> dict[str, Any]:
+    def _new_workload(self, unit: Unit, name: str) -> WorkloadObject:
         first = unit.first["metadata"]
         labels = first.get("labels") or {}
         pod_sets = unit.pod_sets()
         priority, ref = self.ctx.resolve_priority(self.cache, labels, pod_sets[0].get("template") or {})
-        spec: dict[str, Any] = {"queueName": labels[QUEUE_LABEL], "podSets": pod_sets, "priority": priority}
+        spec: WorkloadSpec = {"queueName": labels[QUEUE_LABEL], "podSets": pod_sets, "priority": priority}
         if ref is not None:
             spec["priorityClassRef"] = ref
         limit = max_execution_seconds(labels)
         if limit is not None:
             spec["maximumExecutionTimeSeconds"] = limit
-        meta: dict[str, Any] = {"name": name, "namespace": unit.namespace, "finalizers": [RESOURCE_IN_USE]}
+        meta: ObjectMeta = {"name": name, "namespace": unit.namespace, "finalizers": [RESOURCE_IN_USE]}
         if unit.group:
             meta["annotations"] = {IS_GROUP_WORKLOAD: "true"}
             meta["ownerReferences"] = [_owner(p, controller=False) for p in unit.active()]
@@ -318,7 +325,7 @@ class PodPass:
             meta["ownerReferences"] = [_owner(unit.first, controller=True)]
         return {"apiVersion": WORKLOAD.api_version, "kind": WORKLOAD.kind, "metadata": meta, "spec": spec}
 
-    def _owners(self, unit: Unit, wl: dict[str, Any]) -> dict[str, Any]:
+    def _owners(self, unit: Unit, wl: WorkloadObject) -> WorkloadObject:
         """Replacement members of a group become owners of its Workload (Kueue's
         ``EnsureWorkloadOwnedByAllMembers``), so it lives as long as one of them does. Returns the Workload as
         written."""
@@ -334,15 +341,15 @@ class PodPass:
                                                   "resourceVersion": meta.get("resourceVersion")}},
                                     f"Workload/{meta['namespace']}/{meta['name']}")
         self.writer.event(wl, "Workload", "OwnerReferencesAdded", f"Added {len(added)} owner reference(s)")
-        return written
+        return cast(WorkloadObject, written)
 
-    def _stop(self, pods: list[dict[str, Any]], reason: str, message: str) -> None:
+    def _stop(self, pods: list[PodObject], reason: str, message: str) -> None:
         """Kueue's stop of pods: a ``TerminationTarget`` condition on each, then its deletion."""
         for pod in pods:
             if deleting(pod):
                 continue
-            conds = [c for c in (pod.get("status") or {}).get("conditions") or ()
-                     if c.get("type") != TERMINATION_TARGET]
+            conds: list[Condition] = [c for c in (pod.get("status") or {}).get("conditions") or ()
+                                      if c.get("type") != TERMINATION_TARGET]
             conds.append({"type": TERMINATION_TARGET, "status": "True", "reason": reason, "message": message,
                           "lastTransitionTime": iso(self.ctx.now())})
             try:
@@ -354,7 +361,7 @@ class PodPass:
                     raise
             self.writer.event(pod, "Pod", "Stopped", message)
 
-    def _start(self, unit: Unit, wl: dict[str, Any], pods: list[dict[str, Any]]) -> None:
+    def _start(self, unit: Unit, wl: WorkloadObject, pods: list[PodObject]) -> None:
         placements = self.ctx.placements(self.cache, wl)
         cq = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
         for pod in pods:
@@ -366,14 +373,14 @@ class PodPass:
             self.writer.event(pod, "Pod", "Started", f"Admitted by clusterQueue {cq}")
 
 
-def _pod_owned(wl: Mapping[str, Any] | None) -> bool:
+def _pod_owned(wl: WorkloadObject | None) -> bool:
     return wl is not None and any(r.get("kind") == "Pod" and r.get("apiVersion") == "v1"
                                   for r in (wl.get("metadata") or {}).get("ownerReferences") or ())
 
 
-def _owner(pod: Mapping[str, Any], *, controller: bool) -> dict[str, Any]:
-    ref: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"],
+def _owner(pod: PodObject, *, controller: bool) -> OwnerReference:
+    ref: OwnerReference = {"apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"],
                            "uid": pod["metadata"]["uid"]}
     if controller:
-        ref.update(controller=True, blockOwnerDeletion=True)
+        ref["controller"], ref["blockOwnerDeletion"] = True, True
     return ref

@@ -17,55 +17,59 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 from gitopsq.admission_loop.integrations.base import PodSetPlacement, place_pod_spec
+from gitopsq.api.pod_object import PodTemplateSpec, ResourceRequirements
+from gitopsq.api.raw_objects import MergePatch
+from gitopsq.api.ray_objects import RayClusterSpec, WorkerGroupSpec
+from gitopsq.api.workload_object import PodSet
 
 HEAD: Final = "head"
 MAX_POD_SETS: Final = 18  # a Workload's limit (Kueue's MaxPodSets)
-AUTOSCALER_RESOURCES: Final = {"requests": {"cpu": "500m", "memory": "512Mi"},
+AUTOSCALER_RESOURCES: Final[ResourceRequirements] = {"requests": {"cpu": "500m", "memory": "512Mi"},
                                "limits": {"cpu": "500m", "memory": "512Mi"}}
 
 
-def workers(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def workers(spec: RayClusterSpec) -> list[WorkerGroupSpec]:
     return list(spec.get("workerGroupSpecs") or ())
 
 
-def worker_count(group: Mapping[str, Any]) -> int:
+def worker_count(group: WorkerGroupSpec) -> int:
     """``replicas`` (1 when unset) times ``numOfHosts`` when that is above 1 (Kueue's effectiveWorkerCount)."""
     replicas = 1 if group.get("replicas") is None else int(group["replicas"])
     hosts = int(group.get("numOfHosts") or 1)
     return replicas * hosts if hosts > 1 else replicas
 
 
-def _template(source: Mapping[str, Any] | None) -> dict[str, Any]:
-    template = copy.deepcopy(dict(source or {}))
+def _template(source: PodTemplateSpec | None) -> PodTemplateSpec:
+    template = copy.deepcopy(source or {})
     template.get("metadata", {}).pop("creationTimestamp", None)
     return template
 
 
-def head_template(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+def head_template(spec: RayClusterSpec) -> PodTemplateSpec:
     return (spec.get("headGroupSpec") or {}).get("template") or {}
 
 
-def pod_sets(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+def pod_sets(spec: RayClusterSpec) -> list[PodSet]:
     """``head`` (with the autoscaler sidecar when in-tree autoscaling is on), then one per worker group."""
     head = _template(head_template(spec))
     if spec.get("enableInTreeAutoscaling"):
         resources = (spec.get("autoscalerOptions") or {}).get("resources") or AUTOSCALER_RESOURCES
         head.setdefault("spec", {}).setdefault("containers", []).append(
             {"name": "autoscaler", "resources": copy.deepcopy(resources)})
-    out = [{"name": HEAD, "count": 1, "template": head}]
+    out: list[PodSet] = [{"name": HEAD, "count": 1, "template": head}]
     for group in workers(spec):
         out.append({"name": str(group.get("groupName")), "count": worker_count(group),
                     "template": _template(group.get("template"))})
     return out
 
 
-def merge_placement(template: Mapping[str, Any], placement: PodSetPlacement | None,
-                    labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+def merge_placement(template: PodTemplateSpec, placement: PodSetPlacement | None,
+                    labels: Mapping[str, str] | None = None) -> PodTemplateSpec:
     """A copy of ``template`` with the placement's node labels and tolerations (and ``labels``) added."""
-    out = copy.deepcopy(dict(template))
+    out = copy.deepcopy(template)
     if labels:
         out.setdefault("metadata", {}).setdefault("labels", {}).update(labels)
     if placement is None:
@@ -74,24 +78,24 @@ def merge_placement(template: Mapping[str, Any], placement: PodSetPlacement | No
     return out
 
 
-def start_spec(spec: Mapping[str, Any], placements: tuple[PodSetPlacement, ...],
-               labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+def start_spec(spec: RayClusterSpec, placements: tuple[PodSetPlacement, ...],
+               labels: Mapping[str, str] | None = None) -> MergePatch:
     """The ``headGroupSpec`` template and the whole ``workerGroupSpecs`` list with their placements merged."""
     by_name = {p.name: p for p in placements}
     head = merge_placement(head_template(spec), by_name.get(HEAD), labels)
     groups = []
     for group in workers(spec):
-        copied = copy.deepcopy(dict(group))
+        copied = copy.deepcopy(group)
         copied["template"] = merge_placement(group.get("template") or {}, by_name.get(str(group.get("groupName"))),
                                              labels)
         groups.append(copied)
-    out: dict[str, Any] = {"headGroupSpec": {"template": head}}
+    out: MergePatch = {"headGroupSpec": {"template": head}}
     if groups:
         out["workerGroupSpecs"] = groups
     return out
 
 
-def differs(have: Mapping[str, Any], want: Mapping[str, Any], label_keys: tuple[str, ...]) -> bool:
+def differs(have: PodTemplateSpec, want: PodTemplateSpec, label_keys: tuple[str, ...]) -> bool:
     have_spec, want_spec = have.get("spec") or {}, want.get("spec") or {}
     have_labels = (have.get("metadata") or {}).get("labels") or {}
     want_labels = (want.get("metadata") or {}).get("labels") or {}
@@ -100,14 +104,14 @@ def differs(have: Mapping[str, Any], want: Mapping[str, Any], label_keys: tuple[
             or any(have_labels.get(k) != want_labels.get(k) for k in label_keys))
 
 
-def template_patch(have: Mapping[str, Any], want: Mapping[str, Any], label_keys: tuple[str, ...]) -> dict[str, Any]:
+def template_patch(have: PodTemplateSpec, want: PodTemplateSpec, label_keys: tuple[str, ...]) -> MergePatch:
     """A merge patch of one pod template (a map: removed keys are sent as null) back to ``want``'s node
     selector, tolerations and ``label_keys``."""
     have_sel = dict((have.get("spec") or {}).get("nodeSelector") or {})
     want_spec = want.get("spec") or {}
-    selector: dict[str, Any] = {k: None for k in have_sel if k not in (want_spec.get("nodeSelector") or {})}
+    selector: dict[str, str | None] = {k: None for k in have_sel if k not in (want_spec.get("nodeSelector") or {})}
     selector.update(want_spec.get("nodeSelector") or {})
-    out: dict[str, Any] = {"spec": {"nodeSelector": selector or None,
+    out: MergePatch = {"spec": {"nodeSelector": selector or None,
                                     "tolerations": copy.deepcopy(want_spec.get("tolerations")) or None}}
     want_labels = (want.get("metadata") or {}).get("labels") or {}
     if label_keys:
@@ -115,15 +119,18 @@ def template_patch(have: Mapping[str, Any], want: Mapping[str, Any], label_keys:
     return out
 
 
-def _replaced(have: Mapping[str, Any], want: Mapping[str, Any], label_keys: tuple[str, ...]) -> dict[str, Any]:
-    out = copy.deepcopy(dict(have))
+def _replaced(have: PodTemplateSpec, want: PodTemplateSpec, label_keys: tuple[str, ...]) -> PodTemplateSpec:
+    out = copy.deepcopy(have)
     spec = out.setdefault("spec", {})
     want_spec = want.get("spec") or {}
-    for field in ("nodeSelector", "tolerations"):
-        if want_spec.get(field):
-            spec[field] = copy.deepcopy(want_spec[field])
-        else:
-            spec.pop(field, None)
+    if want_spec.get("nodeSelector"):
+        spec["nodeSelector"] = copy.deepcopy(want_spec["nodeSelector"])
+    else:
+        spec.pop("nodeSelector", None)
+    if want_spec.get("tolerations"):
+        spec["tolerations"] = copy.deepcopy(want_spec["tolerations"])
+    else:
+        spec.pop("tolerations", None)
     labels = dict((out.get("metadata") or {}).get("labels") or {})
     want_labels = (want.get("metadata") or {}).get("labels") or {}
     for key in label_keys:
@@ -136,8 +143,8 @@ def _replaced(have: Mapping[str, Any], want: Mapping[str, Any], label_keys: tupl
     return out
 
 
-def restore_spec(spec: Mapping[str, Any], original: list[Mapping[str, Any]],
-                 label_keys: tuple[str, ...] = (), extra: tuple[str, ...] = ()) -> dict[str, Any] | None:
+def restore_spec(spec: RayClusterSpec, original: list[PodSet],
+                 label_keys: tuple[str, ...] = (), extra: tuple[str, ...] = ()) -> MergePatch | None:
     """The part of a merge patch of the cluster spec that puts the head and worker templates back as the
     Workload's ``original`` pod sets recorded them; None when they already match, or when the pod sets (but the
     ``extra`` ones, a RayJob's submitter) no longer match the groups (Kueue skips the restore then too)."""
@@ -145,19 +152,19 @@ def restore_spec(spec: Mapping[str, Any], original: list[Mapping[str, Any]],
     groups = workers(spec)
     if set(wanted) != {HEAD, *(str(g.get("groupName")) for g in groups)} or len(wanted) != len(groups) + 1:
         return None
-    out: dict[str, Any] = {}
+    out: MergePatch = {}
     head = head_template(spec)
     if differs(head, wanted[HEAD], label_keys):
         out["headGroupSpec"] = {"template": template_patch(head, wanted[HEAD], label_keys)}
     if any(differs(g.get("template") or {}, wanted[str(g.get("groupName"))], label_keys) for g in groups):
         out["workerGroupSpecs"] = [
-            {**copy.deepcopy(dict(g)),
+            {**copy.deepcopy(g),
              "template": _replaced(g.get("template") or {}, wanted[str(g.get("groupName"))], label_keys)}
             for g in groups]
     return out or None
 
 
-def refusals(spec: Mapping[str, Any], path: str) -> list[str]:
+def refusals(spec: RayClusterSpec, path: str) -> list[str]:
     """Why Kueue's webhooks refuse this cluster spec on a queued job: autoscaling, a worker group named
     ``head``, more pod sets than a Workload holds."""
     out = []

@@ -12,18 +12,29 @@ child (ancestry.py): it is never queued itself, its RayJob's Workload covers its
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final, cast
 
 from gitopsq.admission_loop.integrations import ray_spec
 from gitopsq.admission_loop.integrations.base import PodSetPlacement, Rule
+from gitopsq.api.raw_objects import KubeObject, MergePatch
+from gitopsq.api.ray_objects import RayClusterObject, RayClusterSpec
+from gitopsq.api.workload_object import PodSet
 from gitopsq.cluster.kinds import Kind
 
 RAYCLUSTER_KIND: Final = Kind("RayCluster", "ray.io", "v1", "rayclusters", True, synced=False)
 CLUSTER_LABEL: Final = "ray.io/cluster"  # on every pod of a RayCluster: its name
 
 
-def _state(job: Mapping[str, Any]) -> str:
-    return str((job.get("status") or {}).get("state") or "")
+def _cluster(job: Mapping[str, object]) -> RayClusterObject:
+    return cast(RayClusterObject, job)  # the edge: an object of the rayclusters resource
+
+
+def _spec(job: Mapping[str, object]) -> RayClusterSpec:
+    return _cluster(job).get("spec") or {}
+
+
+def _state(job: KubeObject) -> str:
+    return str((_cluster(job).get("status") or {}).get("state") or "")
 
 
 class RayCluster:
@@ -46,13 +57,13 @@ class RayCluster:
     def collection_path(self, namespace: str) -> str:
         return RAYCLUSTER_KIND.collection_path(namespace)
 
-    def pod_sets(self, job: Mapping[str, Any]) -> list[dict[str, Any]]:
-        return ray_spec.pod_sets(job.get("spec") or {})
+    def pod_sets(self, job: KubeObject) -> list[PodSet]:
+        return ray_spec.pod_sets(_spec(job))
 
-    def is_suspended(self, job: Mapping[str, Any]) -> bool:
-        return bool((job.get("spec") or {}).get("suspend"))
+    def is_suspended(self, job: KubeObject) -> bool:
+        return bool(_spec(job).get("suspend"))
 
-    def active_pods(self, job: Mapping[str, Any]) -> int:
+    def active_pods(self, job: KubeObject) -> int:
         """1 until KubeRay reports a suspended cluster's pods gone (``state: suspended``; a cluster suspended since
         its creation has no state yet): the quota of an evicted cluster is released only then."""
         return 0 if self.is_suspended(job) and _state(job) in ("", "suspended") else 1
@@ -60,25 +71,25 @@ class RayCluster:
     def pod_selector(self, name: str, uid: str) -> str:
         return f"{CLUSTER_LABEL}={name}"
 
-    def pods_ready(self, job: Mapping[str, Any]) -> bool:
+    def pods_ready(self, job: KubeObject) -> bool:
         return _state(job) == "ready"
 
-    def finished(self, job: Mapping[str, Any]) -> tuple[str, str] | None:
+    def finished(self, job: KubeObject) -> tuple[str, str] | None:
         return None  # a Ray cluster runs until it is deleted
 
-    def start_patch(self, job: Mapping[str, Any], placements: tuple[PodSetPlacement, ...]) -> dict[str, Any]:
-        return {"spec": {"suspend": False, **ray_spec.start_spec(job.get("spec") or {}, placements)}}
+    def start_patch(self, job: KubeObject, placements: tuple[PodSetPlacement, ...]) -> MergePatch:
+        return {"spec": {"suspend": False, **ray_spec.start_spec(_spec(job), placements)}}
 
-    def suspend_patch(self, job: Mapping[str, Any]) -> dict[str, Any]:
+    def suspend_patch(self, job: KubeObject) -> MergePatch:
         return {"spec": {"suspend": True}}
 
-    def start_time_patch(self, job: Mapping[str, Any]) -> dict[str, Any] | None:
+    def start_time_patch(self, job: KubeObject) -> MergePatch | None:
         return None
 
-    def restore_patch(self, job: Mapping[str, Any], original: list[Mapping[str, Any]]) -> dict[str, Any] | None:
-        spec = ray_spec.restore_spec(job.get("spec") or {}, original)
+    def restore_patch(self, job: KubeObject, original: list[PodSet]) -> MergePatch | None:
+        spec = ray_spec.restore_spec(_spec(job), original)
         return {"spec": spec} if spec is not None else None
 
-    def refusals(self, job: Mapping[str, Any]) -> list[str]:
+    def refusals(self, job: Mapping[str, object]) -> list[str]:
         """Why the job webhook refuses this queued RayCluster (Kueue's RayCluster webhook)."""
-        return ray_spec.refusals(job.get("spec") or {}, "spec")
+        return ray_spec.refusals(_spec(job), "spec")

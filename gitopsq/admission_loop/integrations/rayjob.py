@@ -22,40 +22,45 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final, cast
 
 from gitopsq.admission_loop.integrations import ray_spec
 from gitopsq.admission_loop.integrations.base import PodSetPlacement, Rule
+from gitopsq.api.pod_object import PodTemplateSpec, ResourceRequirements
+from gitopsq.api.raw_objects import KubeObject, MergePatch
+from gitopsq.api.ray_objects import RayClusterSpec, RayJobObject, RayJobSpec, RayJobStatus
+from gitopsq.api.workload_object import PodSet
 from gitopsq.cluster.kinds import Kind
 
 RAYJOB_KIND: Final = Kind("RayJob", "ray.io", "v1", "rayjobs", True, synced=False)
 SUBMITTER: Final = "submitter"
 JOB_UID_LABEL: Final = "kueue.x-k8s.io/job-uid"
-SUBMITTER_RESOURCES: Final = {"requests": {"cpu": "500m", "memory": "200Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+SUBMITTER_RESOURCES: Final[ResourceRequirements] = {"requests": {"cpu": "500m", "memory": "200Mi"},
+                                                   "limits": {"cpu": "1", "memory": "1Gi"}}
 IDLE: Final = ("", "New", "Suspended")  # deployment statuses with no pod (Kueue's IsActive)
 
 
-def _spec(job: Mapping[str, Any]) -> Mapping[str, Any]:
-    return job.get("spec") or {}
+def _spec(job: Mapping[str, object]) -> RayJobSpec:
+    return cast(RayJobObject, job).get("spec") or {}  # the edge: an object of the rayjobs resource
 
 
-def _cluster(job: Mapping[str, Any]) -> Mapping[str, Any]:
+def _cluster(job: KubeObject) -> RayClusterSpec:
     return _spec(job).get("rayClusterSpec") or {}
 
 
-def _mode(job: Mapping[str, Any]) -> str:
+def _mode(job: KubeObject) -> str:
     return str(_spec(job).get("submissionMode") or "K8sJobMode")
 
 
-def _status(job: Mapping[str, Any]) -> Mapping[str, Any]:
-    return job.get("status") or {}
+def _status(job: KubeObject) -> RayJobStatus:
+    return cast(RayJobObject, job).get("status") or {}
 
 
-def submitter_template(job: Mapping[str, Any]) -> dict[str, Any]:
+def submitter_template(job: KubeObject) -> PodTemplateSpec:
     """``spec.submitterPodTemplate``, or the one KubeRay would use: the head's image, KubeRay's resources."""
     given = _spec(job).get("submitterPodTemplate")
     if given:
-        return copy.deepcopy(dict(given))
+        return copy.deepcopy(given)
     containers = (ray_spec.head_template(_cluster(job)).get("spec") or {}).get("containers") or [{}]
     return {"spec": {"restartPolicy": "Never", "containers": [
         {"name": "ray-job-submitter", "image": containers[0].get("image", ""),
@@ -82,11 +87,11 @@ class RayJob:
     def collection_path(self, namespace: str) -> str:
         return RAYJOB_KIND.collection_path(namespace)
 
-    def skip(self, job: Mapping[str, Any]) -> bool:
+    def skip(self, job: KubeObject) -> bool:
         """A RayJob that runs on an existing cluster (``clusterSelector``) is not queued (Kueue's ``Skip``)."""
         return bool(_spec(job).get("clusterSelector"))
 
-    def pod_sets(self, job: Mapping[str, Any]) -> list[dict[str, Any]]:
+    def pod_sets(self, job: KubeObject) -> list[PodSet]:
         out = ray_spec.pod_sets(_cluster(job))
         if _mode(job) == "SidecarMode":
             out[0]["template"].setdefault("spec", {}).setdefault("containers", []).append(
@@ -97,10 +102,10 @@ class RayJob:
             out.append({"name": SUBMITTER, "count": 1, "template": template})
         return out
 
-    def is_suspended(self, job: Mapping[str, Any]) -> bool:
+    def is_suspended(self, job: KubeObject) -> bool:
         return bool(_spec(job).get("suspend"))
 
-    def active_pods(self, job: Mapping[str, Any]) -> int:
+    def active_pods(self, job: KubeObject) -> int:
         """1 while KubeRay has not yet deleted the cluster and the submitter (deployment status neither new nor
         ``Suspended``): an evicted RayJob's quota waits for that."""
         return 0 if str(_status(job).get("jobDeploymentStatus") or "") in IDLE else 1
@@ -108,10 +113,10 @@ class RayJob:
     def pod_selector(self, name: str, uid: str) -> str:
         return f"{JOB_UID_LABEL}={uid}"
 
-    def pods_ready(self, job: Mapping[str, Any]) -> bool:
+    def pods_ready(self, job: KubeObject) -> bool:
         return (_status(job).get("rayClusterStatus") or {}).get("state") == "ready"
 
-    def finished(self, job: Mapping[str, Any]) -> tuple[str, str] | None:
+    def finished(self, job: KubeObject) -> tuple[str, str] | None:
         status = _status(job)
         deployment = status.get("jobDeploymentStatus")
         if deployment not in ("Complete", "Failed"):
@@ -120,32 +125,32 @@ class RayJob:
         reason = "Succeeded" if succeeded else "Failed"
         return reason, str(status.get("message") or ("RayJob finished successfully" if succeeded else "RayJob failed"))
 
-    def _uid_label(self, job: Mapping[str, Any]) -> dict[str, str]:
+    def _uid_label(self, job: KubeObject) -> dict[str, str]:
         uid = (job.get("metadata") or {}).get("uid")
         return {JOB_UID_LABEL: str(uid)} if uid else {}
 
-    def start_patch(self, job: Mapping[str, Any], placements: tuple[PodSetPlacement, ...]) -> dict[str, Any]:
+    def start_patch(self, job: KubeObject, placements: tuple[PodSetPlacement, ...]) -> MergePatch:
         labels = self._uid_label(job)
-        spec: dict[str, Any] = {"suspend": False,
+        spec: MergePatch = {"suspend": False,
                                 "rayClusterSpec": ray_spec.start_spec(_cluster(job), placements, labels)}
         if _mode(job) == "K8sJobMode":
             placement = next((p for p in placements if p.name == SUBMITTER), None)
             spec["submitterPodTemplate"] = ray_spec.merge_placement(submitter_template(job), placement, labels)
         return {"spec": spec}
 
-    def suspend_patch(self, job: Mapping[str, Any]) -> dict[str, Any]:
+    def suspend_patch(self, job: KubeObject) -> MergePatch:
         return {"spec": {"suspend": True}}
 
-    def start_time_patch(self, job: Mapping[str, Any]) -> dict[str, Any] | None:
+    def start_time_patch(self, job: KubeObject) -> MergePatch | None:
         return None
 
-    def restore_patch(self, job: Mapping[str, Any], original: list[Mapping[str, Any]]) -> dict[str, Any] | None:
+    def restore_patch(self, job: KubeObject, original: list[PodSet]) -> MergePatch | None:
         """The head, worker and submitter templates as the Workload recorded them (the job-UID label off); None
         when they match or the pod sets no longer match the job's groups."""
         keys = (JOB_UID_LABEL,)
         extra = (SUBMITTER,) if _mode(job) == "K8sJobMode" else ()
         cluster = ray_spec.restore_spec(_cluster(job), original, keys, extra)
-        spec: dict[str, Any] = {}
+        spec: MergePatch = {}
         if cluster is not None:
             spec["rayClusterSpec"] = cluster
         want = next((p.get("template") or {} for p in original if p.get("name") == SUBMITTER), None)
@@ -154,7 +159,7 @@ class RayJob:
             spec["submitterPodTemplate"] = ray_spec.template_patch(have, want, keys)
         return {"spec": spec} if spec else None
 
-    def refusals(self, job: Mapping[str, Any]) -> list[str]:
+    def refusals(self, job: Mapping[str, object]) -> list[str]:
         """Why the job webhook refuses this queued RayJob (Kueue's RayJob webhook)."""
         spec = _spec(job)
         selector, cluster = spec.get("clusterSelector"), spec.get("rayClusterSpec")

@@ -9,7 +9,7 @@ integrations; an empty choice means ``batch/job``, as Kueue's empty ``integratio
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import Final
 
 from gitopsq.admission_loop.integrations.base import Integration, Rule
 from gitopsq.admission_loop.integrations.batch_job import BatchJob
@@ -24,7 +24,7 @@ from gitopsq.errors import UsageError
 REGISTRY: Final[tuple[Integration, ...]] = (BatchJob(), JobSet(), TrainJob(), RayJob(), RayCluster(), Pod())
 BY_FRAMEWORK: Final[Mapping[str, Integration]] = {i.framework: i for i in REGISTRY}
 DEFAULT_FRAMEWORKS: Final[tuple[str, ...]] = ("batch/job",)
-Refusals = Callable[[Mapping[str, Any]], list[str]]
+Refusals = Callable[[Mapping[str, object]], list[str]]  # a job as the job webhook reads it
 
 
 def select(names: Sequence[str]) -> tuple[Integration, ...]:

@@ -12,9 +12,11 @@ Per replicated job of the runtime's ``spec.template.spec.replicatedJobs``, one p
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
+from gitopsq.api.pod_object import PodSpec, ResourceRequirements
+from gitopsq.api.trainjob_object import PodSpecOverride, Trainer, TrainingRuntimeObject, TrainJobObject
+from gitopsq.api.workload_object import PodSet
 from gitopsq.cluster.kinds import Kind
 from gitopsq.errors import ClusterError
 
@@ -28,13 +30,13 @@ RELATED: Final = "gitopsq.dev/related"  # where with_related puts the runtime an
 OVERRIDE_MARK: Final = "kueue.x-k8s.io/trainjob-override-idx"  # index of the first override admission added
 
 
-def runtime_ref(job: Mapping[str, Any]) -> tuple[str, str]:
+def runtime_ref(job: TrainJobObject) -> tuple[str, str]:
     """(kind, name) of the runtime a TrainJob names; the kind defaults to ClusterTrainingRuntime, as Trainer's."""
     ref = (job.get("spec") or {}).get("runtimeRef") or {}
     return str(ref.get("kind") or CLUSTER_TRAINING_RUNTIME.kind), str(ref.get("name") or "")
 
 
-def user_overrides(job: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def user_overrides(job: TrainJobObject) -> list[PodSpecOverride]:
     """The TrainJob's ``podSpecOverrides`` without the ones admission added (those from the index annotation)."""
     overrides = list((job.get("spec") or {}).get("podSpecOverrides") or ())
     mark = ((job.get("metadata") or {}).get("annotations") or {}).get(OVERRIDE_MARK)
@@ -44,11 +46,11 @@ def user_overrides(job: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         return overrides  # not a number: nothing of ours can be told apart, keep them all
 
 
-def _count(value: Any, default: int = 1) -> int:
+def _count(value: int | None, default: int = 1) -> int:
     return default if value is None else int(value)
 
 
-def render_pod_sets(job: Mapping[str, Any], runtime: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+def render_pod_sets(job: TrainJobObject, runtime: TrainingRuntimeObject | None) -> list[PodSet]:
     """The Workload pod sets of ``job`` given its runtime; a missing runtime, or one without replicated jobs, is
     a ClusterError naming the TrainJob and the runtime (the reconciler retries at the next pass)."""
     meta = job.get("metadata") or {}
@@ -63,7 +65,7 @@ def render_pod_sets(job: Mapping[str, Any], runtime: Mapping[str, Any] | None) -
     trainer = (job.get("spec") or {}).get("trainer") or {}
     nodes = _count(trainer.get("numNodes"), _count((spec.get("mlPolicy") or {}).get("numNodes")))
     overrides = user_overrides(job)
-    out = []
+    out: list[PodSet] = []
     for rjob in rjobs:
         job_template = rjob.get("template") or {}
         labels = (job_template.get("metadata") or {}).get("labels") or {}
@@ -83,19 +85,28 @@ def render_pod_sets(job: Mapping[str, Any], runtime: Mapping[str, Any] | None) -
     return out
 
 
-def _apply_trainer(pod_spec: dict[str, Any], trainer: Mapping[str, Any]) -> None:
+def _apply_trainer(pod_spec: PodSpec, trainer: Trainer) -> None:
     for container in pod_spec.get("containers") or ():
         if container.get("name") != TRAINER_CONTAINER:
             continue
-        for field in ("image", "command", "args"):
-            if trainer.get(field) is not None:
-                container[field] = copy.deepcopy(trainer[field])
+        if trainer.get("image") is not None:
+            container["image"] = trainer["image"]
+        if trainer.get("command") is not None:
+            container["command"] = copy.deepcopy(trainer["command"])
+        if trainer.get("args") is not None:
+            container["args"] = copy.deepcopy(trainer["args"])
         resources = trainer.get("resourcesPerNode") or {}
         if resources.get("limits") or resources.get("requests"):
-            container["resources"] = {k: dict(v) for k, v in resources.items() if k in ("limits", "requests") and v}
+            kept: ResourceRequirements = {}
+            for key in resources:  # in the TrainJob's order
+                if key == "limits" and resources.get("limits"):
+                    kept["limits"] = dict(resources["limits"])
+                elif key == "requests" and resources.get("requests"):
+                    kept["requests"] = dict(resources["requests"])
+            container["resources"] = kept
 
 
-def _apply_override(pod_spec: dict[str, Any], override: Mapping[str, Any]) -> None:
+def _apply_override(pod_spec: PodSpec, override: PodSpecOverride) -> None:
     if override.get("nodeSelector"):
         pod_spec["nodeSelector"] = {**(pod_spec.get("nodeSelector") or {}), **override["nodeSelector"]}
     if override.get("tolerations"):
