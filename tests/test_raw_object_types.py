@@ -1,6 +1,7 @@
 """Raw Kubernetes objects are typed where gitopsq meets the API server: the Kubernetes edge, the sync, the live
-admission loop, the reconcile core and the admission webhooks' decisions name the shapes they read (gitopsq/api/raw_objects.py and
-the shape modules beside it) and type their collaborators by Protocols, so none of them spells `typing.Any`."""
+admission loop, the reconcile core and the admission webhooks' decisions name the shapes they read
+(gitopsq/api/raw_objects.py and the shape modules beside it) and type their collaborators by Protocols, so none of
+them spells `typing.Any`."""
 
 from __future__ import annotations
 
