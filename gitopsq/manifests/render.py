@@ -5,12 +5,16 @@ Order (every kind before the kinds that refer to it; stable, ties broken by name
 1. Namespace
 2. PriorityClass
 3. WorkloadPriorityClass
-4. ResourceFlavor
-5. AdmissionCheck
-6. Cohort
-7. ClusterQueue
-8. LocalQueue
-9. pass-through kinds (``allowKinds``), by apiVersion, kind, namespace, name
+4. Topology
+5. ResourceFlavor
+6. MultiKueueCluster
+7. MultiKueueConfig
+8. ProvisioningRequestConfig
+9. AdmissionCheck
+10. Cohort
+11. ClusterQueue
+12. LocalQueue
+13. pass-through kinds (``allowKinds``), by apiVersion, kind, namespace, name
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ import yaml
 from gitopsq.api.codec import encode
 from gitopsq.manifests.check_report import Report
 
-KIND_ORDER: Final = ("Namespace", "PriorityClass", "WorkloadPriorityClass", "ResourceFlavor", "AdmissionCheck",
+KIND_ORDER: Final = ("Namespace", "PriorityClass", "WorkloadPriorityClass", "Topology", "ResourceFlavor",
+                     "MultiKueueCluster", "MultiKueueConfig", "ProvisioningRequestConfig", "AdmissionCheck",
                      "Cohort", "ClusterQueue", "LocalQueue")
 _Dumper: Final[Any] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
