@@ -142,11 +142,26 @@ def admission_check_parameters(entry: LoadedObject) -> Iterator[Finding]:
         yield _error(entry, (*params, "name"), "invalid-name", f"parameters.name {name!r} {problem}")
 
 
-def taint_times(entry: LoadedObject) -> Iterator[Finding]:
-    """A flavor's nodeTaints[].timeAdded is an RFC 3339 date-time."""
+def flavor_fields(entry: LoadedObject) -> Iterator[Finding]:
+    """Kueue's flavor webhook: a topologyName needs nodeLabels; tolerations as Kubernetes validates them;
+    nodeTaints[].timeAdded an RFC 3339 date-time."""
     obj = entry.obj
     if not isinstance(obj, m.ResourceFlavor):
         return
+    if obj.topology_name and not obj.node_labels:
+        yield _error(entry, ("spec", "topologyName"), "topology-needs-node-labels",
+                     f"topologyName {obj.topology_name!r} needs at least one nodeLabel to select the flavor's nodes")
+    for i, toleration in enumerate(obj.tolerations):
+        path: FieldPath = ("spec", "tolerations", i)
+        if not toleration.key and toleration.operator != "Exists":
+            yield _error(entry, (*path, "operator"), "invalid-toleration",
+                         f"toleration {i} has no key, so its operator must be Exists")
+        if toleration.toleration_seconds is not None and toleration.effect != "NoExecute":
+            yield _error(entry, (*path, "tolerationSeconds"), "invalid-toleration",
+                         f"toleration {i}: tolerationSeconds only applies to the NoExecute effect")
+        if toleration.operator == "Exists" and toleration.value:
+            yield _error(entry, (*path, "value"), "invalid-toleration",
+                         f"toleration {i}: the Exists operator takes no value")
     for i, taint in enumerate(obj.node_taints):
         if taint.time_added is not None and not _is_rfc3339(taint.time_added):
             yield _error(entry, ("spec", "nodeTaints", i, "timeAdded"), "invalid-value",

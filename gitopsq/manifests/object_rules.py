@@ -17,9 +17,9 @@ from gitopsq.manifests import names
 from gitopsq.manifests.check_report import LoadedObject
 from gitopsq.manifests.config_kind_rules import (
     admission_check_parameters,
+    flavor_fields,
     multikueue,
     provisioning_request_config,
-    taint_times,
     topology_levels,
     unsimulated_admission,
 )
@@ -253,7 +253,7 @@ def fungibility_preference(entry: LoadedObject) -> Iterator[Finding]:
 RULES: Final[tuple[Rule, ...]] = (object_name, queue_name_fits_label, labels_and_annotations, reference_names,
                                   group_sizes, groups_not_empty, flavor_resources_match, one_group_each, quota_values,
                                   preemption_policy, fungibility_preference, topology_levels,
-                                  provisioning_request_config, multikueue, admission_check_parameters, taint_times,
+                                  provisioning_request_config, multikueue, admission_check_parameters, flavor_fields,
                                   unsimulated_admission)
 
 

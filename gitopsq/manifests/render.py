@@ -25,11 +25,25 @@ import yaml
 
 from gitopsq.api.codec import encode
 from gitopsq.manifests.check_report import Report
+from gitopsq.manifests.yamlscalar import STR, resolve_plain
 
 KIND_ORDER: Final = ("Namespace", "PriorityClass", "WorkloadPriorityClass", "Topology", "ResourceFlavor",
                      "MultiKueueCluster", "MultiKueueConfig", "ProvisioningRequestConfig", "AdmissionCheck",
                      "Cohort", "ClusterQueue", "LocalQueue")
-_Dumper: Final[Any] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_BaseDumper: Final[Any] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _Dumper(_BaseDumper):  # type: ignore[misc]
+    """PyYAML leaves ``n``, ``y``, ``0x10`` or ``1E3`` plain, but kubectl (and gitopsq) read those as booleans and
+    numbers: a string the Kubernetes YAML reader would not read back as itself is double-quoted."""
+
+
+def _represent_str(dumper: Any, text: str) -> Any:
+    style = None if resolve_plain(text) == (STR, text) else '"'
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
 
 
 def render_order(report: Report) -> list[dict[str, Any]]:

@@ -227,6 +227,19 @@ def _cohort(spec: dict[str, Any]) -> None:
         spec["parentName"] = spec.get("parentName") or "root"
 
 
+def _flavor(spec: dict[str, Any]) -> None:
+    """Tolerations as Kubernetes validates them; a topology needs node labels to find the flavor's nodes."""
+    for toleration in spec.get("tolerations", ()):
+        if not toleration.get("key"):
+            toleration["operator"] = "Exists"
+        if toleration.get("operator") == "Exists" and "value" in toleration:
+            toleration["value"] = ""
+        if "tolerationSeconds" in toleration:
+            toleration["effect"] = "NoExecute"
+    if "topologyName" in spec and not spec.get("nodeLabels"):
+        spec["nodeLabels"] = {"pool": "a"}
+
+
 def _topology(spec: dict[str, Any]) -> None:
     levels = spec["levels"]
     hostname = [lv for lv in levels if lv["nodeLabel"] == "kubernetes.io/hostname"]
@@ -244,6 +257,7 @@ FIXUPS: dict[str, Callable[[dict[str, Any], str], None]] = {
     "ClusterQueue": _cluster_queue,
     "Cohort": lambda spec, _: _cohort(spec),
     "Topology": lambda spec, _: _topology(spec),
+    "ResourceFlavor": lambda spec, _: _flavor(spec),
     "MultiKueueCluster": _multikueue_cluster,
 }
 
@@ -262,6 +276,18 @@ def objects(kind: str, version: str) -> st.SearchStrategy[dict[str, Any]]:
         return doc
 
     return st.builds(build, body, NAME)
+
+
+class _QuotingDumper(yaml.SafeDumper):
+    """Every string double-quoted, so that a drawn string such as 1E100 is not read back as a number."""
+
+
+_QuotingDumper.add_representer(str, lambda dumper, text: dumper.represent_scalar("tag:yaml.org,2002:str", text,
+                                                                                 style='"'))
+
+
+def dump(doc: Mapping[str, Any]) -> bytes:
+    return yaml.dump(dict(doc), Dumper=_QuotingDumper, sort_keys=False).encode()
 
 
 # --- comparison -------------------------------------------------------------------------------------------------
@@ -297,7 +323,7 @@ def _empty(value: Any) -> bool:
     """An optional list or map with nothing in it, at any depth ({"nodeSelector": []} included)."""
     if isinstance(value, Mapping):
         return all(_empty(v) for v in value.values())
-    return isinstance(value, list) and not value
+    return value in ("", [])  # Go's omitempty writes neither an empty string nor an empty list
 
 
 def differences(expected: Any, rendered: Any, path: str = "") -> list[str]:
