@@ -39,8 +39,10 @@ class _Dumper(_BaseDumper):  # type: ignore[misc]
 
 
 def _represent_str(dumper: Any, text: str) -> Any:
-    style = None if resolve_plain(text) == (STR, text) else '"'
-    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+    # PyYAML quotes what its own rules read as another type ('48'); the rest is quoted only when needed
+    pyyaml_plain = dumper.resolve(yaml.ScalarNode, text, (True, False)) == STR
+    style = '"' if pyyaml_plain and resolve_plain(text) != (STR, text) else None
+    return dumper.represent_scalar(STR, text, style=style)
 
 
 _Dumper.add_representer(str, _represent_str)

@@ -16,7 +16,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 
 from gitopsq.manifests.check_report import Report
-from gitopsq.manifests.loader import load_file
+from gitopsq.manifests.loader import FileResult, load_file
 from gitopsq.manifests.render import render_documents
 from tests.api.crd_strategies import (
     KINDS,
@@ -39,14 +39,14 @@ CONVERTED_AWAY = {("AdmissionCheck", "v1beta1"): {"spec.retryDelayMinutes"},
                   ("MultiKueueCluster", "v1beta1"): {"spec.clusterProfileRef.name"}}
 
 
-def render_one(data: bytes) -> tuple[Any, str, list[str]]:
-    """Check one file; (findings, the rendered manifest or "" when refused, errors as text)."""
+def render_one(data: bytes) -> tuple[FileResult, str, list[str]]:
+    """Check one file; (its result, the rendered manifest or "" when refused, errors as text)."""
     result = load_file(PATH, data)
     errors = [f for f in result.findings if f.is_error]
     if errors:
-        return result.findings, "", [str(f) for f in errors]
+        return result, "", [str(f) for f in errors]
     (entry,) = result.entries
-    return result.findings, render_documents(Report(None, None, (entry,), ())), []
+    return result, render_documents(Report(None, None, (entry,), ())), []
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -61,10 +61,10 @@ def test_generated_objects_survive_check_and_render(kind: str, version: str) -> 
     @given(objects(kind, version))
     def survives(doc: dict[str, Any]) -> None:
         data = dump(doc)
-        found, text, errors = render_one(data)
+        result, text, errors = render_one(data)
         if not text:
             counts["refused"] += 1
-            for finding in found:
+            for finding in result.findings:
                 if finding.is_error:
                     assert finding.location is not None and finding.location.path == PATH, errors
                     assert finding.location.line is not None and finding.location.line >= 1, errors
@@ -75,7 +75,7 @@ def test_generated_objects_survive_check_and_render(kind: str, version: str) -> 
         assert differences(to_v1beta2(doc), rendered) == [], (doc, rendered)
         again = load_file(PATH, text.encode())  # what apply sends, read as gitopsq reads a file
         assert [str(f) for f in again.findings if f.is_error] == []
-        assert [e.obj for e in again.entries] == [load_file(PATH, data).entries[0].obj]
+        assert [e.obj for e in again.entries] == [e.obj for e in result.entries]
         seen.update(paths_in(doc, schema))
 
     survives()
