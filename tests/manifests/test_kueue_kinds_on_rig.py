@@ -1,20 +1,21 @@
-"""What gitopsq renders, the API server keeps: the rig with gitopsq's CRDs (all eleven Kueue kinds) accepts a
-sample of rendered objects generated from Kueue's own schemas (server-side dry run) and echoes every field back
-(a CRD that pruned a field would drop it silently), and `gitopsq apply` creates, updates and prunes each of
-Kueue's configuration kinds for real."""
+"""What gitopsq renders, the API server keeps: the rig with gitopsq's CRDs (all eleven Kueue kinds), and a rig of
+its own with Kueue v0.19.2's CRDs, accept a sample of rendered objects generated from Kueue's own schemas
+(server-side dry run) and echo every field back (a CRD that pruned a field would drop it silently); `gitopsq
+apply` creates, updates and prunes each of Kueue's configuration kinds for real."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from controller_process import ROOT
-from envtest_rig import Envtest
+from envtest_rig import Envtest, Rig, prepare
 from hypothesis import HealthCheck, given, settings
 from queue_repo import get, template_repo
 
@@ -23,7 +24,7 @@ from gitopsq.cluster.kinds import kind_of
 from gitopsq.manifests.check_report import Report
 from gitopsq.manifests.loader import load_file
 from gitopsq.manifests.render import render_documents
-from tests.api.crd_strategies import KINDS, VERSIONS, differences, dump, objects
+from tests.api.crd_strategies import KINDS, VERSIONS, differences, dump, kueue_crd_dir, objects
 
 pytestmark = pytest.mark.envtest
 
@@ -46,9 +47,34 @@ def rendered_sample(kind: str, version: str) -> list[dict[str, Any]]:
     return out
 
 
-def test_rendered_objects_pass_the_api_server_with_every_field(kueue_crds: Envtest) -> None:
-    rest = KubeRest(kueue_crds.api_client())
-    namespace = kueue_crds.new_namespace("fields")
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Envtest]:
+    """A rig of its own with Kueue's CRDs from the Go module cache, Established."""
+    binaries = prepare(log=True)
+    rig = Rig.start(binaries, Path(tmp_path_factory.mktemp("kueue-crds")))
+    try:
+        env = Envtest(rig, str(binaries.kubectl))
+        env.kubectl("apply", "--server-side", "-f", str(kueue_crd_dir()))
+        env.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+        yield env
+    finally:
+        rig.stop()
+
+
+def test_rendered_objects_pass_gitopsqs_crds_with_every_field(kueue_crds: Envtest) -> None:
+    assert dry_run_sample(kueue_crds) >= len(KINDS) * len(VERSIONS) * SAMPLE // 2
+
+
+def test_rendered_objects_pass_kueues_own_crds_with_every_field(upstream: Envtest) -> None:
+    served = upstream.kubectl("get", "crd", "clusterqueues.kueue.x-k8s.io", "-o", "jsonpath={.spec.versions[*].name}")
+    assert served.stdout.split() == ["v1beta1", "v1beta2"], "not Kueue's CRD (gitopsq's serves v1beta2 only)"
+    assert dry_run_sample(upstream) >= len(KINDS) * len(VERSIONS) * SAMPLE // 2
+
+
+def dry_run_sample(env: Envtest) -> int:
+    """Send the rendered sample of every kind and version (server-side dry run); each must come back whole."""
+    rest = KubeRest(env.api_client())
+    namespace = env.new_namespace("fields")
     sent = 0
     for kind in KINDS:
         registered = kind_of("kueue.x-k8s.io", kind)
@@ -61,7 +87,7 @@ def test_rendered_objects_pass_the_api_server_with_every_field(kueue_crds: Envte
                                       query=[("dryRun", "All"), ("fieldValidation", "Strict")], obj=kind)
                 assert differences(doc, echoed) == [], (doc, echoed)
                 sent += 1
-    assert sent >= len(KINDS) * len(VERSIONS) * SAMPLE // 2
+    return sent
 
 
 CONFIG_KINDS = """---
