@@ -178,6 +178,35 @@ def _is_rfc3339(text: str) -> bool:
     return True
 
 
+def concurrent_admission(entry: LoadedObject) -> Iterator[Finding]:
+    """Kueue's ClusterQueue webhook on concurrentAdmissionPolicy: one resource group of at most 16 flavors,
+    constraints only with TryPreferredFlavors, a lastAcceptableFlavorName among the queue's flavors, no
+    StrictFIFO."""
+    obj = entry.obj
+    if not isinstance(obj, m.ClusterQueue) or obj.concurrent_admission is None:
+        return
+    policy = obj.concurrent_admission
+    base: FieldPath = ("spec", "concurrentAdmissionPolicy", "migration")
+    if len(obj.resource_groups) != 1:
+        yield _error(entry, ("spec", "resourceGroups"), "invalid-concurrent-admission",
+                     f"concurrentAdmissionPolicy needs exactly one resource group, this queue has "
+                     f"{len(obj.resource_groups)}")
+    elif len(obj.resource_groups[0].flavors) > 16:
+        yield _error(entry, ("spec", "resourceGroups", 0, "flavors"), "invalid-concurrent-admission",
+                     "concurrentAdmissionPolicy allows at most 16 flavors in the resource group")
+    if policy.last_acceptable_flavor is not None:
+        if policy.mode != "TryPreferredFlavors":
+            yield _error(entry, (*base, "constraints"), "invalid-concurrent-admission",
+                         f"migration.constraints only apply to mode TryPreferredFlavors, not {policy.mode}")
+        elif policy.last_acceptable_flavor not in obj.flavor_names():
+            yield _error(entry, (*base, "constraints", "lastAcceptableFlavorName"), "invalid-concurrent-admission",
+                         f"lastAcceptableFlavorName {policy.last_acceptable_flavor!r} is not one of this queue's "
+                         f"flavors ({', '.join(obj.flavor_names()) or 'none'})")
+    if obj.queueing_strategy == "StrictFIFO":
+        yield _error(entry, ("spec", "queueingStrategy"), "invalid-concurrent-admission",
+                     "StrictFIFO cannot be used with concurrentAdmissionPolicy")
+
+
 def unsimulated_admission(entry: LoadedObject) -> Iterator[Finding]:
     """Kept and applied, but gitopsq's own admission engine (and so ``plan``'s impact) does not model them."""
     obj = entry.obj

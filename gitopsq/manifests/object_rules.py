@@ -17,6 +17,7 @@ from gitopsq.manifests import names
 from gitopsq.manifests.check_report import LoadedObject
 from gitopsq.manifests.config_kind_rules import (
     admission_check_parameters,
+    concurrent_admission,
     flavor_fields,
     multikueue,
     provisioning_request_config,
@@ -254,7 +255,7 @@ RULES: Final[tuple[Rule, ...]] = (object_name, queue_name_fits_label, labels_and
                                   group_sizes, groups_not_empty, flavor_resources_match, one_group_each, quota_values,
                                   preemption_policy, fungibility_preference, topology_levels,
                                   provisioning_request_config, multikueue, admission_check_parameters, flavor_fields,
-                                  unsimulated_admission)
+                                  concurrent_admission, unsimulated_admission)
 
 
 def validate_object(entry: LoadedObject) -> list[Finding]:

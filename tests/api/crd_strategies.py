@@ -5,7 +5,8 @@ the comparison of a rendered object with the manifest it came from.
 optional ones at random, enums, patterns, length and item limits, int32 bounds, quantities for int-or-string.
 A few fix-ups per kind then make the draws agree with Kueue's cross-field rules (a flavor lists its group's
 covered resources; borrowing limits need a cohort...) so that most of them are valid and every field is seen in
-accepted objects. The fix-ups only choose values; they never remove a field the schema drew.
+accepted objects. The fix-ups choose values, and at most keep the first of several resource groups where Kueue
+allows one; every field is still drawn in other objects.
 """
 
 from __future__ import annotations
@@ -211,6 +212,19 @@ def _cluster_queue(spec: dict[str, Any], version: str) -> None:
     fungibility = spec.get("flavorFungibility", {})
     if "preference" in fungibility:
         fungibility["whenCanBorrow"] = fungibility["whenCanPreempt"] = "TryNextFlavor"
+    policy = spec.get("concurrentAdmissionPolicy")
+    if policy is not None:  # Kueue's webhook: one resource group, a known last flavor, no StrictFIFO
+        groups = spec.get("resourceGroups") or [{"coveredResources": ["cpu"],
+                                                 "flavors": [{"name": "f", "resources": [{"name": "cpu",
+                                                                                          "nominalQuota": 1}]}]}]
+        spec["resourceGroups"] = groups[:1]
+        constraints = policy["migration"].get("constraints")
+        if constraints is not None:
+            policy["migration"]["mode"] = "TryPreferredFlavors"
+            if "lastAcceptableFlavorName" in constraints:
+                constraints["lastAcceptableFlavorName"] = groups[0]["flavors"][0]["name"]
+        if spec.get("queueingStrategy") == "StrictFIFO":
+            spec["queueingStrategy"] = "BestEffortFIFO"
     strategy_checks = spec.get("admissionChecksStrategy", {}).get("admissionChecks")
     if spec.get("admissionChecks") and strategy_checks:
         del spec["admissionChecks"]

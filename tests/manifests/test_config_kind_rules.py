@@ -102,6 +102,13 @@ TOPOLOGY = "apiVersion: kueue.x-k8s.io/v1beta1\nkind: Topology\nmetadata: {name:
     pytest.param("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: q}\nspec:\n"
                  "  admissionScope: {admissionMode: UsageBasedAdmissionFairSharing}\n",
                  [("not-simulated", 5, "warning", "ClusterQueue/q")], id="admission-fair-sharing-is-kept-but-warned"),
+    pytest.param("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: q}\nspec:\n"
+                 "  queueingStrategy: StrictFIFO\n  concurrentAdmissionPolicy:\n    migration:\n"
+                 "      mode: TryPreferredFlavors\n      constraints: {lastAcceptableFlavorName: spot}\n",
+                 [("invalid-concurrent-admission", 4, "error", "ClusterQueue/q"),
+                  ("invalid-concurrent-admission", 5, "error", "ClusterQueue/q"),
+                  ("invalid-concurrent-admission", 9, "error", "ClusterQueue/q"),
+                  ("not-simulated", 6, "warning", "ClusterQueue/q")], id="concurrent-admission-rules"),
     pytest.param(flavor("  nodeTaints: [{key: k, effect: NoSchedule, timeAdded: yesterday}]\n"),
                  [("invalid-value", 5, "error", "ResourceFlavor/f")], id="taint-time-not-rfc3339"),
 ])
