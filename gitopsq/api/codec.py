@@ -7,13 +7,15 @@
 2. ClusterQueue ``spec.admissionChecks: [name]`` → ``admissionChecksStrategy.admissionChecks: [{name}]``;
 3. flavorFungibility ``Borrow`` / ``Preempt`` → ``MayStopSearch``;
 4. Workload ``priorityClassSource`` + ``priorityClassName`` → ``priorityClassRef``;
-5. AdmissionCheck ``retryDelayMinutes`` (removed in v1beta2) is dropped with a warning.
+5. AdmissionCheck ``retryDelayMinutes`` (removed in v1beta2) is dropped with a warning;
+6. MultiKueueCluster ``spec.kubeConfig`` / ``clusterProfileRef`` → ``spec.clusterSource.*``.
 
 Unknown fields are reported as errors (a misspelt field would otherwise silently do nothing); ``status`` and
 server-populated metadata are ignored with a warning. `encode` prints v1beta2.
 
 This module reads the envelope (apiVersion, kind, metadata) and dispatches on the kind: the quota kinds' specs are
-in `queue_codec`, the Workload's in `workload_codec`, fields they share in `shared_fields`.
+in `queue_codec`, Kueue's configuration kinds' in `kueue_config_codec`, the Workload's in `workload_codec`, fields
+they share in `shared_fields`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from gitopsq.api import kueue_config_codec as kc
 from gitopsq.api import model as m
 from gitopsq.api import queue_codec as q
 from gitopsq.api.findings import Finding
@@ -37,6 +40,10 @@ SUPPORTED_VERSIONS: Final[Mapping[str, frozenset[str]]] = {
     "LocalQueue": frozenset({m.KUEUE_V1BETA1, m.KUEUE_V1BETA2}),
     "WorkloadPriorityClass": frozenset({m.KUEUE_V1BETA1, m.KUEUE_V1BETA2}),
     "AdmissionCheck": frozenset({m.KUEUE_V1BETA1, m.KUEUE_V1BETA2}),
+    "Topology": frozenset({m.KUEUE_V1BETA1, m.KUEUE_V1BETA2}),
+    "ProvisioningRequestConfig": frozenset({m.KUEUE_V1BETA1, m.KUEUE_V1BETA2}),
+    "MultiKueueConfig": frozenset({m.KUEUE_V1BETA1, m.KUEUE_V1BETA2}),
+    "MultiKueueCluster": frozenset({m.KUEUE_V1BETA1, m.KUEUE_V1BETA2}),
     "Workload": frozenset({m.KUEUE_V1BETA1, m.KUEUE_V1BETA2}),
     "Namespace": frozenset({"v1"}),
     "PriorityClass": frozenset({"scheduling.k8s.io/v1"}),
@@ -123,6 +130,14 @@ def decode(doc: Any, *, file: str | None = None, line: int | None = None, line_o
                                       source=source)
     elif kind == "AdmissionCheck":
         obj = q.decode_admission_check(r, meta, spec, source)
+    elif kind == "Topology":
+        obj = kc.decode_topology(r, meta, spec, source)
+    elif kind == "ProvisioningRequestConfig":
+        obj = kc.decode_provisioning_request_config(r, meta, spec, source)
+    elif kind == "MultiKueueConfig":
+        obj = kc.decode_multikueue_config(r, meta, spec, source, v1beta1=v1beta1)
+    elif kind == "MultiKueueCluster":
+        obj = kc.decode_multikueue_cluster(r, meta, spec, source, v1beta1=v1beta1)
     elif kind == "Namespace":
         r.mapping(spec, ("spec",), allowed=("finalizers",))
         obj = m.Namespace(meta=meta, source=source)
@@ -183,6 +198,14 @@ def encode(obj: m.AnyObject) -> dict[str, Any]:
             doc["description"] = obj.description
     elif isinstance(obj, m.AdmissionCheck):
         doc["spec"] = q.encode_admission_check_spec(obj)
+    elif isinstance(obj, m.Topology):
+        doc["spec"] = kc.encode_topology_spec(obj)
+    elif isinstance(obj, m.ProvisioningRequestConfig):
+        doc["spec"] = kc.encode_provisioning_request_config_spec(obj)
+    elif isinstance(obj, m.MultiKueueConfig):
+        doc["spec"] = kc.encode_multikueue_config_spec(obj)
+    elif isinstance(obj, m.MultiKueueCluster):
+        doc["spec"] = kc.encode_multikueue_cluster_spec(obj)
     elif isinstance(obj, m.PriorityClass):
         doc["value"] = obj.value
         doc["globalDefault"] = obj.global_default

@@ -64,6 +64,7 @@ class Taint:
     key: str
     value: str = ""
     effect: str  # NoSchedule | PreferNoSchedule | NoExecute
+    time_added: str | None = None  # RFC 3339, kept as written: Kueue only stores it
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -187,6 +188,14 @@ class AdmissionCheckRule:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ConcurrentAdmission:
+    """concurrentAdmissionPolicy.migration: how Kueue moves an admitted workload to a preferred flavor."""
+
+    mode: str  # TryPreferredFlavors | RetainFirstAdmission
+    last_acceptable_flavor: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ClusterQueue:
     KIND: ClassVar[str] = "ClusterQueue"
     meta: ObjectMeta
@@ -199,6 +208,8 @@ class ClusterQueue:
     fair_sharing: FairSharing | None = None
     admission_checks: tuple[AdmissionCheckRule, ...] = ()
     stop_policy: str = "None"  # None | Hold | HoldAndDrain
+    admission_mode: str | None = None  # admissionScope.admissionMode; None = no admissionScope
+    concurrent_admission: ConcurrentAdmission | None = None
     source: Location | None = field(default=None, compare=False)
 
     def flavor_names(self) -> tuple[str, ...]:
@@ -240,6 +251,62 @@ class AdmissionCheck:
     meta: ObjectMeta
     controller_name: str
     parameters: FrozenMap[str, str] | None = None  # {apiGroup, kind, name}
+    source: Location | None = field(default=None, compare=False)
+
+
+# --- Kueue's configuration kinds: topologies and the admission checks' parameters -----------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Topology:
+    KIND: ClassVar[str] = "Topology"
+    meta: ObjectMeta
+    levels: tuple[str, ...]  # node label keys, highest level first
+    source: Location | None = field(default=None, compare=False)
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryStrategy:
+    backoff_limit_count: int = 3
+    backoff_base_seconds: int = 60
+    backoff_max_seconds: int = 1800
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProvisioningRequestConfig:
+    KIND: ClassVar[str] = "ProvisioningRequestConfig"
+    meta: ObjectMeta
+    provisioning_class_name: str
+    parameters: FrozenMap[str, str] = EMPTY
+    managed_resources: tuple[str, ...] = ()
+    retry_strategy: RetryStrategy = RetryStrategy()
+    pod_set_updates: tuple[tuple[str, str], ...] = ()  # nodeSelector (key, valueFromProvisioningClassDetail)
+    pod_set_merge_policy: str | None = None  # IdenticalPodTemplates | IdenticalWorkloadSchedulingRequirements
+    source: Location | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MultiKueueConfig:
+    KIND: ClassVar[str] = "MultiKueueConfig"
+    meta: ObjectMeta
+    clusters: tuple[str, ...]  # MultiKueueCluster names
+    quota_management: str | None = None  # Manual | Automated
+    source: Location | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MultiKueueCluster:
+    """Where the worker cluster's credentials come from: exactly one of a kubeconfig and a ClusterProfile."""
+
+    KIND: ClassVar[str] = "MultiKueueCluster"
+    meta: ObjectMeta
+    kubeconfig_location: str | None = None
+    kubeconfig_location_type: str = "Secret"  # Secret | Path
+    cluster_profile: str | None = None
     source: Location | None = field(default=None, compare=False)
 
 
@@ -303,7 +370,7 @@ class Workload:
 
 QueueObject = (
     ResourceFlavor | ClusterQueue | Cohort | LocalQueue | WorkloadPriorityClass | AdmissionCheck | Namespace
-    | PriorityClass
+    | PriorityClass | Topology | ProvisioningRequestConfig | MultiKueueConfig | MultiKueueCluster
 )
 AnyObject = QueueObject | Workload
 
@@ -315,6 +382,10 @@ KINDS: Final[Mapping[str, tuple[str, bool]]] = MappingProxyType({
     "LocalQueue": (KUEUE_GROUP, True),
     "WorkloadPriorityClass": (KUEUE_GROUP, False),
     "AdmissionCheck": (KUEUE_GROUP, False),
+    "Topology": (KUEUE_GROUP, False),
+    "ProvisioningRequestConfig": (KUEUE_GROUP, False),
+    "MultiKueueConfig": (KUEUE_GROUP, False),
+    "MultiKueueCluster": (KUEUE_GROUP, False),
     "Workload": (KUEUE_GROUP, True),
     "Namespace": ("", False),
     "PriorityClass": ("scheduling.k8s.io", False),

@@ -36,7 +36,8 @@ def decode_resource_flavor(r: Reader, meta: m.ObjectMeta, raw: Any, source: Loca
         taints.append(m.Taint(key=r.string(t.get("key"), (*p, "key"), required=True),
                               value=r.string(t.get("value"), (*p, "value")),
                               effect=r.string(t.get("effect"), (*p, "effect"), required=True,
-                                              choices=("NoSchedule", "PreferNoSchedule", "NoExecute"))))
+                                              choices=("NoSchedule", "PreferNoSchedule", "NoExecute")),
+                              time_added=r.optional_string(t.get("timeAdded"), (*p, "timeAdded"))))
     return m.ResourceFlavor(meta=meta, node_labels=r.string_map(spec.get("nodeLabels"), (*path, "nodeLabels")),
                             node_taints=tuple(taints),
                             tolerations=decode_tolerations(r, spec.get("tolerations"), (*path, "tolerations")),
@@ -74,12 +75,13 @@ def _resource_groups(r: Reader, raw: Any, path: FieldPath) -> tuple[m.ResourceGr
 
 _CQ_FIELDS = ("cohortName", "resourceGroups", "namespaceSelector", "queueingStrategy", "preemption",
               "flavorFungibility", "fairSharing", "admissionChecksStrategy", "stopPolicy", "admissionScope")
+_ADMISSION_MODES = ("UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing")
 
 
 def decode_cluster_queue(r: Reader, meta: m.ObjectMeta, raw: Any, source: Location | None, *,
                    v1beta1: bool) -> m.ClusterQueue:
     path: FieldPath = ("spec",)
-    allowed = (*_CQ_FIELDS, "cohort", "admissionChecks") if v1beta1 else _CQ_FIELDS
+    allowed = (*_CQ_FIELDS, "cohort", "admissionChecks") if v1beta1 else (*_CQ_FIELDS, "concurrentAdmissionPolicy")
     spec = r.mapping(raw, path, allowed=allowed)
     cohort = r.optional_string(spec.get("cohortName"), (*path, "cohortName"))
     if v1beta1 and spec.get("cohort") is not None:
@@ -107,7 +109,33 @@ def decode_cluster_queue(r: Reader, meta: m.ObjectMeta, raw: Any, source: Locati
         admission_checks=tuple(checks),
         stop_policy=r.string(spec.get("stopPolicy"), (*path, "stopPolicy"), default="None",
                              choices=("None", "Hold", "HoldAndDrain")),
+        admission_mode=_admission_mode(r, spec.get("admissionScope"), (*path, "admissionScope")),
+        concurrent_admission=_concurrent_admission(r, spec.get("concurrentAdmissionPolicy"),
+                                                   (*path, "concurrentAdmissionPolicy")),
         source=source)
+
+
+def _admission_mode(r: Reader, raw: Any, path: FieldPath) -> str | None:
+    if raw is None:
+        return None
+    scope = r.mapping(raw, path, allowed=("admissionMode",))
+    return r.string(scope.get("admissionMode"), (*path, "admissionMode"), required=True, choices=_ADMISSION_MODES)
+
+
+def _concurrent_admission(r: Reader, raw: Any, path: FieldPath) -> m.ConcurrentAdmission | None:
+    if raw is None:
+        return None
+    policy = r.mapping(raw, path, allowed=("migration",))
+    mp = (*path, "migration")
+    migration = r.mapping(policy.get("migration"), mp, allowed=("mode", "constraints"))
+    if "migration" not in policy:
+        r.error(mp, "missing-field", f"{render_path(mp)} is required")
+    constraints = r.mapping(migration.get("constraints"), (*mp, "constraints"), allowed=("lastAcceptableFlavorName",))
+    return m.ConcurrentAdmission(
+        mode=r.string(migration.get("mode"), (*mp, "mode"), required="migration" in policy,
+                      choices=("TryPreferredFlavors", "RetainFirstAdmission")),
+        last_acceptable_flavor=r.optional_string(constraints.get("lastAcceptableFlavorName"),
+                                                 (*mp, "constraints", "lastAcceptableFlavorName")))
 
 
 def _admission_checks_strategy(r: Reader, raw: Any, path: FieldPath) -> tuple[m.AdmissionCheckRule, ...]:
@@ -196,8 +224,8 @@ def encode_resource_flavor_spec(obj: m.ResourceFlavor) -> dict[str, Any]:
     if obj.node_labels:
         spec["nodeLabels"] = dict(obj.node_labels)
     if obj.node_taints:
-        spec["nodeTaints"] = [drop_empty({"key": t.key, "value": t.value, "effect": t.effect})
-                              for t in obj.node_taints]
+        spec["nodeTaints"] = [drop_empty({"key": t.key, "value": t.value, "effect": t.effect,
+                                          "timeAdded": t.time_added}) for t in obj.node_taints]
     if obj.tolerations:
         spec["tolerations"] = [encode_toleration(t) for t in obj.tolerations]
     if obj.topology_name:
@@ -241,7 +269,18 @@ def encode_cluster_queue_spec(cq: m.ClusterQueue) -> dict[str, Any]:
             drop_empty({"name": c.name, "onFlavors": list(c.on_flavors)}) for c in cq.admission_checks]}
         if cq.admission_checks else None,
         "stopPolicy": cq.stop_policy,
+        "admissionScope": {"admissionMode": cq.admission_mode} if cq.admission_mode is not None else None,
+        "concurrentAdmissionPolicy": _encode_concurrent_admission(cq.concurrent_admission),
     })
+
+
+def _encode_concurrent_admission(policy: m.ConcurrentAdmission | None) -> dict[str, Any] | None:
+    if policy is None:
+        return None
+    migration: dict[str, Any] = {"mode": policy.mode}
+    if policy.last_acceptable_flavor is not None:
+        migration["constraints"] = {"lastAcceptableFlavorName": policy.last_acceptable_flavor}
+    return {"migration": migration}
 
 
 def encode_groups(groups: tuple[m.ResourceGroup, ...]) -> list[dict[str, Any]]:

@@ -64,12 +64,18 @@ WORKLOAD_PRIORITY_CLASS: Final = Kind("WorkloadPriorityClass", KUEUE_GROUP, KUEU
                                       False, ("wpc",), watched=True, topology=True)
 ADMISSION_CHECK: Final = Kind("AdmissionCheck", KUEUE_GROUP, KUEUE_VERSION, "admissionchecks", False, ("ac",),
                               watched=True, topology=True)
+TOPOLOGY_KIND: Final = Kind("Topology", KUEUE_GROUP, KUEUE_VERSION, "topologies", False, ("topo",))
+PROVISIONING_REQUEST_CONFIG: Final = Kind("ProvisioningRequestConfig", KUEUE_GROUP, KUEUE_VERSION,
+                                          "provisioningrequestconfigs", False, ("prc",))
+MULTIKUEUE_CONFIG: Final = Kind("MultiKueueConfig", KUEUE_GROUP, KUEUE_VERSION, "multikueueconfigs", False, ("mkconf",))
+MULTIKUEUE_CLUSTER: Final = Kind("MultiKueueCluster", KUEUE_GROUP, KUEUE_VERSION, "multikueueclusters", False, ("mkc",))
 WORKLOAD: Final = Kind("Workload", KUEUE_GROUP, KUEUE_VERSION, "workloads", True, ("wl", "kwl"), watched=True)
 JOB: Final = Kind("Job", "batch", "v1", "jobs", True, synced=False)  # watched through its integration (batch/job)
 GIT_SOURCE: Final = Kind("GitSource", "gitopsq.dev", "v1alpha1", "gitsources", True, ("gs",))
 
 KINDS: Final[tuple[Kind, ...]] = (NAMESPACE, PRIORITY_CLASS, RESOURCE_FLAVOR, COHORT, CLUSTER_QUEUE, LOCAL_QUEUE,
-                                  WORKLOAD_PRIORITY_CLASS, ADMISSION_CHECK, WORKLOAD, JOB, GIT_SOURCE)
+                                  WORKLOAD_PRIORITY_CLASS, ADMISSION_CHECK, TOPOLOGY_KIND, PROVISIONING_REQUEST_CONFIG,
+                                  MULTIKUEUE_CONFIG, MULTIKUEUE_CLUSTER, WORKLOAD, JOB, GIT_SOURCE)
 BY_PLURAL: Final[Mapping[str, Kind]] = {k.plural: k for k in KINDS}
 BY_GROUP_KIND: Final[Mapping[tuple[str, str], Kind]] = {(k.group, k.kind): k for k in KINDS}
 WATCHED: Final[tuple[str, ...]] = tuple(k.plural for k in KINDS if k.watched)

@@ -23,7 +23,8 @@ from gitopsq.manifests.yamldoc import DEFAULT_LIMITS, YamlDocument, YamlLimits, 
 
 # The kinds a queue-definition repository holds (shared/interfaces.md §2); Workloads come from Jobs, not Git.
 REPO_KINDS: Final = ("ResourceFlavor", "ClusterQueue", "LocalQueue", "Cohort", "WorkloadPriorityClass",
-                     "AdmissionCheck", "Namespace", "PriorityClass")
+                     "AdmissionCheck", "Topology", "ProvisioningRequestConfig", "MultiKueueConfig",
+                     "MultiKueueCluster", "Namespace", "PriorityClass")
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,15 @@ from gitopsq.api.findings import Finding
 from gitopsq.api.reader import FieldPath
 from gitopsq.manifests import names
 from gitopsq.manifests.check_report import LoadedObject
+from gitopsq.manifests.config_kind_rules import (
+    admission_check_parameters,
+    concurrent_admission,
+    flavor_fields,
+    multikueue,
+    provisioning_request_config,
+    topology_levels,
+    unsimulated_admission,
+)
 
 MAX_RESOURCE_GROUPS: Final = 16
 MAX_COVERED_PER_GROUP: Final = 64
@@ -244,7 +253,9 @@ def fungibility_preference(entry: LoadedObject) -> Iterator[Finding]:
 
 RULES: Final[tuple[Rule, ...]] = (object_name, queue_name_fits_label, labels_and_annotations, reference_names,
                                   group_sizes, groups_not_empty, flavor_resources_match, one_group_each, quota_values,
-                                  preemption_policy, fungibility_preference)
+                                  preemption_policy, fungibility_preference, topology_levels,
+                                  provisioning_request_config, multikueue, admission_check_parameters, flavor_fields,
+                                  concurrent_admission, unsimulated_admission)
 
 
 def validate_object(entry: LoadedObject) -> list[Finding]:

@@ -1,4 +1,5 @@
-"""Kueue's rules across the objects of one revision: duplicates, references, cohort cycles, namespaces.
+"""Kueue's rules across the objects of one revision: duplicates, references (queues, flavors, admission checks
+and their parameters, topologies, MultiKueue clusters), cohort cycles, namespaces.
 
 Cohorts are implicit, as in Kueue: a cohortName or parentName need not name a Cohort object. A Cohort object
 that nothing joins is only a warning.
@@ -108,6 +109,62 @@ def admission_check_references(index: Index) -> Iterator[Finding]:
                                    "ClusterQueue does not use")
 
 
+def topology_references(index: Index) -> Iterator[Finding]:
+    topologies = index.names("Topology")
+    for entry in index.of("ResourceFlavor"):
+        assert isinstance(entry.obj, m.ResourceFlavor)
+        name = entry.obj.topology_name
+        if name and name not in topologies:
+            yield _error(entry, ("spec", "topologyName"), "unknown-topology",
+                         f"Topology {name!r} is not defined in this revision" + _suggest(name, topologies))
+
+
+# Kueue's own admission check controllers and the one parameters kind each reads.
+CHECK_PARAMETERS: Final = {"kueue.x-k8s.io/provisioning-request": "ProvisioningRequestConfig",
+                           "kueue.x-k8s.io/multikueue": "MultiKueueConfig"}
+
+
+def admission_check_parameters(index: Index) -> Iterator[Finding]:
+    """Kueue's controllers need parameters of their kind in kueue.x-k8s.io, naming an object of this revision."""
+    for entry in index.of("AdmissionCheck"):
+        check = entry.obj
+        assert isinstance(check, m.AdmissionCheck)
+        wanted = CHECK_PARAMETERS.get(check.controller_name)
+        params = check.parameters
+        path: tuple[str | int, ...] = ("spec", "parameters")
+        if params is None:
+            if wanted:
+                yield _warning(entry, ("spec", "controllerName"), "missing-parameters",
+                             f"controller {check.controller_name} needs spec.parameters naming a {wanted} "
+                             f"({m.KUEUE_GROUP}); without them Kueue keeps the check inactive")
+            continue
+        group, kind, name = params.get("apiGroup", ""), params.get("kind", ""), params.get("name", "")
+        if wanted and (group, kind) != (m.KUEUE_GROUP, wanted):
+            yield _error(entry, (*path, "kind"), "wrong-parameters-kind",
+                         f"controller {check.controller_name} reads parameters of kind {wanted} in "
+                         f"{m.KUEUE_GROUP}, not {kind} in {group!r}")
+            continue
+        if group != m.KUEUE_GROUP:
+            continue  # another controller's own kind: not ours to resolve
+        if kind not in CHECK_PARAMETERS.values():
+            yield _error(entry, (*path, "kind"), "wrong-parameters-kind",
+                         f"parameters name kind {kind!r} in {m.KUEUE_GROUP}, which holds no admission check "
+                         f"parameters (use {' or '.join(sorted(CHECK_PARAMETERS.values()))})")
+        elif name not in (known := index.names(kind)):
+            yield _error(entry, (*path, "name"), "unknown-parameters",
+                         f"{kind} {name!r} is not defined in this revision" + _suggest(name, known))
+
+
+def multikueue_clusters(index: Index) -> Iterator[Finding]:
+    clusters = index.names("MultiKueueCluster")
+    for entry in index.of("MultiKueueConfig"):
+        assert isinstance(entry.obj, m.MultiKueueConfig)
+        for i, name in enumerate(entry.obj.clusters):
+            if name not in clusters:
+                yield _error(entry, ("spec", "clusters", i), "unknown-multikueue-cluster",
+                             f"MultiKueueCluster {name!r} is not defined in this revision" + _suggest(name, clusters))
+
+
 def cohort_cycles(index: Index) -> Iterator[Finding]:
     """A Cohort that is its own ancestor; Kueue disables every member. Each cycle is reported once."""
     parent = {name: e.obj.parent_name for name, e in index.by_kind["Cohort"].items()
@@ -184,7 +241,8 @@ def queue_namespace_selected(index: Index) -> Iterator[Finding]:
 
 
 RULES: Final[tuple[Rule, ...]] = (local_queue_targets, flavor_references, admission_check_references,
-                                  cohort_cycles, unused_cohorts, local_queue_namespaces, queue_namespace_selected)
+                                  topology_references, admission_check_parameters, multikueue_clusters, cohort_cycles,
+                                  unused_cohorts, local_queue_namespaces, queue_namespace_selected)
 
 
 def validate_revision(entries: Sequence[LoadedObject], passthrough: Sequence[PassThrough] = ()) -> list[Finding]:

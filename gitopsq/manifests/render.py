@@ -5,12 +5,16 @@ Order (every kind before the kinds that refer to it; stable, ties broken by name
 1. Namespace
 2. PriorityClass
 3. WorkloadPriorityClass
-4. ResourceFlavor
-5. AdmissionCheck
-6. Cohort
-7. ClusterQueue
-8. LocalQueue
-9. pass-through kinds (``allowKinds``), by apiVersion, kind, namespace, name
+4. Topology
+5. ResourceFlavor
+6. MultiKueueCluster
+7. MultiKueueConfig
+8. ProvisioningRequestConfig
+9. AdmissionCheck
+10. Cohort
+11. ClusterQueue
+12. LocalQueue
+13. pass-through kinds (``allowKinds``), by apiVersion, kind, namespace, name
 """
 
 from __future__ import annotations
@@ -21,10 +25,27 @@ import yaml
 
 from gitopsq.api.codec import encode
 from gitopsq.manifests.check_report import Report
+from gitopsq.manifests.yamlscalar import STR, resolve_plain
 
-KIND_ORDER: Final = ("Namespace", "PriorityClass", "WorkloadPriorityClass", "ResourceFlavor", "AdmissionCheck",
+KIND_ORDER: Final = ("Namespace", "PriorityClass", "WorkloadPriorityClass", "Topology", "ResourceFlavor",
+                     "MultiKueueCluster", "MultiKueueConfig", "ProvisioningRequestConfig", "AdmissionCheck",
                      "Cohort", "ClusterQueue", "LocalQueue")
-_Dumper: Final[Any] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_BaseDumper: Final[Any] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _Dumper(_BaseDumper):  # type: ignore[misc]
+    """PyYAML leaves ``n``, ``y``, ``0x10`` or ``1E3`` plain, but kubectl (and gitopsq) read those as booleans and
+    numbers: a string the Kubernetes YAML reader would not read back as itself is double-quoted."""
+
+
+def _represent_str(dumper: Any, text: str) -> Any:
+    # PyYAML quotes what its own rules read as another type ('48'); the rest is quoted only when needed
+    pyyaml_plain = dumper.resolve(yaml.ScalarNode, text, (True, False)) == STR
+    style = '"' if pyyaml_plain and resolve_plain(text) != (STR, text) else None
+    return dumper.represent_scalar(STR, text, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
 
 
 def render_order(report: Report) -> list[dict[str, Any]]:

@@ -5,8 +5,9 @@ Rules, each adding a team with the reason it is needed:
 1. Every file the pull request touches needs the team owning its path (the most specific ``paths`` pattern; for
    a moved file both the old and the new path count). ``gitopsq.yaml`` belongs to the platform team.
 2. A file no team owns needs the platform team.
-3. A changed *global* object — ResourceFlavor, Cohort, WorkloadPriorityClass, AdmissionCheck, Namespace,
-   PriorityClass: shared by every team — needs the platform team, wherever its file lives.
+3. A changed *global* object — ResourceFlavor, Cohort, WorkloadPriorityClass, AdmissionCheck, Topology,
+   ProvisioningRequestConfig, MultiKueueConfig, MultiKueueCluster, Namespace, PriorityClass: shared by every
+   team — needs the platform team, wherever its file lives.
 
 Ownership is read from the base revision's ``gitopsq.yaml`` (the trust model already accepted: a pull request
 cannot make itself its own approver); from the head's only when the base has none that parses.
@@ -22,7 +23,8 @@ from typing import Final
 
 from gitopsq.manifests.config_model import CONFIG_PATH, RepoConfig
 
-GLOBAL_KINDS: Final = frozenset({"ResourceFlavor", "Cohort", "WorkloadPriorityClass", "AdmissionCheck", "Namespace",
+GLOBAL_KINDS: Final = frozenset({"ResourceFlavor", "Cohort", "WorkloadPriorityClass", "AdmissionCheck", "Topology",
+                                 "ProvisioningRequestConfig", "MultiKueueConfig", "MultiKueueCluster", "Namespace",
                                  "PriorityClass"})
 UNOWNED: Final = "(no owner)"
 

@@ -12,7 +12,9 @@ Snapshot impact (`assess`), from the workloads that exist now (read from a clust
    - ``preempted``: admitted under base, evicted under head (reason and message as Kueue writes them);
    - ``loses-quota``: admitted under base, without quota under head (removed queue or flavor, or displaced);
    - ``admissible``: pending under base, admitted under head;
-   - ``pending-changed``: pending on both sides, but for another reason or in another ClusterQueue.
+   - ``pending-changed``: pending on both sides, but for another reason or in another ClusterQueue;
+   - ``checks-changed``: holding quota on both sides, but admitted on one and waiting for admission checks on
+     the other (a ClusterQueue gaining or losing an admission check).
 4. Borrowing headroom per ClusterQueue and flavor-resource — how much it could still take beyond its own
    unused nominal quota, given the cohort's current usage — before and after; only changes are listed.
 
@@ -35,8 +37,8 @@ from gitopsq.simulate.replay import simulate
 from gitopsq.simulate.scenario import Scenario, TraceWorkload
 from gitopsq.simulate.text_report import percentile
 
-ImpactKind = Literal["preempted", "loses-quota", "admissible", "pending-changed"]
-KIND_ORDER: tuple[ImpactKind, ...] = ("preempted", "loses-quota", "admissible", "pending-changed")
+ImpactKind = Literal["preempted", "loses-quota", "admissible", "pending-changed", "checks-changed"]
+KIND_ORDER: tuple[ImpactKind, ...] = ("preempted", "loses-quota", "admissible", "pending-changed", "checks-changed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +205,11 @@ def _compare(key: str, before: _Side, after: _Side) -> WorkloadImpact | None:
         return WorkloadImpact(key, "admissible", b.cluster_queue, a.cluster_queue, "", "")
     if not held_before and not held_after and (b.reason, b.cluster_queue) != (a.reason, a.cluster_queue):
         return WorkloadImpact(key, "pending-changed", b.cluster_queue, a.cluster_queue, a.reason, a.message)
+    if held_before and held_after and b.state != a.state:
+        waits = "now waits for its admission checks" if a.state == QUOTA_RESERVED else \
+            "no longer waits for admission checks"
+        return WorkloadImpact(key, "checks-changed", b.cluster_queue, a.cluster_queue, "AdmissionCheck",
+                              f"{b.state} → {a.state}: {waits}", a.state)
     return None
 
 

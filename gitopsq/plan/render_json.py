@@ -106,6 +106,7 @@ def impact_json(impact: SnapshotImpact) -> dict[str, Any]:
             "losesQuota": [_workload(w) for w in impact.of_kind("loses-quota")],
             "admissible": [_workload(w) for w in impact.of_kind("admissible")],
             "pendingChanged": [_workload(w) for w in impact.of_kind("pending-changed")],
+            "checksChanged": [_workload(w) for w in impact.of_kind("checks-changed")],
             "borrowingHeadroom": [_headroom(h) for h in impact.headroom]}
 
 

@@ -23,7 +23,8 @@ MARK = {"added": "+", "removed": "-", "changed": "~", "moved": ">", "invalid": "
 UNLIMITED = "∞"
 ABSENT = "—"
 IMPACT_TITLES = {"preempted": "would be preempted", "loses-quota": "would lose their quota",
-                 "admissible": "would become admissible", "pending-changed": "pending for another reason"}
+                 "admissible": "would become admissible", "pending-changed": "pending for another reason",
+                 "checks-changed": "admitted or waiting for admission checks, the other way round"}
 
 
 def short(sha: str) -> str:

@@ -3,11 +3,14 @@
 Apply order (a total order; each rank sorted by group, kind, namespace, name):
 1. Namespace (LocalQueues live in them);
 2. PriorityClass;
-3. ResourceFlavor (ClusterQueues name them);
-4. Cohort (ClusterQueues join them);
-5. ClusterQueue;
-6. LocalQueue (points at a ClusterQueue);
-7. everything else (WorkloadPriorityClass, AdmissionCheck, ...).
+3. Topology (ResourceFlavors name them);
+4. ResourceFlavor (ClusterQueues name them);
+5. MultiKueueCluster, then MultiKueueConfig and ProvisioningRequestConfig (AdmissionChecks name them);
+6. AdmissionCheck (ClusterQueues name them);
+7. Cohort (ClusterQueues join them);
+8. ClusterQueue;
+9. LocalQueue (points at a ClusterQueue);
+10. everything else (WorkloadPriorityClass, ...).
 Pruning walks the same order backwards, so a LocalQueue goes before its ClusterQueue and a Namespace last.
 """
 
@@ -18,8 +21,9 @@ from typing import Final
 
 from gitopsq.api.model import ObjectKey
 
-KIND_RANK: Final = {"Namespace": 0, "PriorityClass": 1, "ResourceFlavor": 2, "Cohort": 3, "ClusterQueue": 4,
-                    "LocalQueue": 5}
+KIND_RANK: Final = {kind: rank for rank, kind in enumerate((
+    "Namespace", "PriorityClass", "Topology", "ResourceFlavor", "MultiKueueCluster", "MultiKueueConfig",
+    "ProvisioningRequestConfig", "AdmissionCheck", "Cohort", "ClusterQueue", "LocalQueue"))}
 OTHER_RANK: Final = len(KIND_RANK)
 
 

@@ -123,7 +123,7 @@ def excluded(rules: list[dict[str, Any]], group: str, kind: str) -> bool:
 
 
 KUEUE_KINDS = ["ResourceFlavor", "ClusterQueue", "LocalQueue", "Cohort", "WorkloadPriorityClass", "AdmissionCheck",
-               "Workload"]
+               "Topology", "ProvisioningRequestConfig", "MultiKueueConfig", "MultiKueueCluster", "Workload"]
 
 
 @pytest.mark.parametrize("kind", KUEUE_KINDS)

@@ -300,11 +300,11 @@ def test_chart_crds_are_the_package_crds() -> None:
         assert (chart / path.name).read_bytes() == path.read_bytes(), f"{path.name} drifted; copy it again"
 
 
-def test_include_crds_renders_all_eight(helm: Helm) -> None:
-    """`helm template --include-crds` carries the seven Kueue CRDs and GitSource."""
+def test_include_crds_renders_all_twelve(helm: Helm) -> None:
+    """`helm template --include-crds` carries the eleven Kueue CRDs and GitSource."""
     r = helm.render(include_crds=True)
     names = sorted(o["metadata"]["name"] for o in r.objects if o["kind"] == "CustomResourceDefinition")
-    assert len(names) == 8 and "gitsources.gitopsq.dev" in names and "clusterqueues.kueue.x-k8s.io" in names
+    assert len(names) == 12 and "gitsources.gitopsq.dev" in names and "clusterqueues.kueue.x-k8s.io" in names
 
 
 def test_dashboard_configmap_carries_the_sidecar_label_and_the_json(helm: Helm) -> None:

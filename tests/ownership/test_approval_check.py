@@ -101,3 +101,21 @@ QUEUE = b"---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n
 def test_changed_global_objects(old: bytes | None, new: bytes | None, expected: tuple[str, ...]) -> None:
     """Global objects a file adds, removes or changes, compared as data, not text."""
     assert changed_global_objects("platform/flavors.yaml", old, new) == expected
+
+
+CONFIG_KINDS = {
+    "Topology": "spec:\n  levels: [{nodeLabel: kubernetes.io/hostname}]\n",
+    "ProvisioningRequestConfig": "spec:\n  provisioningClassName: check-capacity.autoscaling.x-k8s.io\n",
+    "MultiKueueConfig": "spec:\n  clusters: [worker]\n",
+    "MultiKueueCluster": "spec:\n  clusterSource:\n    kubeConfig: {location: worker}\n",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CONFIG_KINDS))
+def test_kueue_configuration_kinds_are_global(kind: str) -> None:
+    """Topologies, provisioning and MultiKueue configurations are shared by every team: a change to one needs the
+    platform team even in a file a team owns."""
+    doc = f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: {kind}\nmetadata:\n  name: shared\n{CONFIG_KINDS[kind]}"
+    changed = doc.replace("name: shared", "name: shared\n  labels: {tier: gold}")
+    assert changed_global_objects("queues/team-a/x.yaml", doc.encode(), changed.encode()) == (f"{kind}/shared",)
+    assert changed_global_objects("queues/team-a/x.yaml", None, doc.encode()) == (f"{kind}/shared",)

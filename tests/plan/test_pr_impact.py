@@ -155,3 +155,47 @@ def test_repointing_a_local_queue_moves_its_waiting_work(repo: TemplateRepo) -> 
     assert (moved.key, moved.cluster_queue_before, moved.cluster_queue_after) == (
         "data-science/big", "data-science", "ml-research")
     assert "namespace" in moved.message.lower()
+
+
+GATE = """apiVersion: kueue.x-k8s.io/v1beta2
+kind: ProvisioningRequestConfig
+metadata: {name: capacity}
+spec: {provisioningClassName: check-capacity.autoscaling.x-k8s.io}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata: {name: capacity}
+spec:
+  controllerName: kueue.x-k8s.io/provisioning-request
+  parameters: {apiGroup: kueue.x-k8s.io, kind: ProvisioningRequestConfig, name: capacity}
+"""
+SMALL_JOB = """workloads:
+  - name: small
+    namespace: data-science
+    queue: analysis
+    priorityClass: standard
+    podSets: [{name: main, count: 4, requests: {cpu: "1"}}]
+"""
+
+
+def test_a_cluster_queue_gaining_an_admission_check_holds_new_work_at_its_checks(repo: TemplateRepo,
+                                                                                  tmp_path: Path) -> None:
+    """A provisioning check added to data-science: the plan lists the new ProvisioningRequestConfig and
+    AdmissionCheck, and a job admitted at once under base now only reserves quota and waits for the check."""
+    repo.branch("gate")
+    repo.write("platform/admission-checks.yaml", GATE)
+    repo.replace("teams/data-science/cluster-queue.yaml", "  cohortName: research\n",
+                 "  cohortName: research\n  admissionChecksStrategy: {admissionChecks: [{name: capacity}]}\n")
+    repo.commit("data-science: capacity check before admission", "alice")
+    snapshot = tmp_path / "small.yaml"
+    snapshot.write_text(SMALL_JOB)
+    plan = make_plan(str(repo.root), "main", "gate", workloads=str(snapshot), use_cache=False)
+    assert {str(c.key) for c in plan.objects} >= {"ProvisioningRequestConfig/capacity", "AdmissionCheck/capacity",
+                                                  "ClusterQueue/data-science"}
+    assert plan.impact is not None
+    (gated,) = plan.impact.of_kind("checks-changed")
+    assert (gated.key, gated.cluster_queue_after, gated.reason) == ("data-science/small", "data-science",
+                                                                    "AdmissionCheck")
+    assert gated.message.startswith("Admitted → QuotaReserved")
+    assert plan_json(plan)["impact"]["checksChanged"][0]["workload"] == "data-science/small"
+    assert "waiting for admission checks" in render_markdown(plan)

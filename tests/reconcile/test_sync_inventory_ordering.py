@@ -51,13 +51,16 @@ def test_inventory_from_status_rejects_garbage() -> None:
 
 
 def test_apply_order_is_total_and_prune_is_its_reverse() -> None:
-    """Kinds go Namespace, PriorityClass, ResourceFlavor, Cohort, ClusterQueue, LocalQueue, others; names break ties."""
+    """Every kind before the kinds that name it (docs of gitopsq.reconcile.ordering); names break ties."""
     keys = [k("AdmissionCheck", "ac"), k("LocalQueue", "q", "t"), k("ClusterQueue", "b"), k("ClusterQueue", "a"),
             k("Cohort", "c"), k("ResourceFlavor", "f"), k("PriorityClass", "p", group="scheduling.k8s.io"),
-            k("Namespace", "t", group="")]
+            k("Namespace", "t", group=""), k("WorkloadPriorityClass", "w"), k("MultiKueueConfig", "mc"),
+            k("Topology", "topo"), k("ProvisioningRequestConfig", "prc"), k("MultiKueueCluster", "mk")]
     ordered = apply_order(keys)
-    assert [(x.kind, x.name) for x in ordered] == [("Namespace", "t"), ("PriorityClass", "p"),
-                                                   ("ResourceFlavor", "f"), ("Cohort", "c"), ("ClusterQueue", "a"),
+    assert [(x.kind, x.name) for x in ordered] == [("Namespace", "t"), ("PriorityClass", "p"), ("Topology", "topo"),
+                                                   ("ResourceFlavor", "f"), ("MultiKueueCluster", "mk"),
+                                                   ("MultiKueueConfig", "mc"), ("ProvisioningRequestConfig", "prc"),
+                                                   ("AdmissionCheck", "ac"), ("Cohort", "c"), ("ClusterQueue", "a"),
                                                    ("ClusterQueue", "b"), ("LocalQueue", "q"),
-                                                   ("AdmissionCheck", "ac")]
+                                                   ("WorkloadPriorityClass", "w")]
     assert prune_order(keys) == tuple(reversed(ordered))
