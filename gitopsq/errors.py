@@ -29,7 +29,8 @@ one place each, chained with ``from``.
         │   ├── WalCorruptError       a WAL line other than the newest segment's last cannot be read
         │   ├── RemoteUnreachableError  the audit remote cannot be reached: records stay in the WAL
         │   ├── PushRejectedError     the remote rejected a push (not a fast-forward)
-        │   └── PushRefusedError      the remote refused a push (hook, protection)
+        │   ├── PushRefusedError      the remote refused a push (hook, protection)
+        │   └── AuditBranchRewoundError  the audit branch no longer holds what the writer pushed
         ├── ForgeError                a forge API call failed or was refused (forge, status, method, path)
         └── NoteError                 an approvals note cannot be signed (no ssh-keygen, an unusable key)
 
@@ -41,7 +42,11 @@ Not in the tree, on purpose: exceptions that never leave the package that raises
 is caught (CallbackAbort and its subclasses, RefusedError, CelCompileError, CelFunctionError, InventoryFormatError,
 _ExpiredError, KeyFileError — a key file gitopsq.yaml names that cannot be used, a config finding), and
 NegativeUsageError, an assertion: a bug in the quota accounting, never a reaction to input; and BuildError, which
-only the engine's compile step (`python -m gitopsq.native_build`, a build tool) raises and reports itself.
+only the engine's compile step (`python -m gitopsq.native_build`, a build tool) raises and reports itself;
+AmbiguousRefError, a name that is both a branch and a tag, which the source turns into an unknown-revision
+error naming both refs where it resolves a revision; TopologyRequestError and AssignmentError, the TAS readers' refusal
+of a topology annotation or a topologyAssignment Kueue would refuse, for their caller to report against the
+object; and _BodyTooLargeError, which the HTTP server answers with 413 where it reads the body.
 """
 
 from __future__ import annotations

@@ -94,8 +94,11 @@ def decode_cluster_queue(r: Reader, meta: m.ObjectMeta, raw: Any, source: Locati
         if checks:
             r.error((*path, "admissionChecks"), "conflicting-fields",
                     "set either spec.admissionChecks or spec.admissionChecksStrategy, not both")
-        checks = [m.AdmissionCheckRule(name=n) for n in
-                  r.string_list(spec.get("admissionChecks"), (*path, "admissionChecks"))]
+        names = r.string_list(spec.get("admissionChecks"), (*path, "admissionChecks"))
+        for i, name in enumerate(names):
+            if name in names[:i]:  # v1beta2 keys the converted list by name: it could not be stored
+                r.error((*path, "admissionChecks", i), "duplicate-value", f"admission check {name!r} is listed twice")
+        checks = [m.AdmissionCheckRule(name=n) for n in names]
     return m.ClusterQueue(
         meta=meta, cohort_name=cohort,
         resource_groups=_resource_groups(r, spec.get("resourceGroups"), (*path, "resourceGroups")),
@@ -140,12 +143,19 @@ def _concurrent_admission(r: Reader, raw: Any, path: FieldPath) -> m.ConcurrentA
 
 def _admission_checks_strategy(r: Reader, raw: Any, path: FieldPath) -> tuple[m.AdmissionCheckRule, ...]:
     data = r.mapping(raw, path, allowed=("admissionChecks",))
-    out = []
+    out: list[m.AdmissionCheckRule] = []
     for i, item in enumerate(r.sequence(data.get("admissionChecks"), (*path, "admissionChecks"))):
         p = (*path, "admissionChecks", i)
         c = r.mapping(item, p, allowed=("name", "onFlavors"))
-        out.append(m.AdmissionCheckRule(name=r.string(c.get("name"), (*p, "name"), required=True),
-                                        on_flavors=r.string_list(c.get("onFlavors"), (*p, "onFlavors"))))
+        rule = m.AdmissionCheckRule(name=r.string(c.get("name"), (*p, "name"), required=True),
+                                    on_flavors=r.string_list(c.get("onFlavors"), (*p, "onFlavors")))
+        # The CRD keys this list by name and makes onFlavors a set: the API server refuses repeats.
+        if any(earlier.name == rule.name for earlier in out):
+            r.error((*p, "name"), "duplicate-value", f"admission check {rule.name!r} is listed twice")
+        for j, flavor in enumerate(rule.on_flavors):
+            if flavor in rule.on_flavors[:j]:
+                r.error((*p, "onFlavors", j), "duplicate-value", f"flavor {flavor!r} is listed twice")
+        out.append(rule)
     return tuple(out)
 
 

@@ -169,3 +169,14 @@ def test_status_is_ignored_with_a_warning() -> None:
     result = decode(doc)
     assert result.obj is not None
     assert [f.code for f in result.findings] == ["ignored-status"]
+
+
+def test_repeated_admission_checks_are_refused_as_the_api_server_refuses_them() -> None:
+    """admissionChecksStrategy.admissionChecks is a list keyed by name and onFlavors a set: a repeat is an error
+    at its own entry (the API server answers "Duplicate value")."""
+    doc = docs(V2)["ClusterQueue"]
+    doc["spec"]["admissionChecksStrategy"] = {"admissionChecks": [
+        {"name": "prov", "onFlavors": ["a", "b", "a"]}, {"name": "other"}, {"name": "prov"}]}
+    found = [(f.code, f.message) for f in decode(doc).findings if f.is_error]
+    assert found == [("duplicate-value", "flavor 'a' is listed twice"),
+                     ("duplicate-value", "admission check 'prov' is listed twice")]

@@ -312,8 +312,8 @@ def _foreign_crd(group: str, plural: str, kind: str, versions: list[str], labels
 )  # fmt: skip
 def test_foreign_crd_is_detected_and_left_alone(envtest: Envtest, versions: list[str], usable: bool) -> None:
     """A same-named CRD installed by someone else (as by Kueue's own manifests) is kept byte for byte."""
-    # kinds gitopsq does not ship, so the session's own CRDs are untouched by this test
-    plural, kind = ("topologies", "Topology") if usable else ("multikueueclusters", "MultiKueueCluster")
+    # names gitopsq does not ship (it ships every Kueue kind), so the session's own CRDs are untouched by this test
+    plural, kind = ("foreignprobes", "ForeignProbe") if usable else ("oldforeignprobes", "OldForeignProbe")
     upstream = _foreign_crd("kueue.x-k8s.io", plural, kind, versions, {"app.kubernetes.io/name": "kueue"})
     ours = copy.deepcopy(upstream)
     ours["metadata"]["labels"] = {"app.kubernetes.io/managed-by": "gitopsq"}

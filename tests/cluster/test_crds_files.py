@@ -17,6 +17,10 @@ EXPECTED = {
     "resourceflavors.kueue.x-k8s.io": ("ResourceFlavor", "Cluster", ["rf", "flavor", "flavors"], False),
     "workloadpriorityclasses.kueue.x-k8s.io": ("WorkloadPriorityClass", "Cluster", ["wpc"], False),
     "workloads.kueue.x-k8s.io": ("Workload", "Namespaced", ["wl", "kwl"], True),
+    "topologies.kueue.x-k8s.io": ("Topology", "Cluster", ["topo"], False),
+    "provisioningrequestconfigs.kueue.x-k8s.io": ("ProvisioningRequestConfig", "Cluster", ["prc"], False),
+    "multikueueconfigs.kueue.x-k8s.io": ("MultiKueueConfig", "Cluster", ["mkconf"], False),
+    "multikueueclusters.kueue.x-k8s.io": ("MultiKueueCluster", "Cluster", ["mkc"], True),
     "gitsources.gitopsq.dev": ("GitSource", "Namespaced", ["gs"], True),
 }
 
@@ -31,7 +35,7 @@ def _version(crd: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_exactly_the_expected_crds_are_bundled() -> None:
-    """The package ships the seven Kueue kinds gitopsq manages plus its own GitSource, nothing else."""
+    """The package ships the eleven Kueue kinds gitopsq manages plus its own GitSource, nothing else."""
     assert sorted(_by_name()) == sorted(EXPECTED)
 
 
